@@ -1,0 +1,60 @@
+"""The ``llm4cov`` command line (Typer + Rich). ``main(argv) -> int`` is testable.
+
+Each command lives in its own module under ``llm4cov.cli`` and registers itself on
+:data:`app` here.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+import typer
+
+app = typer.Typer(
+    name="llm4cov",
+    help="LLM agents that write high-coverage SystemVerilog testbenches, scored by Verilator.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+@app.callback()
+def _root(
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Debug logging on stderr."),
+) -> None:
+    logging.basicConfig(
+        level=logging.DEBUG if verbose else logging.WARNING,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
+
+
+def _register() -> None:
+    from llm4cov.cli import gen_cmd, sim_cmd
+
+    for module in (sim_cmd, gen_cmd):
+        module.register(app)
+
+
+_register()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the CLI with ``argv`` (default ``sys.argv[1:]``); returns the exit code."""
+    try:
+        app(args=argv if argv is not None else sys.argv[1:], standalone_mode=False)
+    except typer.Exit as exc:
+        return exc.exit_code
+    except typer.Abort:
+        return 130
+    except (typer.BadParameter, SystemExit) as exc:  # pragma: no cover - click internals
+        return getattr(exc, "code", 2) or 0
+    except Exception as exc:  # click usage errors carry exit codes
+        code = getattr(exc, "exit_code", None)
+        if code is None:
+            raise
+        if hasattr(exc, "show"):
+            exc.show()
+        return code
+    return 0

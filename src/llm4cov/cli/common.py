@@ -1,0 +1,69 @@
+"""Options and helpers shared by the CLI commands."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.console import Console
+
+from llm4cov.sim.config import SimConfig
+from llm4cov.sim.toolchain import ToolchainError
+from llm4cov.tasks.loaders import load_tasks, task_from_dir
+from llm4cov.tasks.model import Task, TaskError
+
+console = Console(stderr=True)
+
+COMPILE_TIMEOUT = typer.Option(300.0, help="Compile wall-clock limit, seconds.")
+RUN_TIMEOUT = typer.Option(60.0, help="Run wall-clock limit, seconds.")
+SEED = typer.Option(1, help="Simulator seed (+verilator+seed).")
+FSM = typer.Option(False, "--fsm/--no-fsm", help="Also collect FSM coverage (opt-in).")
+
+
+def sim_config(compile_timeout: float, run_timeout: float, seed: int, fsm: bool) -> SimConfig:
+    """A :class:`SimConfig` from the shared CLI options."""
+    return SimConfig(
+        compile_timeout_s=compile_timeout, run_timeout_s=run_timeout, seed=seed, fsm_coverage=fsm
+    )
+
+
+def fail(message: str, code: int = 2) -> typer.Exit:
+    """Print ``message`` as an error and return the Exit to raise."""
+    console.print(f"[red]error:[/red] {message}")
+    return typer.Exit(code)
+
+
+def resolve_task(
+    rtl: Path | None,
+    tasks: Path | None,
+    task_id: str | None,
+    top: str | None,
+    instance: str | None,
+) -> Task:
+    """The task named by the CLI: an RTL directory or ``--tasks FILE --id ID``.
+
+    Raises:
+        typer.Exit: (code 2) with a clear message when the input is unusable.
+    """
+    try:
+        if tasks is not None:
+            if not task_id:
+                raise fail("--tasks needs --id")
+            if instance or top:
+                raise fail("--top/--instance apply to an RTL directory, not to --tasks")
+            return load_tasks(tasks, [task_id])[0]
+        if rtl is None:
+            raise fail("give an RTL directory or --tasks FILE --id ID")
+        return task_from_dir(rtl, top=top, instance=instance or "dut")
+    except (TaskError, OSError) as exc:
+        raise fail(str(exc)) from exc
+
+
+def evaluator_or_exit(config: SimConfig):
+    """An :class:`Evaluator`, or exit 3 with the toolchain problem (infrastructure)."""
+    from llm4cov.sim.evaluator import Evaluator
+
+    try:
+        return Evaluator(config)
+    except ToolchainError as exc:
+        raise fail(f"simulator toolchain: {exc}", code=3) from exc

@@ -1,0 +1,124 @@
+"""``llm4cov gen``: run the memoryless agent on one repo and write the best testbench."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+from llm4cov.agent.loop import AgentConfig, AgentRun, RoundRecord, run_agent
+from llm4cov.cli import common
+from llm4cov.policies import PolicyError, SamplingParams, get_policy
+from llm4cov.sim.report import coverage_markdown
+from llm4cov.tasks.model import Task
+
+
+def write_run(out: Path, task: Task, run: AgentRun) -> None:
+    """Write the run: ``tb.sv`` (best testbench), ``rounds/round_<k>.json`` (every
+    round's prompt, response, testbench and observation), ``run.json`` and
+    ``coverage.md`` (human-readable summary of the best round)."""
+    (out / "rounds").mkdir(parents=True, exist_ok=True)
+    for record in run.rounds:
+        (out / "rounds" / f"round_{record.round}.json").write_text(
+            record.model_dump_json(indent=2), encoding="utf-8"
+        )
+    best = run.best
+    if best.testbench:
+        (out / "tb.sv").write_text(best.testbench, encoding="utf-8")
+    summary = {
+        "task_id": task.id,
+        "policy": run.policy,
+        "config": run.config,
+        "best_round": run.best_round,
+        "wall_s": run.wall_s,
+        "rounds": [
+            {
+                "round": r.round,
+                "from_round": r.from_round,
+                "status": r.observation.status.value,
+                "overall": r.observation.coverage.overall if r.observation.coverage else None,
+                "scored_overall": r.observation.overall(),
+                "targets_met": r.observation.meets(task.targets),
+            }
+            for r in run.rounds
+        ],
+    }
+    (out / "run.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
+    (out / "coverage.md").write_text(
+        coverage_markdown(best.observation, task, title=f"Best testbench (round {best.round})"),
+        encoding="utf-8",
+    )
+
+
+def gen(
+    rtl: Path = typer.Argument(None, help="Directory of RTL (and spec) files."),
+    out: Path = typer.Option(..., "--out", help="Output directory."),
+    tasks: Path = typer.Option(None, "--tasks", help="Task JSONL file (instead of a directory)."),
+    task_id: str = typer.Option(None, "--id", help="Task id in --tasks."),
+    top: str = typer.Option(None, "--top", help="DUT module when the RTL has several tops."),
+    instance: str = typer.Option(None, "--instance", help="DUT instance name (default dut)."),
+    model: str = typer.Option("random", "--model", help="'random' or a served model name."),
+    base_url: str = typer.Option(None, "--base-url", help="OpenAI-compatible endpoint URL."),
+    rounds: int = typer.Option(3, "--rounds", min=1, help="Agent rounds (1 = direct)."),
+    start_from: str = typer.Option("latest", "--start-from",
+                                   help="Next round starts from the 'latest' or 'best' state."),
+    temperature: float = typer.Option(0.7, help="Sampling temperature."),
+    top_p: float = typer.Option(0.8, "--top-p", help="Nucleus sampling top-p."),
+    max_tokens: int = typer.Option(8192, "--max-tokens", help="Max tokens per response."),
+    sample_seed: int = typer.Option(0, "--sample-seed", help="Seed of the policy's sampling."),
+    syntax_rules: bool = typer.Option(False, "--syntax-rules",
+                                      help="Add the expert SystemVerilog rules to the prompt."),
+    compile_timeout: float = common.COMPILE_TIMEOUT,
+    run_timeout: float = common.RUN_TIMEOUT,
+    seed: int = common.SEED,
+    fsm: bool = common.FSM,
+) -> None:
+    """Write a high-coverage testbench with the memoryless agent (N rounds).
+
+    Writes OUT/tb.sv (best testbench), OUT/coverage.md, OUT/run.json and one JSON file
+    per round under OUT/rounds/. Exit code 0 when the best testbench simulates, 1 when
+    no round produced a passing simulation, 2 for bad input, 3 for toolchain problems.
+
+    Example: llm4cov gen examples/traffic_fsm --out runs/traffic
+    """
+    task = common.resolve_task(rtl, tasks, task_id, top, instance)
+    if start_from not in ("latest", "best"):
+        raise common.fail("--start-from must be 'latest' or 'best'")
+    try:
+        policy = get_policy(model, base_url)
+    except ValueError as exc:
+        raise common.fail(str(exc)) from exc
+    evaluator = common.evaluator_or_exit(common.sim_config(compile_timeout, run_timeout, seed, fsm))
+    config = AgentConfig(
+        rounds=rounds,
+        start_from=start_from,  # type: ignore[arg-type]
+        params=SamplingParams(temperature=temperature, top_p=top_p, max_tokens=max_tokens),
+        syntax_rules=syntax_rules,
+        seed=sample_seed,
+    )
+    console = common.console
+
+    def on_round(record: RoundRecord) -> None:
+        obs = record.observation
+        cov = f"{obs.coverage.overall:.2f}%" if obs.coverage else "-"
+        console.print(f"round {record.round + 1}/{rounds}: {obs.status.value}, coverage {cov}")
+
+    with console.status(f"{task.id}: {policy.name} writing testbenches ..."):
+        try:
+            run = run_agent(task, policy, evaluator, config, on_round)
+        except PolicyError as exc:
+            raise common.fail(str(exc), code=1) from exc
+    write_run(out, task, run)
+    best = run.best.observation
+    met = "met" if best.meets(task.targets) else "not met"
+    target = f", target {task.target_for():g}% {met}" if task.target_for() is not None else ""
+    console.print(
+        f"best: round {run.best_round + 1}, {best.status.value}, overall {best.overall():.2f}%"
+        f"{target} -> {out / 'tb.sv'}"
+    )
+    raise typer.Exit(0 if best.sim_pass else 1)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("gen")(gen)

@@ -1,0 +1,50 @@
+"""Policies (who writes the testbench) and the factory that names them."""
+
+from __future__ import annotations
+
+from llm4cov.policies.base import (
+    Generation,
+    GenerationRequest,
+    Policy,
+    PolicyError,
+    SamplingParams,
+)
+
+BUILTIN = ("random",)
+
+
+def get_policy(model: str = "random", base_url: str | None = None, **options) -> Policy:
+    """The policy for ``model``: ``random`` (built-in baseline) or any model name served
+    by an OpenAI-compatible endpoint at ``base_url``.
+
+    Raises:
+        ValueError: an LLM model name without ``base_url`` and without
+            ``OPENAI_BASE_URL`` in the environment.
+    """
+    import os
+
+    if model == "random":
+        from llm4cov.policies.random_stimulus import RandomStimulusPolicy
+
+        return RandomStimulusPolicy(**options)
+    base_url = base_url or os.environ.get("OPENAI_BASE_URL")
+    if not base_url:
+        raise ValueError(
+            f"model {model!r} needs --base-url (an OpenAI-compatible endpoint, e.g. "
+            f"http://localhost:8000/v1) or OPENAI_BASE_URL; built-in policies: "
+            f"{', '.join(BUILTIN)}"
+        )
+    from llm4cov.policies.openai_chat import OpenAIChatPolicy
+
+    return OpenAIChatPolicy(model, base_url=base_url, **options)
+
+
+__all__ = [
+    "BUILTIN",
+    "Generation",
+    "GenerationRequest",
+    "Policy",
+    "PolicyError",
+    "SamplingParams",
+    "get_policy",
+]

@@ -1,0 +1,81 @@
+"""The policy interface: who writes the next testbench (paper: the model ``M``).
+
+A policy maps a :class:`GenerationRequest` (the task plus the chat messages the agent
+built from the state ``s_t``) to a :class:`Generation` (the raw response text). LLM
+policies read ``messages``; the non-LLM ``random`` baseline reads ``task``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import asdict, dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from llm4cov.tasks.model import Task
+
+
+@dataclass(frozen=True)
+class SamplingParams:
+    """Sampling parameters (paper defaults for the Qwen family: T=0.7, top-p=0.8)."""
+
+    temperature: float = 0.7
+    top_p: float = 0.8
+    max_tokens: int = 8192
+    seed: int | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class GenerationRequest:
+    """One call to a policy.
+
+    ``messages`` are OpenAI-style chat messages (``{"role", "content"}``). ``seed`` is
+    the per-sample seed (it overrides ``params.seed`` when set).
+    """
+
+    task: Task
+    messages: list[dict[str, str]]
+    params: SamplingParams = field(default_factory=SamplingParams)
+    seed: int | None = None
+
+
+@dataclass(frozen=True)
+class Generation:
+    """A policy's answer: raw text plus accounting (tokens, seconds)."""
+
+    text: str
+    model: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    finish_reason: str = "stop"
+    latency_s: float = 0.0
+
+
+class PolicyError(RuntimeError):
+    """A policy could not produce an answer (server unreachable after retries, ...)."""
+
+
+@runtime_checkable
+class Policy(Protocol):
+    """Anything that writes testbenches. ``name`` is recorded in every result row."""
+
+    name: str
+
+    def generate(self, request: GenerationRequest) -> Generation:
+        """Answer one request (blocking). Raises :class:`PolicyError` on failure."""
+        ...
+
+    def describe(self) -> dict[str, Any]:
+        """Model name, endpoint and sampling settings, for result rows."""
+        ...
+
+
+async def agenerate(policy: Policy, request: GenerationRequest) -> Generation:
+    """Async form of :meth:`Policy.generate`: the policy's own ``agenerate`` when it
+    has one (e.g. the OpenAI client), else the blocking call in a worker thread."""
+    native = getattr(policy, "agenerate", None)
+    if native is not None:
+        return await native(request)
+    return await asyncio.to_thread(policy.generate, request)

@@ -1,0 +1,97 @@
+"""Any OpenAI-compatible chat endpoint (vLLM, SGLang, Ollama, llama.cpp, hosted APIs).
+
+Uses the official ``openai`` client, whose own retry logic (exponential backoff on
+connection errors, 408/409/429 and 5xx) handles transient failures. The API key comes
+from the environment: ``LLM4COV_API_KEY``, else ``OPENAI_API_KEY``, else ``"EMPTY"``
+(what local servers accept).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+import openai
+
+from llm4cov.policies.base import Generation, GenerationRequest, PolicyError
+
+
+def api_key_from_env() -> str:
+    """The API key: ``LLM4COV_API_KEY`` or ``OPENAI_API_KEY``, else ``"EMPTY"``."""
+    return os.environ.get("LLM4COV_API_KEY") or os.environ.get("OPENAI_API_KEY") or "EMPTY"
+
+
+class OpenAIChatPolicy:
+    """A chat-completions model behind ``base_url``.
+
+    ``timeout_s`` is the per-request timeout in seconds; ``max_retries`` the client's
+    retry count. Errors after retries raise :class:`PolicyError`.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        timeout_s: float = 600.0,
+        max_retries: int = 3,
+    ) -> None:
+        self.name = model
+        self.model = model
+        self.base_url = base_url
+        key = api_key or api_key_from_env()
+        opts = {"base_url": base_url, "api_key": key, "timeout": timeout_s,
+                "max_retries": max_retries}
+        self._client = openai.OpenAI(**opts)
+        self._async_client = openai.AsyncOpenAI(**opts)
+        self.timeout_s = timeout_s
+        self.max_retries = max_retries
+
+    def _kwargs(self, request: GenerationRequest) -> dict[str, Any]:
+        p = request.params
+        seed = request.seed if request.seed is not None else p.seed
+        kwargs: dict[str, Any] = {
+            "model": self.model,
+            "messages": request.messages,
+            "temperature": p.temperature,
+            "top_p": p.top_p,
+            "max_tokens": p.max_tokens,
+        }
+        if seed is not None:
+            kwargs["seed"] = seed
+        return kwargs
+
+    def _to_generation(self, response, started: float) -> Generation:
+        if not response.choices:
+            raise PolicyError(f"{self.model}: the server returned no choices")
+        choice = response.choices[0]
+        usage = response.usage
+        return Generation(
+            text=choice.message.content or "",
+            model=response.model or self.model,
+            prompt_tokens=usage.prompt_tokens if usage else 0,
+            completion_tokens=usage.completion_tokens if usage else 0,
+            finish_reason=choice.finish_reason or "",
+            latency_s=time.monotonic() - started,
+        )
+
+    def generate(self, request: GenerationRequest) -> Generation:
+        started = time.monotonic()
+        try:
+            response = self._client.chat.completions.create(**self._kwargs(request))
+        except openai.OpenAIError as exc:
+            raise PolicyError(f"{self.model} at {self.base_url}: {exc}") from exc
+        return self._to_generation(response, started)
+
+    async def agenerate(self, request: GenerationRequest) -> Generation:
+        started = time.monotonic()
+        try:
+            response = await self._async_client.chat.completions.create(**self._kwargs(request))
+        except openai.OpenAIError as exc:
+            raise PolicyError(f"{self.model} at {self.base_url}: {exc}") from exc
+        return self._to_generation(response, started)
+
+    def describe(self) -> dict[str, Any]:
+        return {"model": self.model, "base_url": self.base_url, "timeout_s": self.timeout_s,
+                "max_retries": self.max_retries}

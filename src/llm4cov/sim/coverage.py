@@ -1,0 +1,194 @@
+"""Verilator ``coverage.dat`` -> per-metric coverage of the DUT subtree + feedback items.
+
+Parsing uses pyucis's Verilator reader (``ucis.vltcov.VltParser``). Point types
+(``t`` key): ``line`` (Verilator basic blocks), ``branch``, ``expr``, ``toggle`` (one
+point per bit per direction), ``fsm_*`` (FSM coverage, opt-in) and ``user``
+(cover properties, reported but not part of ``overall``). A point is covered when its
+count is > 0.
+
+Verilator counts coverage per module, not per instance: all instances of a module
+share points, and ``coverage.dat`` names them with a wildcarded hierarchy (e.g.
+``tb.dut.stage_*``). A point belongs to the DUT subtree when its hierarchy equals the
+DUT path, lies below it, or is a wildcard that can match the DUT path. Consequences
+for per-instance targets: a target on one instance of a module that is instantiated
+several times is measured on the merged module (covered if any instance was
+exercised), so it can read higher than Cadence IMC's per-instance number.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from ucis.vltcov.vlt_parser import VltParser
+
+from llm4cov.sim.observation import (
+    CoverageReport,
+    MetricCoverage,
+    UncoveredItem,
+    overall_percent,
+)
+
+
+@dataclass(frozen=True)
+class Point:
+    """One coverage point of ``coverage.dat``."""
+
+    metric: str
+    file: str
+    line: int
+    comment: str
+    hier: str
+    count: int
+    lines: str = ""  # Verilator's S key: the source lines a block covers
+
+
+def metric_name(point_type: str) -> str:
+    """Our metric name for a Verilator point type (``fsm_state`` -> ``fsm``)."""
+    return "fsm" if point_type.startswith("fsm") else point_type or "user"
+
+
+def parse_coverage_dat(path: Path) -> list[Point]:
+    """Parse a ``coverage.dat`` file (non-UTF-8 bytes are replaced).
+
+    Raises:
+        OSError: the file cannot be read.
+    """
+    parser = VltParser()
+    points: list[Point] = []
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        for raw in fh:
+            if not raw.startswith("C "):
+                continue
+            item = parser.parse_line(raw.strip())
+            if item is None:
+                continue
+            points.append(
+                Point(
+                    metric=metric_name(item.coverage_type),
+                    file=item.filename,
+                    line=item.lineno,
+                    comment=item.comment,
+                    hier=item.hierarchy,
+                    count=item.hit_count,
+                    lines=item.line_range,
+                )
+            )
+    return points
+
+
+def in_subtree(hier: str, root: str) -> bool:
+    """True when a (possibly wildcarded) point hierarchy lies at or below ``root``."""
+    if hier == root or hier.startswith(root + "."):
+        return True
+    if "*" in hier:
+        prefix = hier.split("*", 1)[0]
+        return root.startswith(prefix) or prefix.startswith(root + ".")
+    return False
+
+
+def _tally(points: Iterable[Point]) -> dict[str, MetricCoverage]:
+    covered: dict[str, int] = defaultdict(int)
+    total: dict[str, int] = defaultdict(int)
+    for p in points:
+        total[p.metric] += 1
+        covered[p.metric] += p.count > 0
+    return {m: MetricCoverage(covered=covered[m], total=total[m]) for m in sorted(total)}
+
+
+def summarize(points: list[Point], dut_hier: str) -> CoverageReport | None:
+    """Coverage of ``dut_hier`` and below; None when the DUT has no points at all."""
+    mine = [p for p in points if in_subtree(p.hier, dut_hier)]
+    if not mine:
+        return None
+    by_inst: dict[str, list[Point]] = defaultdict(list)
+    for p in mine:
+        by_inst[p.hier].append(p)
+    metrics = _tally(mine)
+    return CoverageReport(
+        dut_hier=dut_hier,
+        metrics=metrics,
+        per_instance={h: _tally(ps) for h, ps in sorted(by_inst.items())},
+        overall=round(overall_percent(metrics), 4),
+    )
+
+
+_TOGGLE = re.compile(r"^(?P<sig>.*?)(\[(?P<bit>\d+)\])?:(?P<dir>0->1|1->0)$")
+_KIND_ORDER = {"line": 0, "branch": 1, "fsm": 2, "expr": 3, "user": 4, "toggle": 5}
+
+
+def uncovered_items(
+    points: list[Point],
+    dut_hier: str,
+    sources: Mapping[str, str],
+    limit: int = 40,
+) -> tuple[list[UncoveredItem], int]:
+    """Missed points of the DUT subtree, most useful first, at most ``limit`` items.
+
+    Structural misses (blocks never executed, branches never taken) come first, then
+    FSM, expression terms and toggles. Toggle misses of one signal are merged into one
+    item with a bit range (``q[7:4] never toggled 0->1``). Returns the items and how
+    many more were left out.
+    """
+    missed = [p for p in points if p.count == 0 and in_subtree(p.hier, dut_hier)]
+    lines = {name: text.splitlines() for name, text in sources.items()}
+    items: list[UncoveredItem] = []
+    toggles: dict[tuple[str, int, str, str], dict[int, set[str]]] = defaultdict(
+        lambda: defaultdict(set)
+    )
+    for p in missed:
+        if p.metric == "toggle" and (m := _TOGGLE.match(p.comment)):
+            bit = int(m["bit"]) if m["bit"] is not None else -1
+            toggles[(p.file, p.line, m["sig"], p.hier)][bit].add(m["dir"])
+            continue
+        items.append(_item(p, _describe(p), lines))
+    for (file, line, sig, hier), bit_dirs in toggles.items():
+        point = Point("toggle", file, line, "", hier, 0)
+        by_dirs: dict[tuple[str, ...], list[int]] = defaultdict(list)
+        for bit, dirs in bit_dirs.items():
+            by_dirs[tuple(sorted(dirs))].append(bit)
+        for dirs, bits in sorted(by_dirs.items()):
+            how = "never toggled" if len(dirs) == 2 else f"never toggled {dirs[0]}"
+            items.append(_item(point, f"{_bit_ranges(sig, bits)} {how}", lines))
+    items.sort(key=lambda i: (_KIND_ORDER.get(i.kind, 9), i.file, i.line, i.detail))
+    return items[:limit], max(0, len(items) - limit)
+
+
+def _describe(p: Point) -> str:
+    if p.metric == "line":
+        span = f" (lines {p.lines})" if p.lines else ""
+        label = "block" if p.comment in ("", "block") else f"'{p.comment}' block"
+        return f"{label} never executed{span}"
+    if p.metric == "branch":
+        return f"'{p.comment}' branch never taken"
+    if p.metric == "expr":
+        return f"expression term {p.comment} never seen"
+    return f"{p.comment or p.metric} never hit"
+
+
+def _item(p: Point, detail: str, lines: Mapping[str, list[str]]) -> UncoveredItem:
+    text = lines.get(p.file, [])
+    source = text[p.line - 1].strip() if 0 < p.line <= len(text) else ""
+    return UncoveredItem(
+        kind=p.metric, file=p.file, line=p.line, detail=detail, source=source[:160],
+        instance=p.hier,
+    )
+
+
+def _bit_ranges(sig: str, bits: list[int]) -> str:
+    if bits == [-1]:
+        return sig
+    bits = sorted(set(b for b in bits if b >= 0), reverse=True)
+    runs: list[str] = []
+    start = prev = bits[0]
+    for b in [*bits[1:], None]:
+        if b is not None and b == prev - 1:
+            prev = b
+            continue
+        runs.append(f"{start}" if start == prev else f"{start}:{prev}")
+        if b is not None:
+            start = prev = b
+    return f"{sig}[{','.join(runs)}]"

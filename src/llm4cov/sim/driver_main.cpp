@@ -1,0 +1,134 @@
+// llm4cov simulation driver: replaces Verilator's generated --main so that every way
+// a testbench can end still yields its coverage and a structured end record.
+//
+// Compiled with -DVL_USER_STOP_MAYBE -DVL_USER_FATAL, so the Verilated runtime calls the
+// vl_stop_maybe / vl_fatal defined here:
+//   $finish                   -> normal end                          (end=finish)
+//   $stop at a listed site    -> end of simulation, like `vvp -n`    (end=stop)
+//   $error / failed assertion -> counted, simulation continues       (never aborts)
+//   $fatal, DIDNOTCONVERGE    -> coverage written, exit 1            (end=fatal)
+//   simulated-time limit      -> coverage written                    (end=sim_time_limit)
+//   SIGTERM (wall-clock kill) -> coverage written if the loop regains control
+// Outputs go to paths given in environment variables, which the testbench cannot read,
+// so it cannot forge them:
+//   LLM4COV_COVERAGE_FILE  coverage.dat path
+//   LLM4COV_END_FILE       one line: end=<reason> time=<ticks> precision=<exp> errors=<n>
+//                          file=<f> line=<l>
+//   LLM4COV_STOP_SITES     ';'-separated file:line list of $stop statements
+//   LLM4COV_SIM_TIME_LIMIT simulated-time limit in seconds (float, 0 = none)
+//   LLM4COV_MAX_TIME_SLOTS limit on time advances (0 = none): bounds a free-running clock
+//                          whatever the timescale (1 ps units make seconds meaningless)
+#include "verilated.h"
+#include "verilated_cov.h"
+#include "Vllm4cov_top.h"
+
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <set>
+#include <string>
+
+namespace {
+volatile std::sig_atomic_t g_terminate = 0;
+VerilatedContext* g_ctx = nullptr;
+int g_tb_errors = 0;
+bool g_written = false;
+std::set<std::string> g_stop_sites;
+
+void onTerminate(int) { g_terminate = 1; }
+
+std::string envOr(const char* name, const char* fallback) {
+    const char* v = std::getenv(name);
+    return v ? std::string{v} : std::string{fallback};
+}
+
+void loadStopSites() {
+    const std::string sites = envOr("LLM4COV_STOP_SITES", "");
+    size_t start = 0;
+    while (start < sites.size()) {
+        size_t end = sites.find(';', start);
+        if (end == std::string::npos) end = sites.size();
+        if (end > start) g_stop_sites.insert(sites.substr(start, end - start));
+        start = end + 1;
+    }
+}
+
+void writeResults(const char* reason, const char* file, int line) {
+    if (g_written || !g_ctx) return;
+    g_written = true;
+    g_ctx->coveragep()->write(envOr("LLM4COV_COVERAGE_FILE", "coverage.dat"));
+    std::FILE* f = std::fopen(envOr("LLM4COV_END_FILE", "llm4cov_end.txt").c_str(), "w");
+    if (f) {
+        std::fprintf(f, "end=%s time=%llu precision=%d errors=%d file=%s line=%d\n", reason,
+                     static_cast<unsigned long long>(g_ctx->time()), g_ctx->timeprecision(),
+                     g_tb_errors, file ? file : "", line);
+        std::fclose(f);
+    }
+    std::fflush(stdout);
+}
+}  // namespace
+
+// $stop, $error and failed assertions arrive with maybe=true, $fatal with maybe=false.
+void vl_stop_maybe(const char* filename, int linenum, const char* hier, bool maybe) {
+    (void)hier;
+    if (!maybe) {
+        VL_PRINTF("%%Error: %s:%d: $fatal: simulation aborted (coverage so far is kept)\n",
+                  filename, linenum);
+        writeResults("fatal", filename, linenum);
+        std::exit(1);
+    }
+    const std::string site = std::string{filename} + ":" + std::to_string(linenum);
+    if (g_stop_sites.count(site)) {
+        VL_PRINTF("- %s:%d: Verilog $stop (treated as the end of the simulation)\n", filename,
+                  linenum);
+        writeResults("stop", filename, linenum);
+        Verilated::threadContextp()->gotFinish(true);
+        return;
+    }
+    ++g_tb_errors;  // $error / assertion failure: reported, never fatal
+}
+
+void vl_fatal(const char* filename, int linenum, const char* hier, const char* msg) {
+    (void)hier;
+    VL_PRINTF("%%Error: %s:%d: %s\n", filename, linenum, msg);
+    writeResults("fatal", filename, linenum);
+    std::exit(1);
+}
+
+int main(int argc, char** argv, char**) {
+    Verilated::debug(0);
+    std::signal(SIGTERM, onTerminate);
+    loadStopSites();
+    const std::unique_ptr<VerilatedContext> contextp{new VerilatedContext};
+    g_ctx = contextp.get();
+    contextp->threads(1);
+    contextp->commandArgs(argc, argv);
+    const std::unique_ptr<Vllm4cov_top> topp{new Vllm4cov_top{contextp.get(), ""}};
+
+    const long double limit_s = std::strtold(envOr("LLM4COV_SIM_TIME_LIMIT", "0").c_str(), nullptr);
+    const long double ticks = limit_s * std::pow(10.0L, -contextp->timeprecision());
+    const uint64_t limit = ticks > 0 && ticks < 1.8e19L ? static_cast<uint64_t>(ticks) : 0;
+
+    const uint64_t max_slots = std::strtoull(envOr("LLM4COV_MAX_TIME_SLOTS", "0").c_str(), nullptr, 10);
+    uint64_t slots = 0;
+
+    const char* reason = "no_events";
+    while (!contextp->gotFinish()) {
+        topp->eval();
+        if (contextp->gotFinish()) break;
+        if (g_terminate) { reason = "wall_timeout"; break; }
+        if (!topp->eventsPending()) { reason = "no_events"; break; }
+        const uint64_t next = topp->nextTimeSlot();
+        if ((limit && next > limit) || (max_slots && ++slots > max_slots)) {
+            reason = "sim_time_limit";
+            break;
+        }
+        contextp->time(next);
+    }
+    if (contextp->gotFinish()) reason = "finish";
+    if (!g_written) topp->final();
+    writeResults(reason, "", 0);
+    return 0;
+}

@@ -1,0 +1,168 @@
+"""What one simulator call returns: the paper's observation ``o = (status, coverage, log)``.
+
+Units: coverage percentages are percent (0-100) everywhere in reports;
+:meth:`Observation.cov` returns the paper's ``Cov(o)`` as a fraction (0-1).
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SCHEMA_VERSION = 1
+
+#: Metrics that enter ``overall`` when they have points (IMC "Overall Average").
+OVERALL_METRICS = ("line", "branch", "expr", "toggle", "fsm")
+
+
+class Status(StrEnum):
+    """How a simulator call ended (paper: status of ``o``).
+
+    ``success`` is the only status that counts as Sim Pass: the testbench compiled and
+    the simulation ended by itself (``$finish``, ``$stop``, or no events left).
+    """
+
+    SUCCESS = "success"
+    COMPILE_ERROR = "compile_error"
+    RUNTIME_ERROR = "runtime_error"
+    TIMEOUT = "timeout"
+    NO_COVERAGE = "no_coverage"
+    REJECTED = "rejected"
+
+
+class EndReason(StrEnum):
+    """How the simulation run itself ended (structured signal from the driver).
+
+    - ``finish``: ``$finish``; ``stop``: ``$stop`` (treated as the end, like Icarus
+      ``vvp -n``); ``no_events``: every process finished and no clock runs.
+    - ``fatal``: ``$fatal`` or a simulator runtime error (e.g. DIDNOTCONVERGE).
+    - ``sim_time_limit``: the simulated-time limit stopped a testbench that never ended;
+      ``wall_timeout``: the wall-clock limit; ``crashed``: killed by a signal or a
+      resource limit; ``not_run``: the run never started (rejected, compile error).
+    """
+
+    FINISH = "finish"
+    STOP = "stop"
+    NO_EVENTS = "no_events"
+    FATAL = "fatal"
+    SIM_TIME_LIMIT = "sim_time_limit"
+    WALL_TIMEOUT = "wall_timeout"
+    CRASHED = "crashed"
+    NOT_RUN = "not_run"
+
+
+class MetricCoverage(BaseModel):
+    """Covered and total points of one metric (covered = hit count > 0)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    covered: int
+    total: int
+
+    @property
+    def pct(self) -> float:
+        """Percent covered (0-100); 0 when there are no points."""
+        return 100.0 * self.covered / self.total if self.total else 0.0
+
+
+def overall_percent(metrics: dict[str, MetricCoverage]) -> float:
+    """Mean of the per-metric percentages over the metrics that have points.
+
+    This is Cadence IMC's "Overall Average" semantics (paper, "Evaluator"; CVDP cid012),
+    restricted to :data:`OVERALL_METRICS`. Returns percent (0-100); 0 with no points.
+    """
+    pcts = [m.pct for name, m in metrics.items() if name in OVERALL_METRICS and m.total]
+    return sum(pcts) / len(pcts) if pcts else 0.0
+
+
+class CoverageReport(BaseModel):
+    """Coverage of the DUT instance and its subtree.
+
+    ``metrics`` sums every point at or below ``dut_hier``; ``per_instance`` maps each
+    hierarchy seen in ``coverage.dat`` (Verilator merges all instances of a module into
+    one wildcarded hierarchy such as ``tb.dut.stage_*``) to its own metrics.
+    ``overall`` is percent (0-100), see :func:`overall_percent`.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    dut_hier: str
+    metrics: dict[str, MetricCoverage]
+    per_instance: dict[str, dict[str, MetricCoverage]] = Field(default_factory=dict)
+    overall: float
+
+    def metric_percent(self, metric: str) -> float:
+        """Percent for ``metric`` (``overall`` or a metric name); 0 if it has no points."""
+        if metric == "overall":
+            return self.overall
+        m = self.metrics.get(metric)
+        return m.pct if m else 0.0
+
+
+class UncoveredItem(BaseModel):
+    """One coverage point the testbench missed, phrased for the model."""
+
+    model_config = ConfigDict(frozen=True)
+
+    kind: str  # line | branch | expr | toggle | fsm | user
+    file: str
+    line: int
+    detail: str  # e.g. "else branch never taken", "q[3] never toggled 0->1"
+    source: str = ""  # the RTL source line
+    instance: str = ""
+
+    def render(self) -> str:
+        """One line: ``file:line [kind] detail | source``."""
+        text = f"{self.file}:{self.line} [{self.kind}] {self.detail}"
+        return f"{text} | {self.source.strip()}" if self.source.strip() else text
+
+
+class Observation(BaseModel):
+    """Result of ``Sim(repo, testbench)``; a failure is data, never an exception.
+
+    ``coverage`` may be present even when ``status`` is not ``success`` (a ``$fatal`` or
+    a simulated-time-limit stop keeps what was collected, for feedback), but
+    :meth:`cov` scores every non-success as 0, as the paper does.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    schema_version: int = SCHEMA_VERSION
+    status: Status
+    end_reason: EndReason = EndReason.NOT_RUN
+    coverage: CoverageReport | None = None
+    log: str = ""
+    uncovered: list[UncoveredItem] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
+    tb_error_count: int = 0
+    tool_error: bool = False
+    simulator: str = ""
+    coverage_options: list[str] = Field(default_factory=list)
+    seed: int = 0
+    build_s: float = 0.0
+    run_s: float = 0.0
+    sim_time: str = ""
+
+    @property
+    def sim_pass(self) -> bool:
+        """Sim Pass (CVDP-ECov): compiled and the simulation ended by itself."""
+        return self.status is Status.SUCCESS
+
+    def overall(self) -> float:
+        """Overall coverage in percent (0-100) as scored: 0 unless ``sim_pass``."""
+        if not self.sim_pass or self.coverage is None:
+            return 0.0
+        return self.coverage.overall
+
+    def cov(self) -> float:
+        """The paper's ``Cov(o)``: overall coverage as a fraction (0-1), 0 on failure."""
+        return self.overall() / 100.0
+
+    def meets(self, targets: list) -> bool:
+        """Cov Pass: simulation passed and every target metric reached its percentage."""
+        if not self.sim_pass or self.coverage is None:
+            return False
+        return all(
+            self.coverage.metric_percent(t.metric) >= t.target_percentage for t in targets
+        )

@@ -1,0 +1,47 @@
+"""Human-readable coverage summaries of an observation (Markdown)."""
+
+from __future__ import annotations
+
+from llm4cov.sim.observation import Observation
+from llm4cov.tasks.model import Task
+
+
+def coverage_markdown(obs: Observation, task: Task, title: str = "Coverage") -> str:
+    """A Markdown report: status, per-metric and per-instance tables, targets, misses.
+
+    Percentages are percent (0-100).
+    """
+    out = [f"# {title}: {task.id}", ""]
+    out.append(f"- status: **{obs.status.value}** (end: {obs.end_reason.value})")
+    out.append(f"- simulator: {obs.simulator}; coverage options: {' '.join(obs.coverage_options)}")
+    out.append(f"- seed: {obs.seed}; build {obs.build_s:.2f} s, run {obs.run_s:.2f} s; "
+               f"simulated time {obs.sim_time or '-'}")
+    for note in obs.notes:
+        out.append(f"- note: {note}")
+    rep = obs.coverage
+    if rep is None:
+        out += ["", "No coverage was collected.", ""]
+    else:
+        out += ["", f"DUT: `{rep.dut_hier}`, overall **{rep.overall:.2f}%** "
+                "(mean of the per-metric percentages)", "",
+                "| metric | covered | total | percent |", "|---|---|---|---|"]
+        for name, m in rep.metrics.items():
+            out.append(f"| {name} | {m.covered} | {m.total} | {m.pct:.2f} |")
+        if len(rep.per_instance) > 1:
+            out += ["", "| instance (merged per module) | " + " | ".join(rep.metrics) + " |",
+                    "|---|" + "---|" * len(rep.metrics)]
+            for inst, metrics in rep.per_instance.items():
+                cells = [f"{metrics[m].pct:.1f}" if m in metrics else "-" for m in rep.metrics]
+                out.append(f"| {inst} | " + " | ".join(cells) + " |")
+    if task.targets:
+        out += ["", "| target | required | reached | met |", "|---|---|---|---|"]
+        for t in task.targets:
+            got = rep.metric_percent(t.metric) if rep and obs.sim_pass else 0.0
+            met = "yes" if obs.sim_pass and got >= t.target_percentage else "no"
+            out.append(f"| {t.inst_name} {t.metric} | {t.target_percentage:g} | {got:.2f} | {met} |")
+    if obs.uncovered:
+        out += ["", "## Uncovered (first items)", ""]
+        out += [f"- `{u.render()}`" for u in obs.uncovered]
+    if obs.status.value != "success" and obs.log:
+        out += ["", "## Log", "", "```text", obs.log, "```"]
+    return "\n".join(out) + "\n"

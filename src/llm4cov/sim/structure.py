@@ -1,0 +1,130 @@
+"""Pre-compile structure checks: which module is the testbench top, where the DUT is.
+
+Works on the syntax tree only (pyslang), so it answers even for testbenches with
+semantic errors; Verilator reports those.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pyslang
+from pyslang import syntax
+
+from llm4cov.tasks.hdl import ModuleDecl, instance_paths, module_decls, parse_tree, top_modules
+from llm4cov.tasks.model import SourceFile
+
+
+class StructureError(ValueError):
+    """The testbench cannot be simulated as the task asks (message is for the model)."""
+
+
+@dataclass(frozen=True)
+class TestbenchPlan:
+    """Where the testbench's top is and where the DUT instance lies below it."""
+
+    tb_top: str
+    dut_hier: str
+
+
+def plan_testbench(
+    rtl_files: list[SourceFile],
+    tb: SourceFile,
+    dut_module: str,
+    dut_instance: str | None,
+) -> TestbenchPlan:
+    """Find the testbench top module and the DUT instance path.
+
+    ``dut_instance=None`` accepts any instance name (the first instance found).
+
+    Raises:
+        StructureError: no module in the testbench, the DUT is not instantiated, or it
+            is instantiated under another name.
+    """
+    tb_decls = module_decls([tb])
+    if not tb_decls:
+        raise StructureError(f"{tb.name}: no module declaration found in the testbench")
+    rtl_decls = [d for d in module_decls(rtl_files) if d.name not in {t.name for t in tb_decls}]
+    decls: list[ModuleDecl] = rtl_decls + tb_decls
+    tb_names = {d.name for d in tb_decls}
+    tops = [m for m in top_modules(decls) if m in tb_names]
+    if not tops:
+        tops = [tb_decls[0].name]
+    candidates = [(top, instance_paths(decls, top, dut_module)) for top in tops]
+    with_dut = [(top, paths) for top, paths in candidates if paths]
+    if not with_dut:
+        declared = ", ".join(sorted(tb_names))
+        raise StructureError(
+            f"{tb.name}: the testbench (module {declared}) does not instantiate the DUT "
+            f"module `{dut_module}`"
+            + (f"; instantiate it as `{dut_module} {dut_instance} (...)`" if dut_instance else "")
+        )
+    top, paths = with_dut[0]
+    if dut_instance is None:
+        return TestbenchPlan(top, paths[0])
+    named = [p for p in paths if p.rsplit(".", 1)[-1] == dut_instance]
+    if not named:
+        found = ", ".join(p.rsplit(".", 1)[-1] for p in paths)
+        raise StructureError(
+            f"{tb.name}: `{dut_module}` is instantiated as `{found}`, but the task requires "
+            f"the instance name `{dut_instance}` (coverage is measured on {top}.{dut_instance})"
+        )
+    return TestbenchPlan(top, min(named, key=lambda p: p.count(".")))
+
+
+def stop_sites(files: list[SourceFile]) -> list[str]:
+    """``file:line`` of every ``$stop`` that is not on a line with ``$error``/``$fatal``
+    or an assertion (those lines report errors; only a bare ``$stop`` ends the run)."""
+    sites: list[str] = []
+    for f in files:
+        tree = parse_tree(f.content, f.name)
+        sm = tree.sourceManager
+        stops: set[int] = set()
+        noisy: set[int] = set()
+
+        def visit(node: object, sm=sm, stops=stops, noisy=noisy) -> bool:
+            if isinstance(node, pyslang.parsing.Token):
+                line = sm.getLineNumber(node.location)
+                if node.kind == pyslang.parsing.TokenKind.SystemIdentifier:
+                    if node.valueText == "$stop":
+                        stops.add(line)
+                    elif node.valueText in ("$error", "$fatal"):
+                        noisy.add(line)
+                elif node.kind == pyslang.parsing.TokenKind.AssertKeyword:
+                    noisy.add(line)
+            return True
+
+        tree.root.visit(visit)
+        sites.extend(f"{f.name}:{line}" for line in sorted(stops - noisy))
+    return sites
+
+
+def always_without_timing(tb: SourceFile) -> list[int]:
+    """Lines of ``always`` blocks with no delay, event control or wait: they loop
+    forever at time 0 (Verilator reports DIDNOTCONVERGE at line 1 instead)."""
+    tree = parse_tree(tb.content, tb.name)
+    lines: list[int] = []
+    timing = {
+        pyslang.parsing.TokenKind.Hash,
+        pyslang.parsing.TokenKind.At,
+        pyslang.parsing.TokenKind.DoubleHash,
+        pyslang.parsing.TokenKind.WaitKeyword,
+    }
+
+    def visit(node: object) -> bool:
+        if getattr(node, "kind", None) == syntax.SyntaxKind.AlwaysBlock:
+            has_timing = False
+
+            def inner(n: object) -> bool:
+                nonlocal has_timing
+                if isinstance(n, pyslang.parsing.Token) and n.kind in timing:
+                    has_timing = True
+                return True
+
+            node.visit(inner)
+            if not has_timing:
+                lines.append(tree.sourceManager.getLineNumber(node.sourceRange.start))
+        return True
+
+    tree.root.visit(visit)
+    return lines

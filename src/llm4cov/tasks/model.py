@@ -1,0 +1,113 @@
+"""The task (a hardware repository plus what the testbench must do).
+
+A task is the paper's repository ``R`` (RTL + spec files) together with the DUT
+module, the instance name the testbench must use, the instruction shown to the
+model and the coverage targets (``../shared/benchmarks/README.md``, "Task schema").
+"""
+
+from __future__ import annotations
+
+from pathlib import PurePosixPath
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+
+class TaskError(ValueError):
+    """A task or repository that cannot be used (no RTL, bad file name, ...)."""
+
+
+class SourceFile(BaseModel):
+    """One text file of a repository: a relative POSIX path and its content."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    content: str
+
+    @field_validator("name")
+    @classmethod
+    def _relative_name(cls, name: str) -> str:
+        path = PurePosixPath(name)
+        if not name or path.is_absolute() or ".." in path.parts:
+            raise ValueError(f"file name must be a relative path without '..': {name!r}")
+        return name
+
+
+class Target(BaseModel):
+    """A coverage target: ``inst_name``'s ``metric`` must reach ``target_percentage``.
+
+    ``target_percentage`` is a percent (0-100). ``metric`` is ``overall`` (the mean of
+    the per-metric percentages) or one metric name (``line``, ``branch``, ``expr``,
+    ``toggle``, ``fsm``).
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    inst_name: str
+    metric: str = "overall"
+    target_percentage: float
+
+
+class ReferenceTestbench(BaseModel):
+    """The task's hidden human-written testbench (never shown to a model)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    content: str
+    aux_files: list[SourceFile] = Field(default_factory=list)
+
+
+DEFAULT_INSTRUCTION = (
+    "Write a SystemVerilog stimulus testbench for the design described in the spec files "
+    "(RTL in the rtl files). The testbench is one top-level module that instantiates "
+    "`{module}` with the instance name `{instance}`, drives all of its inputs (clocks, "
+    "resets, data, control) and ends the simulation with $finish. Aim for maximum code "
+    "coverage of the `{instance}` instance and everything below it: line/block, branch, "
+    "expression and toggle coverage (scored as their average). Stimulus only: no "
+    "assertions, no output checks, no scoreboards. Do not modify the RTL."
+)
+
+
+class Task(BaseModel):
+    """A coverage task (schema of ``../shared/benchmarks/README.md``).
+
+    Unknown keys are kept out (``extra="ignore"``) so rows of newer schemas load.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    id: str
+    source: str = "local"
+    rtl_files: list[SourceFile]
+    spec_files: list[SourceFile] = Field(default_factory=list)
+    dut_module_name: str
+    dut_instance_name: str = "dut"
+    instruction: str = ""
+    targets: list[Target] = Field(default_factory=list)
+    reference_tb: ReferenceTestbench | None = None
+    difficulty: str | None = None
+    is_agentic: bool = False
+    meta: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("rtl_files")
+    @classmethod
+    def _has_rtl(cls, files: list[SourceFile]) -> list[SourceFile]:
+        if not files:
+            raise ValueError("a task needs at least one RTL file")
+        return files
+
+    def model_post_init(self, __context: Any) -> None:
+        if not self.instruction:
+            text = DEFAULT_INSTRUCTION.format(
+                module=self.dut_module_name, instance=self.dut_instance_name
+            )
+            object.__setattr__(self, "instruction", text)
+
+    def target_for(self, metric: str = "overall") -> float | None:
+        """The target percentage for ``metric`` on the DUT instance, or None."""
+        for target in self.targets:
+            if target.metric == metric:
+                return target.target_percentage
+        return None

@@ -1,0 +1,40 @@
+"""Shared fixtures: the shared data folder, the evaluator, the example tasks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from llm4cov.tasks.loaders import task_from_dir
+from llm4cov.tasks.model import Task
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared"
+EXAMPLES = REPO / "examples"
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+
+def shared_path(*parts: str) -> Path:
+    """A path under ../shared, skipping the test when the folder is absent."""
+    path = SHARED.joinpath(*parts)
+    if not path.exists():
+        pytest.skip(f"shared data not available: {path} (the ../shared folder is absent)")
+    return path
+
+
+@pytest.fixture(scope="session")
+def evaluator():
+    from llm4cov.sim.evaluator import Evaluator
+
+    return Evaluator()
+
+
+def example_task(name: str, **kwargs) -> Task:
+    """A bundled example design (examples/<name>) as a task."""
+    return task_from_dir(EXAMPLES / name, **kwargs)
+
+
+def fixture_task(name: str, **kwargs) -> Task:
+    """A test fixture design (tests/fixtures/<name>) as a task."""
+    return task_from_dir(FIXTURES / name, **kwargs)
