@@ -124,7 +124,7 @@ class Evaluator:
             "-CFLAGS", f"-DVL_USER_STOP_MAYBE -DVL_USER_FATAL -include ../{DRIVER_HOOKS.name}",
             "-MAKEFLAGS", "CFG_CXXFLAGS_PCH_I=-include",
             "--build-jobs", str(cfg.build_jobs),
-            *(f"-I{d}" for d in ["."] + dirs),
+            *(f"-I{d}" for d in [".", *dirs]),
             *cfg.extra_verilator_args,
             *sources,
             tb.name,

@@ -7,6 +7,7 @@ coverage), then SIGKILL after ``grace_s``.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import resource
 import signal
@@ -88,10 +89,8 @@ class _CappedReader(threading.Thread):
 
 
 def _kill_group(proc: subprocess.Popen, sig: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def run_limited(

@@ -38,7 +38,9 @@ def coverage_markdown(obs: Observation, task: Task, title: str = "Coverage") -> 
         for t in task.targets:
             got = rep.metric_percent(t.metric) if rep and obs.sim_pass else 0.0
             met = "yes" if obs.sim_pass and got >= t.target_percentage else "no"
-            out.append(f"| {t.inst_name} {t.metric} | {t.target_percentage:g} | {got:.2f} | {met} |")
+            out.append(
+                f"| {t.inst_name} {t.metric} | {t.target_percentage:g} | {got:.2f} | {met} |"
+            )
     if obs.uncovered:
         out += ["", "## Uncovered (first items)", ""]
         out += [f"- `{u.render()}`" for u in obs.uncovered]

@@ -98,8 +98,8 @@ def _check_token(token: pyslang.parsing.Token, where, reasons: list[str]) -> Non
             target = str(directive.fileName.valueText).strip('"<>')
             if _unsafe_path(target):
                 reasons.append(
-                    f"{where(directive.sourceRange.start)}: `include \"{target}\" points outside the work "
-                    "dir (absolute or '..' path)"
+                    f"{where(directive.sourceRange.start)}: `include \"{target}\" points "
+                    "outside the work dir (absolute or '..' path)"
                 )
 
 

@@ -68,7 +68,9 @@ def task_from_dir(
     declared = [d.name for d in decls]
     if top is not None:
         if top not in declared:
-            raise TaskError(f"{root}: module {top!r} is not declared (found: {', '.join(declared)})")
+            raise TaskError(
+                f"{root}: module {top!r} is not declared (found: {', '.join(declared)})"
+            )
         dut = top
     else:
         tops = top_modules(decls)
