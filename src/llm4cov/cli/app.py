@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import sys
 
+import click
 import typer
 
 app = typer.Typer(
@@ -43,18 +44,10 @@ _register()
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI with ``argv`` (default ``sys.argv[1:]``); returns the exit code."""
     try:
-        app(args=argv if argv is not None else sys.argv[1:], standalone_mode=False)
-    except typer.Exit as exc:
-        return exc.exit_code
+        result = app(args=argv if argv is not None else sys.argv[1:], standalone_mode=False)
     except typer.Abort:
         return 130
-    except (typer.BadParameter, SystemExit) as exc:  # pragma: no cover - click internals
-        return getattr(exc, "code", 2) or 0
-    except Exception as exc:  # click usage errors carry exit codes
-        code = getattr(exc, "exit_code", None)
-        if code is None:
-            raise
-        if hasattr(exc, "show"):
-            exc.show()
-        return code
-    return 0
+    except click.ClickException as exc:  # usage errors: message + exit code 2
+        exc.show()
+        return exc.exit_code
+    return result if isinstance(result, int) else 0

@@ -53,7 +53,7 @@ def _string_literal(text: str) -> str | None:
 def check_testbench(text: str, name: str) -> list[str]:
     """Reasons to reject the testbench ``text`` (empty list = safe to compile).
 
-    Each reason names the file and line, e.g. ``tb.sv:7: $system is not allowed
+    Reasons are in line order; each names the file and line, e.g. ``tb.sv:7: $system is not allowed
     (runs a host shell command)``.
     """
     tree = parse_tree(text, name)
@@ -78,7 +78,8 @@ def check_testbench(text: str, name: str) -> list[str]:
     for match in _SYSTEMC_DIRECTIVE.finditer(text):
         line = text.count("\n", 0, match.start()) + 1
         reasons.append(f"{name}:{line}: {match.group(0)} (embedded C++) is not allowed")
-    return list(dict.fromkeys(reasons))
+    unique = list(dict.fromkeys(reasons))
+    return sorted(unique, key=lambda r: int(r[len(name) + 1 :].split(":", 1)[0]))
 
 
 def _check_token(token: pyslang.parsing.Token, where, reasons: list[str]) -> None:

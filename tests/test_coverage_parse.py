@@ -1,0 +1,83 @@
+"""coverage.dat parsing and DUT-subtree arithmetic on hand-written data (no simulator)."""
+
+from __future__ import annotations
+
+import pytest
+
+from llm4cov.sim.coverage import in_subtree, parse_coverage_dat, summarize, uncovered_items
+from llm4cov.sim.observation import MetricCoverage, overall_percent
+
+
+def _line(**kv) -> str:
+    count = kv.pop("count")
+    body = "".join(f"\x01{k}\x02{v}" for k, v in kv.items())
+    return f"C '{body}' {count}\n"
+
+
+@pytest.fixture
+def dat(tmp_path):
+    rows = [
+        _line(f="top.sv", l=3, t="line", page="v_line/top", o="block", S="3-4", h="tb.dut",
+              count=5),
+        _line(f="top.sv", l=5, t="branch", page="v_branch/top", o="if", h="tb.dut", count=0),
+        _line(f="top.sv", l=5, t="branch", page="v_branch/top", o="else", h="tb.dut", count=2),
+        _line(f="sub.sv", l=2, t="toggle", page="v_toggle/sub", o="q[0]:0->1",
+              h="tb.dut.u_*", count=0),
+        _line(f="sub.sv", l=2, t="toggle", page="v_toggle/sub", o="q[1]:0->1",
+              h="tb.dut.u_*", count=0),
+        _line(f="sub.sv", l=2, t="toggle", page="v_toggle/sub", o="q[1]:1->0",
+              h="tb.dut.u_*", count=0),
+        _line(f="sub.sv", l=2, t="toggle", page="v_toggle/sub", o="q[0]:1->0",
+              h="tb.dut.u_*", count=1),
+        _line(f="tb.sv", l=1, t="toggle", page="v_toggle/tb", o="clk:0->1", h="tb", count=9),
+        _line(f="other.sv", l=1, t="line", page="v_line/x", o="block", h="tb.dut2", count=0),
+    ]
+    path = tmp_path / "coverage.dat"
+    path.write_text("# SystemC::Coverage-3\n" + "".join(rows))
+    return path
+
+
+def test_summarize_counts_only_the_dut_subtree(dat):
+    points = parse_coverage_dat(dat)
+    assert len(points) == 9
+    rep = summarize(points, "tb.dut")
+    got = {k: (v.covered, v.total) for k, v in rep.metrics.items()}
+    assert got == {"line": (1, 1), "branch": (1, 2), "toggle": (1, 4)}
+    # (100 + 50 + 25) / 3
+    assert rep.overall == pytest.approx(58.3333, abs=1e-4)
+    assert set(rep.per_instance) == {"tb.dut", "tb.dut.u_*"}
+    assert summarize(points, "tb.nothing") is None
+
+
+def test_uncovered_items_order_and_toggle_merge(dat):
+    sources = {"top.sv": "a\nb\nc\nd\nif (x) y;"}
+    items, more = uncovered_items(parse_coverage_dat(dat), "tb.dut", sources)
+    assert more == 0
+    assert [i.render() for i in items] == [
+        "top.sv:5 [branch] 'if' branch never taken | if (x) y;",
+        "sub.sv:2 [toggle] q[0] never toggled 0->1",
+        "sub.sv:2 [toggle] q[1] never toggled",
+    ]
+    limited, more = uncovered_items(parse_coverage_dat(dat), "tb.dut", {}, limit=1)
+    assert len(limited) == 1 and more == 2
+
+
+def test_in_subtree_wildcards():
+    assert in_subtree("tb.dut", "tb.dut")
+    assert in_subtree("tb.dut.stage_*", "tb.dut")
+    assert not in_subtree("tb.dut2", "tb.dut")
+    assert not in_subtree("tb", "tb.dut")
+    # two instances of the DUT module merged by Verilator: the wildcard covers tb.dut
+    assert in_subtree("tb.d*", "tb.dut")
+    assert not in_subtree("tb.x*", "tb.dut")
+
+
+def test_overall_is_mean_of_metric_percentages_with_points():
+    metrics = {
+        "line": MetricCoverage(covered=3, total=4),
+        "toggle": MetricCoverage(covered=1, total=10),
+        "expr": MetricCoverage(covered=0, total=0),
+        "user": MetricCoverage(covered=0, total=5),
+    }
+    assert overall_percent(metrics) == pytest.approx((75 + 10) / 2)
+    assert overall_percent({}) == 0.0

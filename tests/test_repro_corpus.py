@@ -1,0 +1,84 @@
+"""Every reproducer in ../shared/corpus/repro gets what its expected.txt says a correct
+evaluator reports (status, how the run ended, key log/note content)."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import shared_path
+from llm4cov.sim.observation import EndReason, Status
+from llm4cov.tasks.hdl import module_decls, top_modules
+from llm4cov.tasks.model import SourceFile, Task
+
+pytestmark = pytest.mark.requires_verilator
+
+S, C, R, T, X = (Status.SUCCESS, Status.COMPILE_ERROR, Status.RUNTIME_ERROR, Status.TIMEOUT,
+                 Status.REJECTED)
+# name: (status, end reason, text that must appear in log + notes)
+EXPECTED = {
+    "01_fsm_negated_guard": (S, EndReason.FINISH, "tb.sv:12: Verilog $finish"),
+    "02_time_compare_in_always": (S, EndReason.FINISH, "q=2"),
+    "05_error_stops_run": (S, EndReason.FINISH, "errors=1"),
+    "06_stop_at_end": (S, EndReason.STOP, "ended by $stop at tb.sv:9"),
+    "07_fatal_in_tb": (R, EndReason.FATAL, "tb.sv:8"),
+    "10_oversized_literal": (C, EndReason.NOT_RUN, "tb.sv:7:9: Too many digits for 8 bit number"),
+    "11_blocking_nonblocking_mix": (C, EndReason.NOT_RUN, "tb.sv:7:14"),
+    "13_covergroup_in_tb": (S, EndReason.FINISH, "COVERIGN"),
+    "14_class_randomize_constraints": (S, EndReason.FINISH, "constraint violations=0"),
+    "15_always_without_delay": (R, EndReason.FATAL, "`always` without delay or event control "
+                                                     "at tb.sv:4"),
+    "16_no_finish_free_clock": (T, EndReason.SIM_TIME_LIMIT, "simulated-time limit"),
+    "17_timescale_tb_only": (S, EndReason.FINISH, "t=32000"),
+    "19_dumpfile_escape": (X, EndReason.NOT_RUN, "points outside the work dir"),
+    "20_delay_in_function": (C, EndReason.NOT_RUN, "tb.sv:7:5: Functions cannot contain"),
+}
+
+
+def _toggled_points(values: list[int], width: int) -> int:
+    """Toggle points hit by a sequence of values starting from 0 (0->1 and 1->0 per bit)."""
+    hit: set[tuple[int, int]] = set()
+    prev = 0
+    for v in values:
+        for bit in range(width):
+            before, after = (prev >> bit) & 1, (v >> bit) & 1
+            if before != after:
+                hit.add((bit, after))
+        prev = v
+    return len(hit)
+
+
+def _repro_task(folder) -> Task:
+    rtl = SourceFile(name="rtl.sv", content=(folder / "rtl.sv").read_text())
+    dut = top_modules(module_decls([rtl]))[0]
+    return Task(id=folder.name, rtl_files=[rtl], dut_module_name=dut, dut_instance_name="uut")
+
+
+def test_every_reproducer_is_covered_by_this_table():
+    folders = {p.name for p in shared_path("corpus", "repro").iterdir() if p.is_dir()}
+    assert folders == set(EXPECTED)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_reproducer(evaluator, name):
+    folder = shared_path("corpus", "repro", name)
+    status, end, text = EXPECTED[name]
+    obs = evaluator.evaluate(_repro_task(folder), (folder / "tb.sv").read_text())
+    assert (obs.status, obs.end_reason) == (status, end), obs.log
+    assert text in obs.log + "\n".join(obs.notes)
+    if status is S:
+        assert obs.coverage is not None and obs.coverage.dut_hier == "tb.uut"
+        assert obs.cov() > 0
+    else:
+        assert obs.cov() == 0.0
+    if name == "05_error_stops_run":
+        # coverage of all 8 vectors is kept; the TB's own $error is counted, not fatal
+        a = [(i * 40) % 256 for i in range(8)]
+        b = [i * 3 for i in range(8)]
+        hits = (_toggled_points(a, 8) + _toggled_points(b, 8)
+                + _toggled_points([x + y for x, y in zip(a, b, strict=True)], 9))
+        assert obs.tb_error_count == 1
+        assert obs.coverage.metrics["toggle"].covered == hits
+    if name == "11_blocking_nonblocking_mix":
+        assert "q_w" in obs.log and "rtl.sv:2" in obs.log
+    if name in ("07_fatal_in_tb", "16_no_finish_free_clock"):
+        assert obs.coverage is not None  # kept for feedback, scored 0
