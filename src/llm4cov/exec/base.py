@@ -35,16 +35,25 @@ class SimExecutor(Protocol):
         ...
 
 
+EXECUTORS = ("local", "ray")
+
+
 def get_executor(
     kind: str = "local", workers: int = 1, config: SimConfig | None = None, **options
 ) -> SimExecutor:
-    """The executor named ``kind`` (``local``).
+    """The executor named ``kind``: ``local`` (process pool) or ``ray`` (options:
+    ``address``, ``runtime_env``, ``max_retries``).
 
     Raises:
         ValueError: unknown ``kind`` (the message lists the valid names).
+        ImportError: ``ray`` without the ``[ray]`` extra installed.
     """
     if kind == "local":
         from llm4cov.exec.local import LocalExecutor
 
         return LocalExecutor(workers=workers, config=config)
-    raise ValueError(f"unknown executor {kind!r}; valid: local")
+    if kind == "ray":
+        from llm4cov.exec.ray_executor import RayExecutor
+
+        return RayExecutor(workers=workers, config=config, **options)
+    raise ValueError(f"unknown executor {kind!r}; valid: {', '.join(EXECUTORS)}")
