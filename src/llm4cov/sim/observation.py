@@ -7,6 +7,7 @@ Units: coverage percentages are percent (0-100) everywhere in reports;
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -143,6 +144,13 @@ class Observation(BaseModel):
     build_s: float = 0.0
     run_s: float = 0.0
     sim_time: str = ""
+
+    TIMING_FIELDS: ClassVar[frozenset[str]] = frozenset({"build_s", "run_s", "cached"})
+
+    def comparable(self) -> dict:
+        """The observation without wall-clock timing (and cache) fields: what must be
+        identical for identical inputs (the evaluator is deterministic)."""
+        return self.model_dump(exclude=set(self.TIMING_FIELDS))
 
     @property
     def sim_pass(self) -> bool:
