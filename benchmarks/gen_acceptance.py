@@ -44,6 +44,8 @@ def main(argv: list[str] | None = None) -> int:
                 proc = subprocess.run(cmd, capture_output=True, text=True)
                 print(f"{task.id}: exit {proc.returncode}", file=sys.stderr, flush=True)
                 if not (out / "run.json").exists():
+                    out.mkdir(parents=True, exist_ok=True)
+                    (out / "stderr.txt").write_text(proc.stdout + proc.stderr)
                     rows.append((task.id, f"crash (exit {proc.returncode})", 0.0,
                                  task.target_for(), False))
                     continue

@@ -92,6 +92,14 @@ class Evaluator:
         workdir = Path(tempfile.mkdtemp(prefix="llm4cov-", dir=self.config.workdir_root))
         try:
             return self._simulate(task, tb, list(aux_files), plan, workdir, base)
+        except OSError as exc:  # fork/exec failure, disk full: infrastructure, not the TB
+            log.warning("evaluator infrastructure error: %s", exc)
+            return Observation(
+                status=Status.RUNTIME_ERROR,
+                tool_error=True,
+                log=f"evaluator infrastructure error (not the testbench): {exc}",
+                **base,
+            )
         finally:
             if self.config.keep_workdir:
                 log.info("kept work dir %s", workdir)

@@ -125,6 +125,9 @@ class Observation(BaseModel):
     ``coverage`` may be present even when ``status`` is not ``success`` (a ``$fatal`` or
     a simulated-time-limit stop keeps what was collected, for feedback), but
     :meth:`cov` scores every non-success as 0, as the paper does.
+
+    ``tool_error`` marks failures of the simulator or the machine (a Verilator internal
+    error, a failed fork), not of the testbench: harnesses retry or report them apart.
     """
 
     model_config = ConfigDict(frozen=True)
