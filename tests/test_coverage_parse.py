@@ -31,6 +31,9 @@ def dat(tmp_path):
               h="tb.dut.u_*", count=1),
         _line(f="tb.sv", l=1, t="toggle", page="v_toggle/tb", o="clk:0->1", h="tb", count=9),
         _line(f="other.sv", l=1, t="line", page="v_line/x", o="block", h="tb.dut2", count=0),
+        # a quote inside the key (sized literal in an expression term) must not drop it
+        _line(f="top.sv", l=7, t="expr", page="v_expr/top", o="(cnt=='d3) => 1", h="tb.dut",
+              count=0),
     ]
     path = tmp_path / "coverage.dat"
     path.write_text("# SystemC::Coverage-3\n" + "".join(rows))
@@ -39,12 +42,12 @@ def dat(tmp_path):
 
 def test_summarize_counts_only_the_dut_subtree(dat):
     points = parse_coverage_dat(dat)
-    assert len(points) == 9
+    assert len(points) == 10
     rep = summarize(points, "tb.dut")
     got = {k: (v.covered, v.total) for k, v in rep.metrics.items()}
-    assert got == {"line": (1, 1), "branch": (1, 2), "toggle": (1, 4)}
-    # (100 + 50 + 25) / 3
-    assert rep.overall == pytest.approx(58.3333, abs=1e-4)
+    assert got == {"line": (1, 1), "branch": (1, 2), "toggle": (1, 4), "expr": (0, 1)}
+    # (100 + 50 + 25 + 0) / 4
+    assert rep.overall == pytest.approx(43.75)
     assert set(rep.per_instance) == {"tb.dut", "tb.dut.u_*"}
     assert summarize(points, "tb.nothing") is None
 
@@ -55,11 +58,12 @@ def test_uncovered_items_order_and_toggle_merge(dat):
     assert more == 0
     assert [i.render() for i in items] == [
         "top.sv:5 [branch] 'if' branch never taken | if (x) y;",
+        "top.sv:7 [expr] expression term (cnt=='d3) => 1 never seen",
         "sub.sv:2 [toggle] q[0] never toggled 0->1",
         "sub.sv:2 [toggle] q[1] never toggled",
     ]
     limited, more = uncovered_items(parse_coverage_dat(dat), "tb.dut", {}, limit=1)
-    assert len(limited) == 1 and more == 2
+    assert len(limited) == 1 and more == 3
 
 
 def test_in_subtree_wildcards():

@@ -18,12 +18,20 @@ COMPILE_TIMEOUT = typer.Option(300.0, help="Compile wall-clock limit, seconds.")
 RUN_TIMEOUT = typer.Option(60.0, help="Run wall-clock limit, seconds.")
 SEED = typer.Option(1, help="Simulator seed (+verilator+seed).")
 FSM = typer.Option(False, "--fsm/--no-fsm", help="Also collect FSM coverage (opt-in).")
+NO_CACHE = typer.Option(
+    False, "--no-cache",
+    help="Always simulate: do not read or write the result cache (~/.cache/llm4cov, or "
+         "$LLM4COV_CACHE_DIR).",
+)
 
 
-def sim_config(compile_timeout: float, run_timeout: float, seed: int, fsm: bool) -> SimConfig:
+def sim_config(
+    compile_timeout: float, run_timeout: float, seed: int, fsm: bool, no_cache: bool = False
+) -> SimConfig:
     """A :class:`SimConfig` from the shared CLI options."""
     return SimConfig(
-        compile_timeout_s=compile_timeout, run_timeout_s=run_timeout, seed=seed, fsm_coverage=fsm
+        compile_timeout_s=compile_timeout, run_timeout_s=run_timeout, seed=seed,
+        fsm_coverage=fsm, result_cache=not no_cache,
     )
 
 

@@ -73,6 +73,7 @@ def gen(
     run_timeout: float = common.RUN_TIMEOUT,
     seed: int = common.SEED,
     fsm: bool = common.FSM,
+    no_cache: bool = common.NO_CACHE,
 ) -> None:
     """Write a high-coverage testbench with the memoryless agent (N rounds).
 
@@ -89,7 +90,9 @@ def gen(
         policy = get_policy(model, base_url)
     except ValueError as exc:
         raise common.fail(str(exc)) from exc
-    evaluator = common.evaluator_or_exit(common.sim_config(compile_timeout, run_timeout, seed, fsm))
+    evaluator = common.evaluator_or_exit(common.sim_config(
+        compile_timeout, run_timeout, seed, fsm, no_cache
+    ))
     config = AgentConfig(
         rounds=rounds,
         start_from=start_from,  # type: ignore[arg-type]

@@ -26,6 +26,7 @@ def sim(
     run_timeout: float = common.RUN_TIMEOUT,
     seed: int = common.SEED,
     fsm: bool = common.FSM,
+    no_cache: bool = common.NO_CACHE,
 ) -> None:
     """Simulate one testbench against an RTL repo and report DUT coverage.
 
@@ -40,7 +41,9 @@ def sim(
         text = read_text(tb, notes)
     except OSError as exc:
         raise common.fail(f"{tb}: {exc.strerror or exc}") from exc
-    evaluator = common.evaluator_or_exit(common.sim_config(compile_timeout, run_timeout, seed, fsm))
+    evaluator = common.evaluator_or_exit(common.sim_config(
+        compile_timeout, run_timeout, seed, fsm, no_cache
+    ))
     with common.console.status(f"simulating {tb.name} against {task.dut_module_name} ..."):
         obs = evaluator.evaluate(task, text, tb_name=tb.name, any_instance=any_instance)
     if notes:

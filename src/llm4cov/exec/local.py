@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-import os
+import dataclasses
 from concurrent.futures import ProcessPoolExecutor
 
-from llm4cov.sim.config import SimConfig
+from llm4cov.sim.config import SimConfig, usable_cpus
 from llm4cov.sim.observation import Observation
 from llm4cov.tasks.model import SourceFile, Task
 
@@ -29,13 +29,18 @@ def _evaluate(task: Task, testbench: str, tb_name: str, aux_files, any_instance:
 class LocalExecutor:
     """``workers`` worker processes, each with its own :class:`Evaluator`.
 
-    ``workers`` defaults to the number of CPUs; each simulation builds with one make job
-    (``SimConfig.build_jobs``), so the machine is not oversubscribed.
+    ``workers`` defaults to the number of usable CPUs. An automatic
+    ``SimConfig.build_jobs`` (0) becomes CPUs / workers make jobs per build (at least
+    one), so simulations running at once do not oversubscribe the machine.
     """
 
     def __init__(self, workers: int | None = None, config: SimConfig | None = None) -> None:
-        self.workers = max(1, workers or os.cpu_count() or 1)
-        self.config = config or SimConfig()
+        cpus = usable_cpus()
+        self.workers = max(1, workers or cpus)
+        config = config or SimConfig()
+        if config.build_jobs == 0:
+            config = dataclasses.replace(config, build_jobs=max(1, cpus // self.workers))
+        self.config = config
         self.calls = 0
         self._pool: ProcessPoolExecutor | None = None
 

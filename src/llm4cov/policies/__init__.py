@@ -14,12 +14,13 @@ BUILTIN = ("random",)
 
 
 def get_policy(model: str = "random", base_url: str | None = None, **options) -> Policy:
-    """The policy for ``model``: ``random`` (built-in baseline) or any model name served
-    by an OpenAI-compatible endpoint at ``base_url``.
+    """The policy for ``model``: ``random`` (built-in baseline), ``local:PATH`` (a
+    checkpoint run in this process with transformers, needs the ``train`` extra) or any
+    model name served by an OpenAI-compatible endpoint at ``base_url``.
 
     Raises:
         ValueError: an LLM model name without ``base_url`` and without
-            ``OPENAI_BASE_URL`` in the environment.
+            ``OPENAI_BASE_URL`` in the environment, or ``local:`` without a path.
     """
     import os
 
@@ -27,12 +28,19 @@ def get_policy(model: str = "random", base_url: str | None = None, **options) ->
         from llm4cov.policies.random_stimulus import RandomStimulusPolicy
 
         return RandomStimulusPolicy(**options)
+    if model.startswith("local:"):
+        path = model.removeprefix("local:")
+        if not path:
+            raise ValueError("local:PATH needs a checkpoint directory or model id")
+        from llm4cov.policies.local_transformers import LocalTransformersPolicy
+
+        return LocalTransformersPolicy(path, **options)
     base_url = base_url or os.environ.get("OPENAI_BASE_URL")
     if not base_url:
         raise ValueError(
             f"model {model!r} needs --base-url (an OpenAI-compatible endpoint, e.g. "
             f"http://localhost:8000/v1) or OPENAI_BASE_URL; built-in policies: "
-            f"{', '.join(BUILTIN)}"
+            f"{', '.join(BUILTIN)}; a local checkpoint: local:PATH"
         )
     from llm4cov.policies.openai_chat import OpenAIChatPolicy
 

@@ -2,7 +2,18 @@
 
 from __future__ import annotations
 
+import os
+import re
 from dataclasses import dataclass, field
+
+#: Fields that only change how fast or where a result is produced, never the result
+#: itself (``tests/test_speed_equivalence.py`` checks this); left out of the result-cache
+#: key. Every other field is part of it.
+SPEED_ONLY_FIELDS = frozenset({
+    "build_jobs", "keep_workdir", "workdir_root", "result_cache", "cache_dir",
+    "cache_max_bytes", "ccache", "reuse_runtime", "runtime_pch", "fast_linker",
+})
+_OPT_LEVEL = re.compile(r"-O[0-3sg]?")
 
 
 @dataclass(frozen=True)
@@ -31,12 +42,55 @@ class SimConfig:
     """FSM coverage is opt-in: it crashes the pinned Verilator on about a quarter of real
     designs. When on and Verilator dies with an internal error, the build is retried
     without it (noted in the observation)."""
-    build_jobs: int = 1
+    build_jobs: int = 0
+    """Parallel C++ compile jobs of one build; 0 = every CPU this process may use
+    (:class:`~llm4cov.exec.local.LocalExecutor` sets it to CPUs / workers)."""
     keep_workdir: bool = False
     workdir_root: str | None = None
     extra_verilator_args: tuple[str, ...] = field(default_factory=tuple)
+    precheck: bool = True
+    """Reject testbenches with errors pyslang is sure about before Verilator runs
+    (``precheck.py``; measured in ``docs/results/precheck_agreement.md``)."""
+    result_cache: bool = True
+    """Serve repeated identical calls from the on-disk result cache (``cache.py``)."""
+    cache_dir: str | None = None
+    """Result cache and reusable build artifacts; None = ``$LLM4COV_CACHE_DIR`` or
+    ``~/.cache/llm4cov``."""
+    cache_max_bytes: int = 512 * 1024**2
+    """Bound on the result cache's stored observations (oldest evicted first)."""
+    cxx_opt: str | None = "-O0"
+    """g++ optimization for every object of the build (Verilator's OPT_FAST, OPT_SLOW
+    and OPT_GLOBAL); None keeps Verilator's defaults (-Os, none, -Os)."""
+    ccache: bool = True
+    """Compile through ccache when it is installed."""
+    reuse_runtime: bool = True
+    """Reuse the Verilated runtime objects and our driver object across calls."""
+    runtime_pch: bool = True
+    """Compile against a precompiled header of the Verilated runtime headers."""
+    fast_linker: bool = True
+    """Link with ``ld.gold`` when it is installed."""
+
+    def __post_init__(self) -> None:
+        if self.build_jobs < 0:
+            raise ValueError(f"build_jobs must be >= 0, got {self.build_jobs}")
+        if self.cache_max_bytes <= 0:
+            raise ValueError(f"cache_max_bytes must be > 0, got {self.cache_max_bytes}")
+        if self.cxx_opt is not None and not _OPT_LEVEL.fullmatch(self.cxx_opt):
+            raise ValueError(f"cxx_opt must look like -O0/-O2/-Os or be None: {self.cxx_opt!r}")
+
+    def jobs(self) -> int:
+        """The make job count this config asks for (resolves 0 = all usable CPUs)."""
+        return self.build_jobs or usable_cpus()
 
     def coverage_options(self) -> list[str]:
         """The exact Verilator coverage flags used."""
         flags = ["--coverage-line", "--coverage-expr", "--coverage-toggle", "--coverage-user"]
         return [*flags, "--coverage-fsm"] if self.fsm_coverage else flags
+
+
+def usable_cpus() -> int:
+    """CPUs this process may run on (its affinity mask; at least 1)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not on Linux
+        return max(1, os.cpu_count() or 1)

@@ -1,6 +1,8 @@
 """Verilator ``coverage.dat`` -> per-metric coverage of the DUT subtree + feedback items.
 
-Parsing uses pyucis's Verilator reader (``ucis.vltcov.VltParser``). Point types
+Keys are decoded with pyucis's Verilator reader (``VltParser.decode_compact_string``);
+the line itself is split here because pyucis's line regex (``C '([^']*)'``) drops every
+point whose text contains a quote, e.g. an expression term with ``'d3``. Point types
 (``t`` key): ``line`` (Verilator basic blocks), ``branch``, ``expr``, ``toggle`` (one
 point per bit per direction), ``fsm_*`` (FSM coverage, opt-in) and ``user``
 (cover properties, reported but not part of ``overall``). A point is covered when its
@@ -32,6 +34,8 @@ from llm4cov.sim.observation import (
     overall_percent,
 )
 
+_POINT_LINE = re.compile(r"^C '(?P<key>.*)' (?P<count>\d+)\s*$")
+
 
 @dataclass(frozen=True)
 class Point:
@@ -61,20 +65,19 @@ def parse_coverage_dat(path: Path) -> list[Point]:
     points: list[Point] = []
     with open(path, encoding="utf-8", errors="replace") as fh:
         for raw in fh:
-            if not raw.startswith("C "):
+            match = _POINT_LINE.match(raw.rstrip("\n"))
+            if match is None:
                 continue
-            item = parser.parse_line(raw.strip())
-            if item is None:
-                continue
+            attrs = parser.decode_compact_string(match["key"])
             points.append(
                 Point(
-                    metric=metric_name(item.coverage_type),
-                    file=item.filename,
-                    line=item.lineno,
-                    comment=item.comment,
-                    hier=item.hierarchy,
-                    count=item.hit_count,
-                    lines=item.line_range,
+                    metric=metric_name(attrs.get("t", "")),
+                    file=attrs.get("f", ""),
+                    line=int(attrs["l"]) if attrs.get("l", "").isdigit() else 0,
+                    comment=attrs.get("o", ""),
+                    hier=attrs.get("h", ""),
+                    count=int(match["count"]),
+                    lines=attrs.get("S", ""),
                 )
             )
     return points

@@ -1,10 +1,13 @@
 """The deterministic evaluator ``Sim(repo, testbench) -> Observation`` on Verilator.
 
-One call: static safety checks -> structure checks (testbench top, DUT instance) ->
-Verilator build (``--exe --build --timing`` with our driver main, see
-``driver_main.cpp``) in a fresh temporary work dir -> run with a fixed seed,
-resource limits and a simulated-time limit -> coverage of the DUT subtree.
-Nothing is ever written into the user's repository; the work dir is removed after.
+One call: result-cache lookup (``cache.py``) -> static safety checks -> structure
+checks (testbench top, DUT instance) -> in a fresh temporary work dir: the pyslang
+pre-check (``precheck.py``) -> Verilator build (``--cc --exe --timing`` with our driver
+main, ``driver_main.cpp``, then make; ``build.py``) -> run with a fixed seed, resource
+limits and a simulated-time limit -> coverage of the DUT subtree. Nothing is ever
+written into the user's repository; the work dir is removed after. The speed levers
+(pre-check, caches, build options) never change an observation except its timing
+(``tests/test_speed_equivalence.py``).
 
 Sim Pass policy (documented in the README): ``success`` when the run ended by
 ``$finish``, by ``$stop`` (treated as the end, like Icarus ``vvp -n``) or because no
@@ -26,6 +29,10 @@ import time
 from pathlib import Path, PurePosixPath
 
 from llm4cov.sim import coverage as cov
+from llm4cov.sim import precheck
+from llm4cov.sim.artifacts import ArtifactStore
+from llm4cov.sim.build import DRIVER, DRIVER_HOOKS, TOP_PREFIX, cflags, run_build
+from llm4cov.sim.cache import ResultCache, cache_root, cacheable, result_key
 from llm4cov.sim.config import SimConfig
 from llm4cov.sim.logs import bound, clean_build_log, scrub_paths
 from llm4cov.sim.observation import EndReason, Observation, Status
@@ -44,9 +51,6 @@ from llm4cov.tasks.model import SourceFile, Task
 
 log = logging.getLogger(__name__)
 
-DRIVER = Path(__file__).with_name("driver_main.cpp")
-DRIVER_HOOKS = Path(__file__).with_name("driver_hooks.h")
-TOP_PREFIX = "Vllm4cov_top"
 _END_LINE = re.compile(r"(\w+)=(\S*)")
 
 
@@ -60,6 +64,14 @@ class Evaluator:
     def __init__(self, config: SimConfig | None = None, toolchain: Toolchain | None = None):
         self.config = config or SimConfig()
         self.toolchain = toolchain or find_toolchain()
+        root = cache_root(self.config)
+        self._results = (
+            ResultCache(root / "results.sqlite3", self.config.cache_max_bytes)
+            if self.config.result_cache else None
+        )
+        self._artifacts = ArtifactStore(
+            root / "build", self.toolchain.verilator_root, self.toolchain.version
+        )
 
     def evaluate(
         self,
@@ -73,10 +85,30 @@ class Evaluator:
 
         The testbench must instantiate ``task.dut_module_name`` as
         ``task.dut_instance_name``; ``any_instance=True`` accepts any instance name
-        (for third-party testbenches such as the LLM corpus).
+        (for third-party testbenches such as the LLM corpus). Served from the result
+        cache when an identical call was made before (``Observation.cached``).
         """
-        base = self._base_fields()
         tb = SourceFile(name=_tb_name(tb_name, task), content=testbench)
+        aux = list(aux_files)
+        instance = None if any_instance else task.dut_instance_name
+        if self._results is None:
+            return self._evaluate(task, tb, aux, instance)
+        key = result_key(
+            task, tb, aux, instance, self.config, self.toolchain.version,
+            self.toolchain.z3 is not None,
+        )
+        hit = self._results.get(key)
+        if hit is not None:
+            return hit
+        obs = self._evaluate(task, tb, aux, instance)
+        if cacheable(obs):
+            self._results.put(key, obs)
+        return obs
+
+    def _evaluate(
+        self, task: Task, tb: SourceFile, aux: list[SourceFile], instance: str | None
+    ) -> Observation:
+        base = self._base_fields()
         reasons = check_testbench(tb.content, tb.name)
         if reasons:
             return Observation(
@@ -84,14 +116,13 @@ class Evaluator:
                 log="Rejected before compiling (unsafe testbench):\n" + "\n".join(reasons),
                 **base,
             )
-        instance = None if any_instance else task.dut_instance_name
         try:
             plan = plan_testbench(task.rtl_files, tb, task.dut_module_name, instance)
         except StructureError as exc:
             return Observation(status=Status.COMPILE_ERROR, log=str(exc), **base)
         workdir = Path(tempfile.mkdtemp(prefix="llm4cov-", dir=self.config.workdir_root))
         try:
-            return self._simulate(task, tb, list(aux_files), plan, workdir, base)
+            return self._simulate(task, tb, aux, plan, workdir, base)
         except OSError as exc:  # fork/exec failure, disk full: infrastructure, not the TB
             log.warning("evaluator infrastructure error: %s", exc)
             return Observation(
@@ -115,24 +146,24 @@ class Evaluator:
 
     # -- build -----------------------------------------------------------------------
 
-    def _build_cmd(self, task: Task, tb: SourceFile, plan: TestbenchPlan, fsm: bool) -> list[str]:
+    def verilate_command(
+        self, task: Task, tb: SourceFile, plan: TestbenchPlan, fsm: bool = False
+    ) -> list[str]:
+        """The Verilator step of the build (run in the work dir; make follows)."""
         cfg = self.config
         flags = [f for f in cfg.coverage_options() if fsm or f != "--coverage-fsm"]
-        dirs = sorted({str(PurePosixPath(f.name).parent) for f in task.rtl_files} - {"."})
         sources = [f.name for f in task.rtl_files if f.name.endswith(COMPILED_SUFFIXES)]
         return [
             str(self.toolchain.verilator),
-            "--cc", "--exe", "--build", "--timing",
+            "--cc", "--exe", "--timing",
             "-Wno-fatal",
             "--prefix", TOP_PREFIX,
             "--top-module", plan.tb_top,
             "-Mdir", "obj",
             "-o", "sim",
             *flags,
-            "-CFLAGS", f"-DVL_USER_STOP_MAYBE -DVL_USER_FATAL -include ../{DRIVER_HOOKS.name}",
-            "-MAKEFLAGS", "CFG_CXXFLAGS_PCH_I=-include",
-            "--build-jobs", str(cfg.build_jobs),
-            *(f"-I{d}" for d in [".", *dirs]),
+            "-CFLAGS", cflags(cfg),
+            *(f"-I{d}" for d in [".", *_rtl_dirs(task)]),
             *cfg.extra_verilator_args,
             *sources,
             tb.name,
@@ -140,14 +171,23 @@ class Evaluator:
         ]
 
     def _build(self, task, tb, plan, workdir: Path, fsm: bool) -> ProcessResult:
-        return run_limited(
-            self._build_cmd(task, tb, plan, fsm),
-            cwd=str(workdir),
-            env=self.toolchain.env(),
-            timeout_s=self.config.compile_timeout_s,
-            limits=Limits(memory_bytes=8 * 1024**3),
-            output_cap=self.config.output_cap_bytes,
+        return run_build(
+            self.verilate_command(task, tb, plan, fsm),
+            workdir,
+            self.toolchain.env(),
+            self.config,
+            self._artifacts,
         )
+
+    def _precheck(self, task, tb, plan, workdir: Path) -> list[precheck.Finding]:
+        """The pre-check's sure errors; none if pyslang itself fails (Verilator decides)."""
+        dirs = [workdir, *(workdir / d for d in _rtl_dirs(task))]
+        try:
+            return precheck.precheck(task.rtl_files, tb, plan.tb_top, dirs)
+        except Exception as exc:  # an optimization must never break a call
+            log.warning("pre-check failed (%s: %s); leaving the verdict to Verilator",
+                        type(exc).__name__, exc)
+            return []
 
     # -- one simulation ----------------------------------------------------------------
 
@@ -157,6 +197,15 @@ class Evaluator:
             _write(workdir / f.name, f.content)
         for driver_file in (DRIVER, DRIVER_HOOKS):
             shutil.copy(driver_file, workdir / driver_file.name)
+        found = self._precheck(task, tb, plan, workdir) if self.config.precheck else []
+        if found:
+            codes = ", ".join(sorted({f.code for f in found}))
+            return Observation(
+                status=Status.COMPILE_ERROR,
+                log=bound(precheck.render(found), self.config.log_limit_chars),
+                notes=[f"rejected by the pyslang pre-check before Verilator ran ({codes})"],
+                **base,
+            )
 
         fsm = self.config.fsm_coverage
         t0 = time.monotonic()
@@ -242,6 +291,11 @@ class Evaluator:
             sim_time=_sim_time(end),
             **base,
         )
+
+
+def _rtl_dirs(task: Task) -> list[str]:
+    """Sub-directories of the RTL files (Verilator's ``-I`` list besides ``.``)."""
+    return sorted({str(PurePosixPath(f.name).parent) for f in task.rtl_files} - {"."})
 
 
 def _tb_name(name: str, task: Task) -> str:

@@ -147,6 +147,9 @@ class Observation(BaseModel):
     build_s: float = 0.0
     run_s: float = 0.0
     sim_time: str = ""
+    cached: bool = False
+    """Served from the result cache (``cache.py``): every other field is the stored
+    observation's, ``build_s``/``run_s`` included (the original call's timing)."""
 
     TIMING_FIELDS: ClassVar[frozenset[str]] = frozenset({"build_s", "run_s", "cached"})
 

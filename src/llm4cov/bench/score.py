@@ -1,0 +1,164 @@
+"""Scoring a run from its plan and result rows (no simulator needed): ``summary.json``.
+
+A sample's outcome after round r is its best state among rounds 1..r (the agent's own
+ordering: Sim Pass, Cov Pass, coverage). A sample counts once it is finished: it has all
+its rounds, or it stopped early because a round reached 100% (``stop_at_full_coverage``,
+the agent's rule); later rounds then carry its final state. Unfinished samples (a
+killed run, a reached budget) are left out and the summary says how many there are.
+All numbers are percent (0-100) unless named ``*_count``.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import asdict
+from typing import Any
+
+from llm4cov.bench.config import REFERENCE, Arm, ArmKind
+from llm4cov.bench.metrics import Estimator, Headline, Outcome, best_so_far, headline
+from llm4cov.bench.plan import Calibration, RunPlan, TaskInfo
+from llm4cov.bench.rows import by_sample, outcome, simulated
+
+SUMMARY_SCHEMA_VERSION = 1
+NO_GROUP = "-"
+
+
+def trajectory(rows: list[dict[str, Any]], rounds: int, stop_at_full: bool) -> list[Outcome] | None:
+    """Best-so-far outcome after each of ``rounds`` rounds, or None when the sample is
+    not finished (see the module docstring)."""
+    if not rows or [r["round"] for r in rows] != list(range(len(rows))) or len(rows) > rounds:
+        return None
+    best = best_so_far([outcome(r) for r in rows])
+    if len(best) < rounds and not (stop_at_full and best[-1].coverage >= 100.0):
+        return None
+    return best + [best[-1]] * (rounds - len(best))
+
+
+def _headline_dict(h: Headline) -> dict[str, Any]:
+    data = asdict(h)
+    data["pass_at_k"] = {str(k): v for k, v in h.pass_at_k.items()}
+    return data
+
+
+def _groups(infos: list[TaskInfo], attr: str) -> dict[str, list[str]]:
+    """Task ids by the value of ``attr`` (``-`` when it is unset)."""
+    out: dict[str, list[str]] = defaultdict(list)
+    for info in infos:
+        out[getattr(info, attr) or NO_GROUP].append(info.id)
+    return dict(sorted(out.items()))
+
+
+def _spent(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "rows": len(rows),
+        "sim_calls": sum(simulated(r) for r in rows),
+        "sim_cached": sum(bool(r["observation"].get("cached")) for r in rows if simulated(r)),
+        "prompt_tokens": sum(r["prompt_tokens"] for r in rows),
+        "completion_tokens": sum(r["completion_tokens"] for r in rows),
+        "gen_s": round(sum(r["gen_s"] for r in rows), 3),
+        "sim_build_s": round(sum(r["build_s"] for r in rows), 3),
+        "sim_run_s": round(sum(r["run_s"] for r in rows), 3),
+    }
+
+
+def score_arm(
+    plan: RunPlan, arm: Arm, groups: dict[tuple[str, str, int], list[dict]],
+    estimator: Estimator,
+) -> dict[str, Any]:
+    """The summary of one arm (see :func:`score`)."""
+    infos = [t for t in plan.tasks if arm.kind is ArmKind.AGENT or t.has_reference]
+    done: dict[str, list[list[Outcome]]] = {}
+    for info in infos:
+        trajs = [trajectory(groups.get((arm.name, info.id, s), []), arm.rounds,
+                            plan.stop_at_full_coverage) for s in range(arm.samples)]
+        finished = [t for t in trajs if t is not None]
+        if finished:
+            done[info.id] = finished
+    scored = [t for t in infos if t.id in done]
+
+    def metrics_of(ids: list[str], after: int = -1) -> dict[str, Any] | None:
+        per_task = [[traj[after] for traj in done[i]] for i in ids if i in done]
+        return _headline_dict(headline(per_task, estimator)) if per_task else None
+
+    ids = [t.id for t in scored]
+    per_task = []
+    for info in scored:
+        finals = [traj[-1] for traj in done[info.id]]
+        per_task.append({
+            "task_id": info.id, "n": len(finals),
+            "sim_pass_count": sum(o.sim_pass for o in finals),
+            "cov_pass_count": sum(o.cov_pass for o in finals),
+            "mean_cov": sum(o.coverage for o in finals) / len(finals),
+            "best_cov": max(o.coverage for o in finals),
+            "target": info.target, "calibration": info.calibration.value,
+        })
+    arm_rows = [r for (a, _, _), rows in groups.items() if a == arm.name for r in rows]
+    return {
+        "kind": arm.kind.value, "samples": arm.samples, "rounds": arm.rounds,
+        "tasks_planned": len(infos), "tasks_scored": len(scored),
+        "samples_planned": len(infos) * arm.samples,
+        "samples_finished": sum(len(v) for v in done.values()),
+        "headline": metrics_of(ids),
+        "per_round": [metrics_of(ids, r) for r in range(arm.rounds)],
+        "by_difficulty": {g: metrics_of(i) for g, i in _groups(scored, "difficulty").items()},
+        "by_source": {g: metrics_of(i) for g, i in _groups(scored, "source").items()},
+        "per_task": per_task,
+        "spent": _spent(arm_rows),
+    }
+
+
+def reference_drift(plan: RunPlan, groups: dict[tuple[str, str, int], list[dict]]
+                    ) -> list[dict[str, Any]]:
+    """Tasks whose reference testbench scores differently in this run than in the
+    calibration run that set the target (by more than 0.01 percentage points)."""
+    out = []
+    for info in plan.tasks:
+        rows = groups.get((REFERENCE, info.id, 0))
+        if not rows or info.calibration_overall is None:
+            continue
+        measured = rows[0]["coverage"]
+        if abs(measured - info.calibration_overall) > 0.01:
+            out.append({"task_id": info.id, "calibration": info.calibration_overall,
+                        "measured": measured, "target": info.target,
+                        "below_target": info.target is not None and measured < info.target})
+    return out
+
+
+def score(
+    plan: RunPlan, rows: Iterable[dict[str, Any]], estimator: Estimator = Estimator.UNBIASED
+) -> dict[str, Any]:
+    """``summary.json``: per arm the headline metrics (Sim Pass, Cov Pass = pass@1, Avg Cov,
+    best-of-n, pass@k), the per-round curve, breakdowns by difficulty and by source,
+    per-task numbers and what was spent; plus the simulator, its coverage metrics and
+    which thresholds were not calibrated for it."""
+    groups = by_sample(rows)
+    arms = {arm.name: score_arm(plan, arm, groups, estimator) for arm in plan.arms}
+    not_calibrated: dict[str, list[str]] = defaultdict(list)
+    for info in plan.tasks:
+        if info.calibration is not Calibration.THIS_SIMULATOR:
+            not_calibrated[info.calibration.value].append(info.id)
+    return {
+        "schema_version": SUMMARY_SCHEMA_VERSION,
+        "command": plan.command,
+        "tasks_file": plan.tasks_file,
+        "tasks": len(plan.tasks),
+        "mode": plan.identity.get("mode"),
+        "simulator": plan.simulator,
+        "coverage_options": plan.coverage_options,
+        "overall_metrics": plan.overall_metrics,
+        "estimator": estimator.value,
+        "estimator_label": estimator.label,
+        "thresholds": {
+            "calibrated_count": len(plan.tasks) - sum(map(len, not_calibrated.values())),
+            "calibrated_on": sorted({t.calibrated_on for t in plan.tasks
+                                     if t.calibration is Calibration.THIS_SIMULATOR}),
+            "not_calibrated": dict(not_calibrated),
+            "reference_compared": sum(t.calibration_overall is not None and
+                                      (REFERENCE, t.id, 0) in groups for t in plan.tasks),
+            "reference_drift": reference_drift(plan, groups),
+        },
+        "complete": all(a["samples_finished"] == a["samples_planned"] for a in arms.values()),
+        "arms": arms,
+        "invocations": plan.invocations,
+    }

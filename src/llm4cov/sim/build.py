@@ -1,0 +1,143 @@
+"""Building the simulation binary: Verilator, then make, with the compile-speed levers.
+
+Two steps in the work dir: ``verilator --cc --exe`` writes ``obj/`` (the Verilated C++
+and its makefile), then ``make -C obj -f Vllm4cov_top.mk`` compiles and links it. Between
+them the levers of :class:`~llm4cov.sim.config.SimConfig` apply (each measured in
+``docs/results/sim_throughput.md``):
+
+- ``runtime_pch``: every object is compiled with ``-include llm4cov_pch/llm4cov_pch.h``
+  (the Verilated runtime headers). The header is precompiled once per flag set into the
+  artifact store (:mod:`llm4cov.sim.artifacts`); without a precompiled copy the same
+  header is read as text, so the result is the same either way.
+- ``reuse_runtime``: the Verilated runtime objects (``verilated.o``,
+  ``verilated_cov.o``, ...) and our ``driver_main.o`` come from the store when an object
+  with the identical compile command was built before; they are harvested after each
+  successful build.
+- ``cxx_opt``: one g++ optimization level for every object (OPT_FAST/SLOW/GLOBAL).
+- ``fast_linker``: ``-fuse-ld=gold`` when ``ld.gold`` is installed.
+- ``ccache``: ccache (``OBJCACHE``) when installed; ``build_jobs``: ``make -j``.
+
+Splitting the build also fixes large designs, for which Verilator splits its output and
+force-includes its own precompiled header after ours: make is told not to
+(``VK_PCH_I_FAST=``), and each split file includes that header itself.
+"""
+
+from __future__ import annotations
+
+import logging
+import shlex
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+from llm4cov.sim.artifacts import ArtifactStore
+from llm4cov.sim.config import SimConfig
+from llm4cov.sim.process import Limits, ProcessResult, run_limited
+
+TOP_PREFIX = "Vllm4cov_top"
+DRIVER = Path(__file__).with_name("driver_main.cpp")
+DRIVER_HOOKS = Path(__file__).with_name("driver_hooks.h")
+PCH_DIR = "llm4cov_pch"
+PCH_HEADER = "llm4cov_pch.h"
+BUILD_LIMITS = Limits(memory_bytes=8 * 1024**3)
+
+log = logging.getLogger(__name__)
+
+
+def cflags(config: SimConfig) -> str:
+    """Verilator ``-CFLAGS``: our driver's hooks, and the runtime header if enabled."""
+    pch = f"-include ../{PCH_DIR}/{PCH_HEADER} " if config.runtime_pch else ""
+    return f"-DVL_USER_STOP_MAYBE -DVL_USER_FATAL {pch}-include ../{DRIVER_HOOKS.name}"
+
+
+def make_command(config: SimConfig, jobs: int) -> list[str]:
+    """The make call that compiles and links ``obj/`` (run from the work dir)."""
+    cmd = [
+        "make", "-s", "-C", "obj", "-f", f"{TOP_PREFIX}.mk", "-j", str(jobs),
+        "CFG_CXXFLAGS_PCH_I=-include", "VK_PCH_I_FAST=", "VK_PCH_I_SLOW=",
+    ]
+    if config.cxx_opt is not None:
+        cmd += [f"OPT_{kind}={config.cxx_opt}" for kind in ("FAST", "SLOW", "GLOBAL")]
+    if config.fast_linker and shutil.which("ld.gold"):
+        cmd.append("USER_LDFLAGS=-fuse-ld=gold")
+    return cmd
+
+
+def run_build(
+    verilate_cmd: list[str],
+    workdir: Path,
+    env: dict[str, str],
+    config: SimConfig,
+    store: ArtifactStore | None,
+) -> ProcessResult:
+    """Verilate, apply the levers, make. Returns both steps' output and the verdict.
+
+    ``returncode`` is the failing step's (Verilator's or make's); ``timed_out`` when the
+    two steps together exceeded ``config.compile_timeout_s``.
+    """
+    if not config.ccache:
+        env = {k: v for k, v in env.items() if k != "OBJCACHE"}
+    deadline = time.monotonic() + config.compile_timeout_s
+    verilated = _step(verilate_cmd, workdir, env, config, deadline)
+    if verilated.timed_out or verilated.returncode != 0:
+        return verilated
+    make = make_command(config, config.jobs())
+    levers = store is not None and (config.runtime_pch or config.reuse_runtime)
+    commands = compile_commands(make, workdir, env) if levers else {}
+    reused: set[str] = set()
+    try:
+        if config.runtime_pch and store and not (workdir / PCH_DIR).exists():
+            store.provide_pch(commands, env, deadline, workdir / PCH_DIR)
+        if store and config.reuse_runtime:
+            reused = store.reuse_objects(commands, workdir)
+    except OSError as exc:  # the store is an optimization: build without it
+        log.warning("build artifact store %s unusable (%s)", store.root, exc)
+    if config.runtime_pch and not (workdir / PCH_DIR).exists():
+        (workdir / PCH_DIR).mkdir()
+        (workdir / PCH_DIR / PCH_HEADER).write_text(ArtifactStore.PCH_TEXT)
+    made = _step(make, workdir, env, config, deadline)
+    if store and config.reuse_runtime and made.returncode == 0 and not made.timed_out:
+        try:
+            store.keep_objects(commands, workdir, skip=reused)
+        except OSError as exc:
+            log.warning("build artifact store %s not written (%s)", store.root, exc)
+    return ProcessResult(
+        returncode=made.returncode,
+        output=verilated.output + made.output,
+        timed_out=made.timed_out,
+        wall_s=verilated.wall_s + made.wall_s,
+        output_bytes=verilated.output_bytes + made.output_bytes,
+    )
+
+
+def compile_commands(make: list[str], workdir: Path, env: dict[str, str]) -> dict[str, str]:
+    """``{object: compile command}`` of every C++ compile make would run (``make -n``).
+
+    Empty when the dry run fails (the real make then reports the problem).
+    """
+    try:
+        dry = subprocess.run(
+            [*make, "-n"], cwd=workdir, env=env, capture_output=True, text=True, timeout=60
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return {}
+    if dry.returncode != 0:
+        return {}
+    commands = {}
+    for line in dry.stdout.splitlines():
+        words = shlex.split(line, posix=True) if " -c " in line else []
+        if "-o" in words[:-1]:
+            commands[words[words.index("-o") + 1]] = line
+    return commands
+
+
+def _step(cmd, workdir: Path, env, config: SimConfig, deadline: float) -> ProcessResult:
+    return run_limited(
+        cmd,
+        cwd=str(workdir),
+        env=env,
+        timeout_s=max(1.0, deadline - time.monotonic()),
+        limits=BUILD_LIMITS,
+        output_cap=config.output_cap_bytes,
+    )

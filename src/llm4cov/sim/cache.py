@@ -1,0 +1,210 @@
+"""On-disk result cache: observations keyed by a hash of everything that decides them.
+
+The evaluator is deterministic (fixed seed, no wall-clock input to the design), so a
+repeated identical call can be answered from disk. The key (:func:`result_key`) hashes
+the RTL files, the testbench and its name, the auxiliary files, the DUT module and
+instance, the simulator and C++ compiler versions, whether z3 is available, every
+:class:`~llm4cov.sim.config.SimConfig` field that can change a result (all but
+:data:`~llm4cov.sim.config.SPEED_ONLY_FIELDS`) and the source of llm4cov's evaluator
+(``llm4cov/sim/`` including the C++ driver, and ``llm4cov/tasks/hdl.py``).
+
+Only verdicts that a rerun would reproduce are stored (:func:`cacheable`): no wall-clock
+timeouts, crashes by signal or tool errors. Storage: one SQLite file in WAL mode with a
+busy timeout, so concurrent processes share it safely; observations are stored as
+zlib-compressed JSON and the oldest written are evicted beyond ``max_bytes``. A cache failure
+(locked too long, disk full, corrupt file) is logged and treated as a miss.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import hashlib
+import json
+import logging
+import os
+import sqlite3
+import time
+import zlib
+from collections.abc import Sequence
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from llm4cov.sim.artifacts import compiler_version
+from llm4cov.sim.config import SPEED_ONLY_FIELDS, SimConfig
+from llm4cov.sim.observation import SCHEMA_VERSION, EndReason, Observation, Status
+from llm4cov.tasks.model import SourceFile, Task
+
+log = logging.getLogger(__name__)
+
+ENV_VAR = "LLM4COV_CACHE_DIR"
+DB_NAME = "results.sqlite3"
+KEY_FORMAT = 1
+BUSY_TIMEOUT_S = 30.0
+_PACKAGE = Path(__file__).resolve().parents[1]
+_INFRASTRUCTURE_TEXT = ("Killed signal", "virtual memory exhausted", "No space left on device")
+
+
+def cache_root(config: SimConfig) -> Path:
+    """Where the caches live: ``config.cache_dir``, else ``$LLM4COV_CACHE_DIR``, else
+    ``$XDG_CACHE_HOME/llm4cov`` or ``~/.cache/llm4cov``."""
+    if config.cache_dir:
+        return Path(config.cache_dir).expanduser()
+    if os.environ.get(ENV_VAR):
+        return Path(os.environ[ENV_VAR]).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "llm4cov"
+
+
+@functools.cache
+def sources_digest() -> str:
+    """Hash of the evaluator's own source files (a code change invalidates the cache)."""
+    digest = hashlib.sha256()
+    sim = sorted(p for p in (_PACKAGE / "sim").iterdir() if p.suffix in (".py", ".cpp", ".h"))
+    files = [*sim, _PACKAGE / "tasks" / "hdl.py"]
+    for path in files:
+        digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def result_key(
+    task: Task,
+    tb: SourceFile,
+    aux_files: Sequence[SourceFile],
+    instance: str | None,
+    config: SimConfig,
+    simulator: str,
+    has_z3: bool,
+) -> str:
+    """The content hash that identifies one evaluator call (hex sha256).
+
+    ``tb`` is the testbench under the name it is compiled as; ``instance`` is the
+    required DUT instance name, None when any instance is accepted.
+    """
+    settings = {
+        f.name: getattr(config, f.name)
+        for f in dataclasses.fields(config)
+        if f.name not in SPEED_ONLY_FIELDS
+    }
+    payload = {
+        "format": KEY_FORMAT,
+        "schema": SCHEMA_VERSION,
+        "simulator": simulator,
+        "compiler": compiler_version(os.environ.get("CXX", "c++")),
+        "z3": has_z3,
+        "sources": sources_digest(),
+        "config": settings,
+        "rtl": [[f.name, f.content] for f in task.rtl_files],
+        "dut": [task.dut_module_name, instance],
+        "tb": [tb.name, tb.content],
+        "aux": [[f.name, f.content] for f in aux_files],
+    }
+    text = json.dumps(payload, sort_keys=True, default=list)
+    return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
+
+
+def cacheable(obs: Observation) -> bool:
+    """Whether a rerun would reproduce ``obs`` (not a timeout, crash or tool problem)."""
+    if obs.tool_error or any(text in obs.log for text in _INFRASTRUCTURE_TEXT):
+        return False
+    if obs.status is Status.RUNTIME_ERROR:
+        return obs.end_reason is EndReason.FATAL
+    if obs.status is Status.TIMEOUT:
+        return obs.end_reason is EndReason.SIM_TIME_LIMIT
+    return True
+
+
+class ResultCache:
+    """Observations by key in the SQLite file ``path``, at most ``max_bytes`` of them."""
+
+    def __init__(self, path: Path, max_bytes: int) -> None:
+        self.path = path
+        self.max_bytes = max_bytes
+        self._ready = False
+
+    def get(self, key: str) -> Observation | None:
+        """The stored observation (``cached=True``), or None."""
+        try:
+            with self._connect(write=False) as db:
+                row = db.execute("SELECT data FROM results WHERE key = ?", (key,)).fetchone()
+        except (sqlite3.Error, OSError) as exc:
+            log.warning("result cache %s unreadable (%s); simulating", self.path, exc)
+            return None
+        if row is None:
+            return None
+        try:
+            obs = Observation.model_validate_json(zlib.decompress(row[0]))
+        except (zlib.error, ValidationError):
+            return None
+        return obs.model_copy(update={"cached": True})
+
+    def put(self, key: str, obs: Observation) -> None:
+        """Store ``obs`` under ``key`` and evict the oldest entries beyond the bound."""
+        data = zlib.compress(obs.model_dump_json().encode("utf-8"))
+        try:
+            with self._connect(write=True) as db:
+                db.execute(
+                    "INSERT OR REPLACE INTO results (key, created, size, data) "
+                    "VALUES (?, ?, ?, ?)",
+                    (key, time.time(), len(data), data),
+                )
+                self._evict(db)
+        except (sqlite3.Error, OSError) as exc:
+            log.warning("result cache %s not written (%s)", self.path, exc)
+
+    def stats(self) -> tuple[int, int]:
+        """``(entries, stored bytes)``."""
+        with self._connect(write=False) as db:
+            count, size = db.execute("SELECT COUNT(*), SUM(size) FROM results").fetchone()
+        return count, size or 0
+
+    def _evict(self, db: sqlite3.Connection) -> None:
+        (total,) = db.execute("SELECT SUM(size) FROM results").fetchone()
+        excess = (total or 0) - self.max_bytes
+        if excess <= 0:
+            return
+        victims, freed = [], 0
+        for key, size in db.execute("SELECT key, size FROM results ORDER BY rowid"):
+            if freed >= excess:
+                break
+            victims.append((key,))
+            freed += size
+        db.executemany("DELETE FROM results WHERE key = ?", victims)
+
+    def _connect(self, write: bool) -> _Transaction:
+        """A fresh connection in a transaction (``write``: holds the write lock)."""
+        if not self._ready:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+        try:
+            db.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+            db.execute("PRAGMA synchronous = NORMAL")  # WAL: durable enough for a cache
+            if not self._ready:
+                db.execute("PRAGMA journal_mode = WAL")
+                db.execute(
+                    "CREATE TABLE IF NOT EXISTS results (key TEXT PRIMARY KEY, "
+                    "created REAL NOT NULL, size INTEGER NOT NULL, data BLOB NOT NULL)"
+                )
+                self._ready = True
+        except sqlite3.Error:
+            db.close()
+            raise
+        return _Transaction(db, "BEGIN IMMEDIATE" if write else "BEGIN")
+
+
+class _Transaction:
+    """``with`` wrapper: ``begin``, then COMMIT (or ROLLBACK on error); always closes."""
+
+    def __init__(self, db: sqlite3.Connection, begin: str) -> None:
+        self.db, self.begin = db, begin
+
+    def __enter__(self) -> sqlite3.Connection:
+        self.db.execute(self.begin)
+        return self.db
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        try:
+            self.db.execute("ROLLBACK" if exc_type else "COMMIT")
+        finally:
+            self.db.close()

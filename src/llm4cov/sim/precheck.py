@@ -1,0 +1,238 @@
+"""In-process pre-check: compile errors pyslang is sure about, without starting Verilator.
+
+The testbench is parsed and elaborated together with the RTL, as one compilation unit
+in Verilator's file order, with Verilator's predefined macros and include directories.
+A testbench is rejected (``compile_error``) only when
+
+- pyslang reports at least one error *in the testbench* whose code is in
+  :data:`SURE_CODES`, outside the constructs Verilator does not check the way pyslang
+  does (covergroups, properties and sequences, which Verilator ignores; and for
+  :data:`CALL_EXEMPT_CODES`, system-task arguments: Verilator lets ``$readmemh`` fill a
+  ``wire`` array), and
+- nothing makes pyslang's view of the design unreliable (:data:`VETO_CODES` anywhere,
+  or a parse error in an RTL file).
+
+:data:`SURE_CODES` is decided by measurement, not by taste: the diagnostic codes that
+never appeared on a testbench Verilator accepted and that were, on at least three
+testbenches, the only error code while Verilator rejected it, over a corpus of
+reference, LLM-written and mutated testbenches (``benchmarks/precheck_agreement.py``;
+numbers in ``docs/results/precheck_agreement.md``). Every other pyslang error is left
+to Verilator, so the pre-check can only make a call faster, never change its verdict.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyslang
+from pyslang import ast, parsing, syntax
+
+from llm4cov.tasks.hdl import COMPILED_SUFFIXES
+from llm4cov.tasks.model import SourceFile
+
+#: pyslang codes whose errors in a testbench Verilator (-Wno-fatal) always rejected too.
+SURE_CODES = frozenset({
+    "AssignToNet",
+    "BadBinaryDigit",
+    "BadDecimalDigit",
+    "BadHexDigit",
+    "DeclarationsAtStart",
+    "ExpectedDeclarator",
+    "ExpectedExpression",
+    "ExpectedIdentifier",
+    "ExpectedStatement",
+    "ExpectedToken",
+    "ExpectedVectorDigits",
+    "MixingOrderedAndNamedPorts",
+    "PortDoesNotExist",
+    "TimingInFuncNotAllowed",
+    "TypoIdentifier",
+    "TypoKeyword",
+    "UndeclaredIdentifier",
+})
+
+#: Codes that mean pyslang may not see the design as Verilator does: never reject then.
+VETO_CODES = frozenset({"CouldNotOpenIncludeFile", "UnknownDirective"})
+
+#: Constructs Verilator ignores (COVERIGN) or checks differently: no finding inside counts.
+EXEMPT_REGIONS = frozenset({
+    syntax.SyntaxKind.CovergroupDeclaration,
+    syntax.SyntaxKind.PropertyDeclaration,
+    syntax.SyntaxKind.SequenceDeclaration,
+})
+#: Codes that do not count inside a system-task call's arguments.
+CALL_EXEMPT_CODES = frozenset({"AssignToNet"})
+
+#: The macros Verilator predefines with ``--timing`` (``verilator -E --dump-defines``).
+VERILATOR_DEFINES = (
+    "SV_COV_ASSERTION=20", "SV_COV_CHECK=3", "SV_COV_ERROR=-1", "SV_COV_FSM_STATE=21",
+    "SV_COV_HIER=11", "SV_COV_MODULE=10", "SV_COV_NOCOV=0", "SV_COV_OK=1",
+    "SV_COV_OVERFLOW=-2", "SV_COV_PARTIAL=2", "SV_COV_RESET=2", "SV_COV_START=0",
+    "SV_COV_STATEMENT=22", "SV_COV_STOP=1", "SV_COV_TOGGLE=23", "SYSTEMVERILOG=1",
+    "VERILATOR=1", "VERILATOR_TIMING=1", "coverage_block_off=", "verilator=1",
+    "verilator3=1",
+)
+
+MAX_SHOWN = 20
+_CODE_NAME = re.compile(r"DiagCode\((\w+)\)")
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One pyslang error. ``file`` is the repo's or testbench's own name; ``line`` and
+    ``column`` are 1-based; ``code`` is the pyslang ``DiagCode`` name."""
+
+    code: str
+    file: str
+    line: int
+    column: int
+    message: str
+    parse: bool
+    """From parsing/preprocessing (syntax), not from elaboration."""
+    source_line: str = ""
+    exempt: bool = False
+    """Inside a construct where pyslang's verdict does not predict Verilator's."""
+
+    def render(self) -> str:
+        """Verilator-style: ``%Error: tb.sv:7:3: message`` and the marked source line."""
+        text = f"%Error: {self.file}:{self.line}:{self.column}: {self.message}"
+        if not self.source_line.strip():
+            return text
+        gutter = f"{self.line:>5} | "
+        caret = " " * (len(gutter) - 2) + "| " + " " * (self.column - 1) + "^"
+        return f"{text}\n{gutter}{self.source_line}\n{caret}"
+
+
+def diagnose(
+    rtl_files: Sequence[SourceFile],
+    tb: SourceFile,
+    top: str,
+    include_dirs: Iterable[Path] = (),
+) -> list[Finding]:
+    """Every error pyslang reports for ``tb`` elaborated with ``rtl_files`` under ``top``.
+
+    ``include_dirs`` are searched for `` `include`` files (the evaluator passes its work
+    dir, where the files are written, and the RTL's sub-directories, like Verilator's
+    ``-I`` list). Takes milliseconds for RTLLM-sized designs.
+    """
+    sm = pyslang.SourceManager()
+    sm.setDisableLocalIncludes(True)
+    dirs = [Path(d) for d in include_dirs]
+    for d in dirs:
+        sm.addUserDirectories(str(d))
+    compiled = [f for f in rtl_files if f.name.endswith(COMPILED_SUFFIXES)] + [tb]
+    buffers = [sm.assignText(f.name, f.content) for f in compiled]
+    bag = _options(top)
+    tree = syntax.SyntaxTree.fromBuffers(buffers, sm, bag)
+    comp = ast.Compilation(bag)
+    comp.addSyntaxTree(tree)
+    parse_diags = {(str(d.code), d.location.offset) for d in comp.getParseDiagnostics()}
+    regions, calls = _regions(tree, buffers[-1].id)
+    engine = pyslang.DiagnosticEngine(sm)
+    texts = {f.name: f.content.splitlines() for f in compiled}
+    findings = []
+    for diag in comp.getAllDiagnostics():
+        if not diag.isError():
+            continue
+        loc = sm.getFullyOriginalLoc(diag.location)
+        name = _display_name(sm.getFileName(loc), dirs)
+        line, column = sm.getLineNumber(loc), sm.getColumnNumber(loc)
+        code = _code_name(diag.code)
+        inside = regions + (calls if code in CALL_EXEMPT_CODES else [])
+        in_tb = loc.buffer == buffers[-1].id
+        lines = texts.get(name, [])
+        findings.append(Finding(
+            code=code,
+            file=name,
+            line=line,
+            column=column,
+            message=engine.formatMessage(diag),
+            parse=(str(diag.code), diag.location.offset) in parse_diags,
+            source_line=lines[line - 1] if 0 < line <= len(lines) else "",
+            exempt=in_tb and any(a <= loc.offset < b for a, b in inside),
+        ))
+    return findings
+
+
+def sure_errors(
+    findings: Sequence[Finding], tb_name: str, sure_codes: frozenset[str] = SURE_CODES
+) -> list[Finding]:
+    """The findings that justify rejecting the testbench (empty = let Verilator decide)."""
+    if any(f.code in VETO_CODES or (f.parse and f.file != tb_name) for f in findings):
+        return []
+    return [f for f in findings if f.file == tb_name and f.code in sure_codes and not f.exempt]
+
+
+def precheck(
+    rtl_files: Sequence[SourceFile],
+    tb: SourceFile,
+    top: str,
+    include_dirs: Iterable[Path] = (),
+) -> list[Finding]:
+    """The errors to reject ``tb`` with before Verilator runs; empty when unsure."""
+    return sure_errors(diagnose(rtl_files, tb, top, include_dirs), tb.name)
+
+
+def render(findings: Sequence[Finding]) -> str:
+    """The compile log shown to the model for a pre-check rejection."""
+    shown = [f.render() for f in findings[:MAX_SHOWN]]
+    if len(findings) > MAX_SHOWN:
+        shown.append(f"[... {len(findings) - MAX_SHOWN} more errors not shown ...]")
+    shown.append(
+        f"%Error: Exiting due to {len(findings)} error(s) "
+        "(found by the pyslang pre-check; Verilator was not run)"
+    )
+    return "\n".join(shown)
+
+
+def _options(top: str) -> pyslang.Bag:
+    version = pyslang.LanguageVersion.v1800_2023
+    pp = parsing.PreprocessorOptions()
+    pp.predefines = list(VERILATOR_DEFINES)
+    pp.languageVersion = version
+    lexer = parsing.LexerOptions()
+    lexer.languageVersion = version
+    parser = parsing.ParserOptions()
+    parser.languageVersion = version
+    comp = ast.CompilationOptions()
+    comp.topModules = {top}
+    comp.languageVersion = version
+    return pyslang.Bag([pp, lexer, parser, comp])
+
+
+def _regions(tree: syntax.SyntaxTree, tb_buffer) -> tuple[list, list]:
+    """Offset ranges in the testbench of :data:`EXEMPT_REGIONS` and system-task calls."""
+    regions: list[tuple[int, int]] = []
+    calls: list[tuple[int, int]] = []
+
+    def visit(node: object) -> bool:
+        kind = getattr(node, "kind", None)
+        if kind in EXEMPT_REGIONS or (
+            kind == syntax.SyntaxKind.InvocationExpression
+            and node.left.kind == syntax.SyntaxKind.SystemName
+        ):
+            rng = node.sourceRange
+            if rng.start.buffer == tb_buffer:
+                (regions if kind in EXEMPT_REGIONS else calls).append(
+                    (rng.start.offset, rng.end.offset))
+        return True
+
+    tree.root.visit(visit)
+    return regions, calls
+
+
+def _code_name(code: pyslang.DiagCode) -> str:
+    match = _CODE_NAME.fullmatch(str(code))
+    return match.group(1) if match else str(code)
+
+
+def _display_name(name: str, dirs: Sequence[Path]) -> str:
+    """An included file's absolute path as the repo-relative name Verilator would print."""
+    for d in dirs:
+        prefix = str(d).rstrip("/") + "/"
+        if name.startswith(prefix):
+            return name[len(prefix):]
+    return name

@@ -1,0 +1,389 @@
+"""A synthesis run ``D(k)``: trajectories, state selection and rejection per repo.
+
+Per repo (paper, "Learning offline"):
+
+1. skip it when its source said so, when it matches a benchmark (contamination), or
+   when the compile probe (the ``random`` policy's testbench, one simulator call)
+   does not compile or has no coverage points;
+2. sample K intermediate states from ``s_0`` with ``M_int`` and simulate them;
+3. select states (:mod:`llm4cov.synth.selection`);
+4. sample M transitions from each selected state with ``M_trans`` and simulate them;
+5. judge them (:mod:`llm4cov.synth.rejection`) and write every candidate as a
+   :class:`DataPoint` with its verdict; with ``direct_points`` the K samples of step 2
+   are judged too, as direct-inference points from ``s_0``.
+
+Resume: every generation + simulation is a durable :class:`SampleRow`; a rerun reuses
+the rows already there (same keys, same seeds, deterministic selection), so it neither
+repeats nor loses finished work. A repo is finished when its :class:`RepoRow` is
+written. A run directory refuses a config whose :meth:`SynthConfig.identity` or model
+names differ.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from llm4cov.agent.loop import no_testbench_observation
+from llm4cov.agent.prompt import syntax_rules
+from llm4cov.agent.response import extract_testbench
+from llm4cov.policies.base import GenerationRequest, Policy, SamplingParams, agenerate
+from llm4cov.policies.random_stimulus import random_testbench
+from llm4cov.sim.observation import Observation, Status
+from llm4cov.synth.chat import state_messages
+from llm4cov.synth.config import SynthConfig, to_mapping
+from llm4cov.synth.contamination import ContaminationIndex
+from llm4cov.synth.records import (
+    INITIAL_STATE,
+    POINT_KEY,
+    REPO_KEY,
+    SAMPLE_KEY,
+    DataPoint,
+    PointKind,
+    RepoRow,
+    RepoStatus,
+    Role,
+    SampleRow,
+    StateInfo,
+    Transition,
+    Verdict,
+)
+from llm4cov.synth.rejection import coverage_gain, judge_transitions
+from llm4cov.synth.selection import select_states
+from llm4cov.synth.sources import RepoItem
+from llm4cov.tasks.model import Task
+from llm4cov.util.jsonl import ResultLog, iter_jsonl
+
+log = logging.getLogger(__name__)
+
+Simulate = Callable[[Task, str], Awaitable[Observation]]
+PROBE_MODEL = "random"
+PROBE_SKIPS = (Status.COMPILE_ERROR, Status.NO_COVERAGE, Status.REJECTED)
+
+
+class RunDirError(ValueError):
+    """The output directory holds a run with a different config or different models."""
+
+
+def derive_seed(*parts: object) -> int:
+    """A stable 31-bit seed from ``parts`` (same on every machine and Python run)."""
+    digest = hashlib.sha256("/".join(map(str, parts)).encode()).digest()
+    return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
+
+
+async def gather_all(coros: Iterable[Awaitable[SampleRow]]) -> list[SampleRow]:
+    """Await every coroutine to its end, then raise the first exception if any: samples
+    that finish while a sibling fails are still written (no lost work on resume)."""
+    results = await asyncio.gather(*coros, return_exceptions=True)
+    for result in results:
+        if isinstance(result, BaseException):
+            raise result
+    return list(results)
+
+
+@dataclass
+class Spent:
+    """Simulator calls and policy tokens (prompt + completion) spent by the run dir."""
+
+    sim_calls: int = 0
+    tokens: int = 0
+
+
+@dataclass
+class Budget:
+    """Admission control for :class:`BudgetConfig` limits (see its docstring)."""
+
+    max_sim_calls: int | None
+    max_tokens: int | None
+    spent: Spent = field(default_factory=Spent)
+    reserved: int = 0
+
+    def try_reserve(self, sim_calls: int) -> bool:
+        """Reserve ``sim_calls`` if they fit and the token budget is not used up."""
+        if self.max_tokens is not None and self.spent.tokens >= self.max_tokens:
+            return False
+        total = self.spent.sim_calls + self.reserved + sim_calls
+        if self.max_sim_calls is not None and total > self.max_sim_calls:
+            return False
+        self.reserved += sim_calls
+        return True
+
+    def release(self, sim_calls: int) -> None:
+        self.reserved -= sim_calls
+
+    def charge(self, sim_calls: int, tokens: int) -> None:
+        self.spent.sim_calls += sim_calls
+        self.spent.tokens += tokens
+
+
+@dataclass
+class RunOutcome:
+    """What one invocation did: repos finished or skipped now, repos finished by an
+    earlier invocation, and whether a budget stopped it before the source ran out."""
+
+    done: int = 0
+    skipped: int = 0
+    already: int = 0
+    budget_stopped: bool = False
+    spent: Spent = field(default_factory=Spent)
+
+
+class SynthRun:
+    """One run directory: ``run.json``, ``samples.jsonl``, ``points.jsonl``, ``repos.jsonl``.
+
+    ``policies`` maps :class:`Role` ``int``/``trans`` to the policies filling ``M_int`` and
+    ``M_trans``; ``simulate`` is ``executor.simulate`` (or any async evaluator call).
+    ``command`` (the command line) is recorded in ``run.json`` for the dataset card.
+
+    Raises:
+        RunDirError: ``out_dir`` holds a run with a different identity.
+    """
+
+    def __init__(
+        self,
+        out_dir: Path | str,
+        config: SynthConfig,
+        policies: dict[Role, Policy],
+        simulate: Simulate,
+        contamination: ContaminationIndex | None = None,
+        on_repo: Callable[[RepoRow], None] | None = None,
+        command: str = "",
+    ) -> None:
+        self.out = Path(out_dir)
+        self.config = config
+        self.policies = policies
+        self.simulate = simulate
+        self.contamination = contamination
+        self.on_repo = on_repo
+        self.command = command
+        self.out.mkdir(parents=True, exist_ok=True)
+        self._check_identity()
+        self.samples = ResultLog(self.out / "samples.jsonl", SAMPLE_KEY)
+        self.points = ResultLog(self.out / "points.jsonl", POINT_KEY)
+        self.repos = ResultLog(self.out / "repos.jsonl", REPO_KEY)
+        self.rules = syntax_rules() if config.syntax_rules else None
+        self.budget = Budget(config.budget.max_sim_calls, config.budget.max_tokens)
+        self._cached: dict[tuple, SampleRow] = {}
+        for raw in iter_jsonl(self.samples.path):
+            row = SampleRow.model_validate(raw)
+            self.budget.charge(int(row.simulated), row.prompt_tokens + row.completion_tokens)
+            if (row.repo_id,) not in self.repos:
+                self._cached[self.samples.key(raw)] = row
+
+    def _check_identity(self) -> None:
+        identity = {
+            "config": self.config.identity(),
+            "models": {role.value: p.name for role, p in sorted(self.policies.items())},
+        }
+        path = self.out / "run.json"
+        if path.exists():
+            stored = json.loads(path.read_text(encoding="utf-8"))
+            if stored.get("identity") != identity:
+                raise RunDirError(
+                    f"{self.out} holds a run with another config or models; use a new --out "
+                    f"(stored: {json.dumps(stored.get('identity'), sort_keys=True)})"
+                )
+        payload = {"identity": identity, "config": to_mapping(self.config),
+                   "command": self.command,
+                   "policies": {r.value: p.describe() for r, p in self.policies.items()}}
+        path.write_text(json.dumps(payload, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+
+    def worst_case_calls(self) -> int:
+        """Most simulator calls one repo can take: probe + K + states x M."""
+        sel = self.config.selection
+        states = min(sel.max_states, 3) if sel.strategy == "worst" else (
+            sel.states_per_repo or min(sel.max_states, 3))
+        probe = 1 if self.config.screen_compile else 0
+        return probe + sel.candidates + min(states, sel.candidates) * self.config.transitions
+
+    async def run(self, items: Iterable[RepoItem]) -> RunOutcome:
+        """Process ``items`` with ``config.concurrency`` repos in flight.
+
+        Raises:
+            PolicyError, ToolchainError: infrastructure failures (after the repos in
+                flight finish); rows written so far stay and a rerun resumes.
+        """
+        outcome = RunOutcome(spent=self.budget.spent)
+        source = iter(items)
+        errors: list[BaseException] = []
+
+        async def worker() -> None:
+            while not (outcome.budget_stopped or errors):
+                item = next(source, None)
+                if item is None:
+                    return
+                if (item.repo_id,) in self.repos:
+                    outcome.already += 1
+                    continue
+                try:
+                    status = await self._repo(item)
+                except Exception as exc:
+                    errors.append(exc)
+                    return
+                if status is None:
+                    outcome.budget_stopped = True
+                elif status is RepoStatus.DONE:
+                    outcome.done += 1
+                else:
+                    outcome.skipped += 1
+
+        await asyncio.gather(*(worker() for _ in range(self.config.concurrency)))
+        if errors:
+            raise errors[0]
+        return outcome
+
+    # -- one repo --------------------------------------------------------------------
+
+    def _finish(self, row: RepoRow) -> RepoStatus:
+        self.repos.append(row.model_dump(mode="json"))
+        if self.on_repo:
+            self.on_repo(row)
+        return row.status
+
+    def _skip(self, repo_id: str, reason: str, detail: str) -> RepoStatus:
+        return self._finish(RepoRow(repo_id=repo_id, status=RepoStatus.SKIPPED,
+                                    reason=reason, detail=detail))
+
+    async def _repo(self, item: RepoItem) -> RepoStatus | None:
+        """Finish one repo; None when the budget does not admit it."""
+        if item.task is None:
+            return self._skip(item.repo_id, item.reason, item.detail)
+        task = item.task
+        if self.contamination is not None:
+            match = self.contamination.check_task(task)
+            if match is not None:
+                detail = f"{match.file} ~ {match.benchmark} (ROUGE-L F {match.score:.3f})"
+                return self._skip(task.id, "contaminated", detail)
+        cached = sum(1 for key in self._cached if key[0] == task.id)
+        cost = max(0, self.worst_case_calls() - cached)
+        if not self.budget.try_reserve(cost):
+            return None
+        try:
+            return await self._synthesize(task)
+        finally:
+            self.budget.release(cost)
+
+    async def _synthesize(self, task: Task) -> RepoStatus:
+        cfg = self.config
+        if cfg.screen_compile:
+            probe = await self._probe(task)
+            if probe.observation.status in PROBE_SKIPS:
+                first = probe.observation.log.strip().splitlines()[:1]
+                return self._skip(task.id, probe.observation.status.value, " ".join(first))
+        s0 = StateInfo(id=INITIAL_STATE)
+        ints = await gather_all(self._sample(task, Role.INTERMEDIATE, s0, k)
+                                for k in range(cfg.selection.candidates))
+        chosen = select_states([r.observation for r in ints], cfg.selection,
+                               derive_seed(cfg.seed, task.id, "select"))
+        states = [StateInfo(id=ints[c.index].state_id, testbench=ints[c.index].testbench,
+                            observation=ints[c.index].observation, model=ints[c.index].model,
+                            selected_as=c.reason, cov=ints[c.index].observation.cov())
+                  for c in chosen]
+        trans = await gather_all(self._sample(task, Role.TRANSITION, s, m)
+                                 for s in states for m in range(cfg.transitions))
+        points: list[DataPoint] = []
+        if cfg.direct_points:
+            points += self._judge(task, s0, list(ints), PointKind.DIRECT)
+        for n, state in enumerate(states):
+            rows = list(trans[n * cfg.transitions : (n + 1) * cfg.transitions])
+            points += self._judge(task, state, rows, PointKind.AGENTIC)
+        for point in points:
+            self.points.append(point.model_dump(mode="json"))
+        counts = {"samples": len(ints) + len(trans), "states": len(states),
+                  "points": len(points),
+                  "kept": sum(p.verdict is Verdict.KEPT for p in points)}
+        for key in [k for k in self._cached if k[0] == task.id]:
+            del self._cached[key]
+        return self._finish(RepoRow(repo_id=task.id, status=RepoStatus.DONE, task=task,
+                                    counts=counts))
+
+    def _judge(self, task: Task, state: StateInfo, rows: list[SampleRow],
+               kind: PointKind) -> list[DataPoint]:
+        verdicts = judge_transitions(state.cov, [r.observation for r in rows],
+                                     self.config.rejection)
+        models = {Role.INTERMEDIATE.value: self.policies[Role.INTERMEDIATE].name,
+                  Role.TRANSITION.value: self.policies[Role.TRANSITION].name}
+        return [
+            DataPoint(
+                repo_id=task.id, point_id=row.state_id, stage=self.config.stage,
+                trace_type=self.config.trace_type, kind=kind, state=state,
+                next=Transition(sample_id=row.state_id, model=row.model, params=row.params,
+                                seed=row.seed, response=row.response, testbench=row.testbench,
+                                observation=row.observation, cov=row.observation.cov(),
+                                prompt_tokens=row.prompt_tokens,
+                                completion_tokens=row.completion_tokens),
+                gain=coverage_gain(state.cov, row.observation), verdict=verdict,
+                models=models, syntax_rules=row.syntax_rules,
+            )
+            for row, verdict in zip(rows, verdicts, strict=True)
+        ]
+
+    # -- samples ---------------------------------------------------------------------
+
+    def _record(self, row: SampleRow) -> SampleRow:
+        self.samples.append(row.model_dump(mode="json"))
+        self.budget.charge(int(row.simulated), row.prompt_tokens + row.completion_tokens)
+        return row
+
+    async def _probe(self, task: Task) -> SampleRow:
+        key = (task.id, Role.PROBE.value, INITIAL_STATE, 0)
+        if key in self._cached:
+            return self._cached[key]
+        seed = derive_seed(self.config.seed, task.id, Role.PROBE.value)
+        try:
+            testbench: str | None = random_testbench(task, seed=seed)
+        except ValueError as exc:
+            testbench = None
+            obs = Observation(status=Status.REJECTED, log=f"probe: {exc}")
+        else:
+            obs = await self.simulate(task, testbench)
+        return self._record(SampleRow(
+            repo_id=task.id, role=Role.PROBE, parent=INITIAL_STATE, index=0,
+            model=PROBE_MODEL, seed=seed, response="", testbench=testbench, observation=obs,
+            simulated=testbench is not None))
+
+    async def _sample(self, task: Task, role: Role, state: StateInfo, index: int) -> SampleRow:
+        """One generation from ``state`` and its simulation (reused when already done)."""
+        key = (task.id, role.value, state.id, index)
+        if key in self._cached:
+            return self._cached[key]
+        cfg = self.config
+        params: SamplingParams = (cfg.int_sampling if role is Role.INTERMEDIATE
+                                  else cfg.trans_sampling)
+        seed = derive_seed(cfg.seed, task.id, role.value, state.id, index)
+        request = GenerationRequest(task, state_messages(task, state, self.rules), params, seed)
+        gen = await agenerate(self.policies[role], request)
+        testbench = extract_testbench(gen.text, task.dut_module_name)
+        obs = await self.simulate(task, testbench) if testbench else no_testbench_observation()
+        return self._record(SampleRow(
+            repo_id=task.id, role=role, parent=state.id, index=index, model=gen.model,
+            params=params.as_dict(), seed=seed, response=gen.text, testbench=testbench,
+            observation=obs, simulated=testbench is not None, prompt_tokens=gen.prompt_tokens,
+            completion_tokens=gen.completion_tokens, latency_s=round(gen.latency_s, 3),
+            syntax_rules=self.rules is not None))
+
+
+def run_summary(out_dir: Path | str) -> dict[str, Any]:
+    """Counts of a run directory from its files: repos by status and reason, data points
+    by kind and verdict, simulator calls and tokens spent."""
+    out = Path(out_dir)
+    repos: dict[str, int] = {}
+    for row in iter_jsonl(out / "repos.jsonl"):
+        key = row["status"] if row["status"] == "done" else f"skipped:{row['reason']}"
+        repos[key] = repos.get(key, 0) + 1
+    points: dict[str, int] = {}
+    for row in iter_jsonl(out / "points.jsonl"):
+        key = f"{row['kind']}:{row['verdict']}"
+        points[key] = points.get(key, 0) + 1
+    sims = tokens = 0
+    for row in iter_jsonl(out / "samples.jsonl"):
+        sims += int(row["simulated"])
+        tokens += row["prompt_tokens"] + row["completion_tokens"]
+    return {"repos": dict(sorted(repos.items())), "points": dict(sorted(points.items())),
+            "sim_calls": sims, "tokens": tokens}

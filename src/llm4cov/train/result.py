@@ -1,0 +1,60 @@
+"""What one SFT stage produced: ``CKPT/train_report.json`` and its in-memory form."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from llm4cov.train.data import DroppedSample
+
+REPORT_NAME = "train_report.json"
+SCHEMA_VERSION = 1
+
+
+class LossRecord(BaseModel):
+    """Mean training loss (nats per loss token) over the logging window ending at ``step``."""
+
+    step: int
+    loss: float
+
+
+class TrainResult(BaseModel):
+    """The outcome of :func:`llm4cov.train.train_stage` (``<checkpoint>/train_report.json``).
+
+    ``tokens``/``loss_tokens``: tokens of the kept samples per epoch, all and inside the
+    assistant turn (the loss). ``init_fingerprint``/``final_fingerprint``: SHA-256 of the
+    weights before and after training (None in multi-process runs), so a stage chain can
+    prove that stage k+1 started from stage k's weights.
+    """
+
+    schema_version: int = SCHEMA_VERSION
+    checkpoint: str
+    config: dict[str, Any]
+    samples_total: int
+    samples_kept: int
+    dropped: list[DroppedSample] = Field(default_factory=list)
+    tokens: int
+    loss_tokens: int
+    devices: int
+    grad_accumulation: int
+    precision: str
+    steps: int
+    losses: list[LossRecord] = Field(default_factory=list)
+    train_loss: float
+    init_fingerprint: str | None = None
+    final_fingerprint: str | None = None
+    wall_s: float
+    versions: dict[str, str] = Field(default_factory=dict)
+
+    def save(self) -> Path:
+        """Write the report into the checkpoint directory; returns its path."""
+        path = Path(self.checkpoint) / REPORT_NAME
+        path.write_text(self.model_dump_json(indent=2), encoding="utf-8")
+        return path
+
+    @classmethod
+    def load(cls, checkpoint: Path | str) -> TrainResult:
+        """The report of a finished stage in ``checkpoint``."""
+        return cls.model_validate_json((Path(checkpoint) / REPORT_NAME).read_text(encoding="utf-8"))

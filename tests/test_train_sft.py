@@ -1,0 +1,232 @@
+"""Staged SFT on a tiny random Qwen3 (CPU, no downloads): assistant-only labels, length
+drops, stage chaining, loss, LoRA, the LlamaFactory export and the local backend."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("trl")
+pytest.importorskip("peft")
+
+import yaml
+from transformers import AutoModelForCausalLM, AutoTokenizer
+from trl.chat_template_utils import qwen3_instruct_2507_chat_template
+
+from conftest import fixture_task
+from llm4cov.agent.loop import AgentConfig, run_agent
+from llm4cov.agent.prompt import build_messages
+from llm4cov.cli.app import main
+from llm4cov.policies import GenerationRequest, SamplingParams, get_policy
+from llm4cov.train import (
+    TrainConfig,
+    TrainResult,
+    export_llamafactory,
+    prepare_stage,
+    train_stage,
+)
+from llm4cov.train.sft import fingerprint
+from llm4cov.train.tiny import IM_END, build_tiny_checkpoint, texts_of
+
+pytestmark = pytest.mark.requires_train
+
+FIXTURE = Path(__file__).parent / "fixtures" / "train" / "stage.jsonl"
+MAX_LENGTH = 1024
+ROWS = [json.loads(line) for line in FIXTURE.read_text(encoding="utf-8").splitlines()]
+
+
+@pytest.fixture(scope="module")
+def work(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("train")
+
+
+@pytest.fixture(scope="module")
+def data(work) -> Path:
+    """The fixture's 6 samples plus a 7th whose prompt is far over MAX_LENGTH tokens."""
+    long = json.loads(json.dumps(ROWS[0]))
+    long["messages"][1]["content"] *= 12
+    long["meta"] = {"id": "long"}
+    path = work / "D_0.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in [*ROWS, long]), encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def init(work) -> Path:
+    return build_tiny_checkpoint(work / "init", texts_of(FIXTURE))
+
+
+def small(data: Path, init: Path | str, out: Path, **changes) -> TrainConfig:
+    """A CPU-sized stage: batch 2 (so the 6 samples are 3 optimizer steps), lr 1e-3."""
+    values = dict(data=data, init=str(init), out=out, max_length=MAX_LENGTH,
+                  effective_batch_size=2, per_device_batch_size=2, learning_rate=1e-3,
+                  logging_steps=1, gradient_checkpointing=False)
+    return TrainConfig(**{**values, **changes})
+
+
+@pytest.fixture(scope="module")
+def stages(work, data, init) -> tuple[TrainResult, TrainResult]:
+    first = train_stage(small(data, init, work / "ckpt1"))
+    second = train_stage(small(data, work / "ckpt1", work / "ckpt2"))
+    return first, second
+
+
+def test_trl_gets_the_papers_settings(work, data, init):
+    args = prepare_stage(TrainConfig(data=data, init=str(init), out=work / "p",
+                                     max_length=MAX_LENGTH)).trainer.args
+    assert (args.learning_rate, args.lr_scheduler_type.value, args.warmup_steps) == (
+        1e-5, "cosine", 0.03)
+    assert (args.num_train_epochs, args.seed, args.gradient_accumulation_steps) == (1.0, 42, 24)
+    assert args.per_device_train_batch_size == 1 and args.bf16 is False  # CPU: fp32
+    assert args.packing is False and args.assistant_only_loss is True
+
+
+def test_only_the_assistant_turn_carries_loss(work, data, init):
+    stage = prepare_stage(small(data, init, work / "labels", effective_batch_size=4))
+    tokenizer = stage.trainer.processing_class
+    prepared = stage.trainer.train_dataset
+    assert len(prepared) == len(ROWS)
+    for row, sample in zip(ROWS, prepared, strict=True):
+        labels, ids = sample["labels"], sample["input_ids"]
+        trained = [i for i, label in enumerate(labels) if label != -100]
+        assert trained == list(range(trained[0], len(ids)))  # one span, to the end
+        assert [labels[i] for i in trained] == [ids[i] for i in trained]
+        expected = row["messages"][-1]["content"] + IM_END + "\n"
+        assert tokenizer.decode([ids[i] for i in trained]) == expected
+        assert tokenizer.decode(ids[: trained[0]]).endswith("<|im_start|>assistant\n")
+    batch = next(iter(stage.trainer.get_train_dataloader()))
+    assert stage.trainer.args.gradient_accumulation_steps == 2
+    padded = batch["attention_mask"] == 0
+    assert bool((batch["labels"][padded] == -100).all())
+    assert int((batch["labels"] != -100).sum()) < int(batch["attention_mask"].sum())
+
+
+def test_too_long_sample_is_dropped_and_listed(stages, work):
+    first, _ = stages
+    assert (first.samples_total, first.samples_kept) == (7, 6)
+    [dropped] = first.dropped
+    assert (dropped.line, dropped.reason, dropped.meta) == (7, "too_long", {"id": "long"})
+    assert dropped.tokens > MAX_LENGTH
+    saved = json.loads((work / "ckpt1" / "train_report.json").read_text(encoding="utf-8"))
+    assert saved["dropped"][0]["line"] == 7 and saved["samples_kept"] == 6
+
+
+def test_stage_two_starts_from_stage_one(stages, work, init):
+    first, second = stages
+    assert first.steps == 3 and second.steps == 3  # 6 samples / batch 2, one epoch
+    from_disk = fingerprint(AutoModelForCausalLM.from_pretrained(work / "ckpt1"))
+    assert second.init_fingerprint == first.final_fingerprint == from_disk
+    assert first.init_fingerprint == fingerprint(AutoModelForCausalLM.from_pretrained(init))
+    assert first.final_fingerprint != first.init_fingerprint
+    assert second.final_fingerprint != second.init_fingerprint
+    saved = AutoTokenizer.from_pretrained(work / "ckpt2").chat_template
+    assert saved == qwen3_instruct_2507_chat_template  # not TRL's training variant
+
+
+def test_finished_stage_is_reused_and_a_changed_one_refused(stages, work, data):
+    first, _ = stages
+    config = small(data, first.config["init"], work / "ckpt1")
+    assert train_stage(config) == first
+    with pytest.raises(FileExistsError, match="another config"):
+        train_stage(dataclasses.replace(config, seed=1))
+
+
+def test_loss_goes_down_on_a_repeated_batch(work, init):
+    two = work / "two.jsonl"
+    two.write_text("".join(json.dumps(r) + "\n" for r in ROWS[:2]), encoding="utf-8")
+    result = train_stage(small(two, init, work / "repeat", max_steps=8, learning_rate=5e-3,
+                               warmup_ratio=0.0, lr_scheduler="constant"))
+    losses = [r.loss for r in result.losses]
+    vocab = len(AutoTokenizer.from_pretrained(init))
+    assert len(losses) == 8
+    assert abs(losses[0] - math.log(vocab)) < 0.1  # a random init predicts ~uniformly
+    assert losses[-1] < losses[0] - 1.0
+
+
+def test_lora_merges_into_a_full_checkpoint(work, data, init):
+    result = train_stage(small(data, init, work / "lora", lora=True, learning_rate=1e-2,
+                               max_steps=2, warmup_ratio=0.0))
+    assert (work / "lora" / "adapter" / "adapter_config.json").is_file()
+    before = AutoModelForCausalLM.from_pretrained(init).state_dict()
+    after = AutoModelForCausalLM.from_pretrained(work / "lora").state_dict()
+    assert before.keys() == after.keys()  # merged: no lora_A/lora_B left
+    assert (after["model.embed_tokens.weight"] == before["model.embed_tokens.weight"]).all()
+    assert (after["model.norm.weight"] == before["model.norm.weight"]).all()
+    q = "model.layers.0.self_attn.q_proj.weight"
+    assert not (after[q] == before[q]).all()
+    assert result.final_fingerprint == fingerprint(AutoModelForCausalLM.from_pretrained(
+        work / "lora"))
+
+
+def test_llamafactory_export_holds_the_kept_samples(work, data, init):
+    done = export_llamafactory(small(data, init, work / "lf_ckpt"), work / "lf", devices=1)
+    kept = [json.loads(x) for x in (work / "lf" / "train.jsonl").read_text().splitlines()]
+    assert kept == [{"messages": r["messages"]} for r in ROWS]
+    assert json.loads((work / "lf" / "dropped.json").read_text())[0]["line"] == 7
+    settings = yaml.safe_load(done.yaml_path.read_text(encoding="utf-8"))
+    info = json.loads((work / "lf" / "dataset_info.json").read_text(encoding="utf-8"))
+    assert info[settings["dataset"]]["file_name"] == "train.jsonl"
+    assert info[settings["dataset"]]["tags"]["assistant_tag"] == "assistant"
+    assert settings["cutoff_len"] == MAX_LENGTH and settings["template"] == "qwen3_nothink"
+
+
+def test_cli_trains_a_stage(work, data, init, capsys):
+    out = work / "cli_ckpt"
+    args = ["train", "--data", str(data), "--init", str(init), "--out", str(out),
+            "--max-length", str(MAX_LENGTH), "--batch-size", "2", "--per-device-batch-size",
+            "2", "--max-steps", "1", "--no-gradient-checkpointing"]
+    assert main(args) == 0
+    assert "6 of 7 samples, 1 steps" in capsys.readouterr().err
+    assert TrainResult.load(out).config["max_steps"] == 1
+
+
+@pytest.fixture(scope="module")
+def policy(stages, work):
+    return get_policy(f"local:{work / 'ckpt2'}")
+
+
+def request(task, seed: int | None, temperature: float = 0.7) -> GenerationRequest:
+    params = SamplingParams(temperature=temperature, max_tokens=12)
+    return GenerationRequest(task, build_messages(task), params, seed)
+
+
+def test_local_backend_generates_from_the_trained_checkpoint(policy, work):
+    task = fixture_task("mux2")
+    req = request(task, seed=5)
+    gen = policy.generate(req)
+    tokenizer = AutoTokenizer.from_pretrained(work / "ckpt2")
+    prompt = tokenizer.apply_chat_template(req.messages, add_generation_prompt=True,
+                                           tokenize=True, return_dict=True)["input_ids"]
+    assert gen.model == f"local:{work / 'ckpt2'}" and gen.prompt_tokens == len(prompt)
+    assert 1 <= gen.completion_tokens <= 12
+    assert gen.finish_reason == ("length" if gen.completion_tokens == 12 else "stop")
+    assert policy.generate(req).text == gen.text  # same seed, same sample
+    assert policy.describe()["backend"] == "transformers"
+
+
+def test_batched_greedy_equals_one_by_one(policy):
+    short, long = fixture_task("mux2"), fixture_task("mux2")
+    reqs = [request(short, None, 0.0),
+            GenerationRequest(long, [*build_messages(long)[:1],
+                                     {"role": "user", "content": "x " * 50}],
+                              SamplingParams(temperature=0.0, max_tokens=12))]
+    batched = policy.generate_batch(reqs)  # left padding: prompts of different lengths
+    assert [g.text for g in batched] == [policy.generate(r).text for r in reqs]
+    assert batched[0].prompt_tokens != batched[1].prompt_tokens
+
+
+@pytest.mark.requires_verilator
+def test_agent_loop_runs_on_the_local_backend(policy, evaluator):
+    task = fixture_task("mux2")
+    config = AgentConfig(rounds=2, params=SamplingParams(max_tokens=12), seed=9,
+                         stop_at_full_coverage=False)
+    run = run_agent(task, policy, evaluator, config)
+    assert [r.model for r in run.rounds] == [policy.name] * 2
+    assert run.policy["model"] == policy.name
+    alone = policy.generate(GenerationRequest(task, run.rounds[0].messages, config.params, 9))
+    assert run.rounds[0].response == alone.text
