@@ -4,7 +4,8 @@ Both flows get the same calls, interleaved, in this one process:
 
 - *first call on a design*: the design's reference testbench (``rtllm.jsonl``);
 - *later calls on the same design*: ``--later`` new testbenches for it, as an agent's
-  rounds produce them (the built-in random-stimulus policy, seeds 1..N);
+  rounds produce them (the built-in random-stimulus policy, seeds 1..N, random vectors
+  only, so that no two are identical);
 - *broken testbenches*: ``--broken`` mutants of the reference testbench
   (``mutants.BREAKING``: a missing ``;``, a misspelt port, ...);
 - *repeated identical testbenches*: the reference testbench again, ``--repeats`` times.
@@ -21,8 +22,10 @@ first call ever.
 
 Latency is wall-clock per call; CPU is user+sys of this process and its children per
 call; calls per core-hour = 3600 / mean CPU seconds. ``--ablation N`` also measures,
-on N designs, later calls with each lever turned off in turn, and the run time of a
-long simulation at ``-O0`` and at Verilator's default ``-Os``.
+on N designs, later calls with each lever turned off in turn (new testbenches for every
+configuration, so no compiler cache can serve them), and the run time of a long
+simulation (500k clock cycles of random inputs) at ``-O0`` and at Verilator's
+``-Os`` mix.
 
     python benchmarks/sim_throughput.py --designs 6 --later 3 --broken 4 --repeats 2 \
         --ablation 2 --out docs/results/sim_throughput.md
@@ -34,6 +37,7 @@ import argparse
 import dataclasses
 import json
 import os
+import re
 import resource
 import shutil
 import statistics
@@ -52,7 +56,7 @@ from llm4cov.sim.evaluator import Evaluator
 from llm4cov.sim.observation import Status
 from llm4cov.sim.process import run_limited
 from llm4cov.sim.structure import plan_testbench
-from llm4cov.tasks.hdl import COMPILED_SUFFIXES
+from llm4cov.tasks.hdl import COMPILED_SUFFIXES, dut_ports
 from llm4cov.tasks.loaders import load_tasks
 from llm4cov.tasks.model import SourceFile, Task
 
@@ -67,7 +71,8 @@ LEVERS = {
     "all levers on": {},
     "no runtime PCH": {"runtime_pch": False},
     "no reused runtime objects": {"reuse_runtime": False},
-    "Verilator's -Os/-O0 mix instead of -O0": {"cxx_opt": None},
+    "model C++ at -O1 instead of -O0": {"cxx_opt": "-O1"},
+    "model C++ at Verilator's -Os (fast) / none (slow)": {"cxx_opt": None},
     "no ld.gold": {"fast_linker": False},
     "no ccache": {"ccache": False},
     "make -j 1": {"build_jobs": 1},
@@ -138,7 +143,7 @@ def workload(task: Task, later: int, broken: int, repeats: int):
     aux = tuple(ref.aux_files)
     yield "first", ref_tb, aux
     for seed in range(1, later + 1):
-        yield "later", SourceFile(name="tb.sv", content=random_testbench(task, seed=seed)), ()
+        yield "later", SourceFile(name="tb.sv", content=new_testbench(task, seed)), ()
     seed_obj = mutants.Seed(task.id, task, ref_tb, aux)
     ops = {name: mutants.OPERATORS[name] for name in mutants.BREAKING}
     bad = [v for v in mutants.variants(seed_obj, ops) if v.op != "original"]
@@ -146,6 +151,29 @@ def workload(task: Task, later: int, broken: int, repeats: int):
         yield "broken", variant.tb, aux
     for _ in range(repeats):
         yield "repeat", ref_tb, aux
+
+
+def new_testbench(task: Task, seed: int) -> str:
+    """A random-stimulus testbench that differs for every seed (no exhaustive mode)."""
+    return random_testbench(task, seed=seed, exhaustive_bits=0)
+
+
+def long_testbench(task: Task, cycles: int) -> str:
+    """``cycles`` clock periods of random inputs in a loop (a long run, short code)."""
+    ports = dut_ports(task.rtl_files, task.dut_module_name)
+    inputs = [p for p in ports if p.direction == "input"]
+    clocks = [p for p in inputs if p.width == 1 and re.search("clk|clock", p.name, re.I)]
+    conns = ", ".join(f".{p.name}({p.name})" for p in ports)
+    return "\n".join([
+        "module tb;",
+        *(f"  logic [{p.width - 1}:0] {p.name};" for p in ports),
+        f"  {task.dut_module_name} {task.dut_instance_name} ({conns});",
+        *(f"  initial {c.name} = 0;\n  always #5 {c.name} = ~{c.name};" for c in clocks),
+        f"  initial begin\n    repeat ({cycles}) begin",
+        *(f"      {p.name} = $urandom;" for p in inputs if p not in clocks),
+        "      #10;\n    end\n    $finish;\n  end",
+        "endmodule\n",
+    ])
 
 
 def throughput(tasks: list[Task], args, ours: Evaluator) -> list[Call]:
@@ -168,21 +196,21 @@ def throughput(tasks: list[Task], args, ours: Evaluator) -> list[Call]:
 def ablation(tasks: list[Task], cache_dir: str) -> list[str]:
     """Later-call cost with each lever off in turn, and a long run at -O0 vs -Os."""
     rows = ["| configuration | later calls | median wall s | median CPU s |", "|---|---|---|---|"]
-    for label, change in LEVERS.items():
+    for n, (label, change) in enumerate(LEVERS.items()):
         ev = Evaluator(SimConfig(cache_dir=cache_dir, result_cache=False, **change))
-        ev.evaluate(tasks[0], random_testbench(tasks[0], seed=99))  # warm this flag set
-        calls = [timed(0, "later", "ours", partial(ev.evaluate, t, random_testbench(t, seed=s)))
-                 for t in tasks for s in (11, 12)]
+        ev.evaluate(tasks[0], new_testbench(tasks[0], 1000 + n))  # warm this flag set
+        calls = [timed(0, "later", "ours", partial(ev.evaluate, t, new_testbench(t, s)))
+                 for t in tasks for s in (100 * n + 11, 100 * n + 12)]
         rows.append(f"| {label} | {len(calls)} | "
                     f"{statistics.median(c.wall_s for c in calls):.2f} | "
                     f"{statistics.median(c.cpu_s for c in calls):.2f} |")
     long_task = next(t for t in tasks if "clk" in " ".join(f.content for f in t.rtl_files))
-    rows += ["", f"Long simulation ({long_task.id}, random stimulus, 200000 vectors):", "",
-             "| optimization | build s | run s |", "|---|---|---|"]
-    for label, opt in (("-O0 (default)", "-O0"), ("Verilator's -Os mix", None)):
+    rows += ["", f"Long simulation ({long_task.id}, 500k clock cycles of random inputs):", "",
+             "| optimization | build s | run s | status |", "|---|---|---|---|"]
+    for label, opt in (("-O0 (default)", "-O0"), ("-O1", "-O1"), ("Verilator's -Os", None)):
         ev = Evaluator(SimConfig(cache_dir=cache_dir, result_cache=False, cxx_opt=opt))
-        obs = ev.evaluate(long_task, random_testbench(long_task, seed=5, length=200_000))
-        rows.append(f"| {label} | {obs.build_s:.2f} | {obs.run_s:.2f} ({obs.status.value}) |")
+        obs = ev.evaluate(long_task, long_testbench(long_task, 500_000))
+        rows.append(f"| {label} | {obs.build_s:.2f} | {obs.run_s:.2f} | {obs.status.value} |")
     return rows
 
 
@@ -245,7 +273,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tasks", type=Path, default=mutants.SHARED / "benchmarks/rtllm.jsonl")
     ap.add_argument("--designs", type=int, default=6,
-                    help="How many designs (every k-th of the file, k = total // N).")
+                    help="How many designs (every k-th of the file, k = total // N); 0 = "
+                         "only the lever table.")
     ap.add_argument("--later", type=int, default=3)
     ap.add_argument("--broken", type=int, default=4)
     ap.add_argument("--repeats", type=int, default=2)
@@ -256,8 +285,8 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
 
     all_tasks = [t for t in load_tasks(args.tasks) if t.reference_tb is not None]
-    step = max(1, len(all_tasks) // max(1, args.designs))
-    tasks = all_tasks[::step][: args.designs]
+    wanted = max(args.designs, args.ablation, 1)
+    tasks = all_tasks[:: max(1, len(all_tasks) // wanted)][:wanted]
     scratch = Path(tempfile.mkdtemp(prefix="throughput-"))
     os.environ["CCACHE_DIR"] = str(scratch / "ccache")
     cache_dir = str(scratch / "llm4cov")
@@ -265,13 +294,15 @@ def main(argv: list[str] | None = None) -> int:
     warm = next(t for t in all_tasks if t not in tasks)
     ours.evaluate(warm, random_testbench(warm, seed=0))  # fills the artifact store
     load0, t0 = os.getloadavg()[0], time.monotonic()
-    calls = throughput(tasks, args, ours)
+    calls = throughput(tasks[: args.designs], args, ours)
     if args.raw:
         args.raw.write_text("".join(json.dumps(dataclasses.asdict(c)) + "\n" for c in calls))
     lines = [
+        "# Simulator-call throughput: the plain Verilator flow vs llm4cov's evaluator",
+        "",
         "Command: `python benchmarks/sim_throughput.py " + " ".join(argv or sys.argv[1:]) + "`",
         "",
-        f"Designs ({len(tasks)}): " + ", ".join(t.id for t in tasks) + ".",
+        f"Designs ({args.designs}): " + ", ".join(t.id for t in tasks[: args.designs]) + ".",
         f"Machine: {os.cpu_count()} CPUs; 1-min load average {load0:.1f} at the start and "
         f"{os.getloadavg()[0]:.1f} at the end ({time.monotonic() - t0:.0f} s); "
         f"make jobs {ours.config.jobs()}.",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -13,6 +15,10 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
 EXAMPLES = REPO / "examples"
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+# The suite never reads or writes a user's result cache or build artifacts: one fresh
+# cache dir per test session (its reusable build files are made once per session).
+os.environ.setdefault("LLM4COV_CACHE_DIR", tempfile.mkdtemp(prefix="llm4cov-test-cache-"))
 
 
 def shared_path(*parts: str) -> Path:

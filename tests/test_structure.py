@@ -46,3 +46,9 @@ def test_stop_sites_skip_error_lines():
         "endmodule\n"
     )
     assert stop_sites([tb(src)]) == ["tb.sv:4"]
+
+
+def test_several_instances_in_one_statement():
+    src = "module tb; top other(.a(1'b0)), dut(.a(1'b1)); endmodule\n"
+    plan = plan_testbench(RTL, tb(src), "top", "dut")
+    assert plan.dut_hier == "tb.dut"

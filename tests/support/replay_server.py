@@ -3,7 +3,8 @@ chat-completions protocol and replays recorded responses.
 
 ``ReplayServer(responses)`` serves ``POST /v1/chat/completions``; each request gets the
 next recorded response text (cycling when ``cycle=True``), or the response chosen by
-``select(request_json)`` when given. Every request body is kept in ``requests`` so
+``select(request_json)`` when given. ``GET /v1/models`` lists ``model`` as vLLM does
+(``root``: the path it was loaded from, when given). Every request body is kept in ``requests`` so
 tests can assert what the client sent. ``fail_first=n`` answers the first n requests
 with HTTP 503 to exercise the client's retries.
 """
@@ -25,12 +26,14 @@ class ReplayServer:
         cycle: bool = False,
         select: Callable[[dict], str] | None = None,
         fail_first: int = 0,
+        root: str | None = None,
     ) -> None:
         self.responses = list(responses)
         self.model = model
         self.cycle = cycle
         self.select = select
         self.fail_first = fail_first
+        self.root = root
         self.requests: list[dict] = []
         self._lock = threading.Lock()
         self._served = 0
@@ -70,6 +73,14 @@ class ReplayServer:
         class Handler(BaseHTTPRequestHandler):
             def log_message(self, *args) -> None:  # keep test output clean
                 pass
+
+            def do_GET(self) -> None:
+                if not self.path.endswith("/models"):
+                    self._send(404, {"error": {"message": "not found"}})
+                    return
+                entry = {"id": server.model, "object": "model", "owned_by": "vllm",
+                         "root": server.root or server.model}
+                self._send(200, {"object": "list", "data": [entry]})
 
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length", 0))

@@ -12,6 +12,7 @@ from enum import StrEnum
 from typing import Any
 
 from llm4cov.agent.loop import AgentConfig
+from llm4cov.exec.base import ExecutorKind
 from llm4cov.policies.base import SamplingParams
 from llm4cov.sim.config import SimConfig
 
@@ -20,10 +21,11 @@ REFERENCE = "reference"
 BASELINES = (RANDOM, REFERENCE)
 SAMPLE_SEED_STRIDE = 1000
 """Sample ``s`` uses policy seed ``seed + 1000 * s``; its round ``r`` uses that plus ``r``."""
-NOT_IDENTITY = ("tasks", "base_url", "workers", "max_concurrency", "max_samples",
-                "max_sim_calls", "max_total_tokens")
-"""Fields that do not decide results: where the tasks file and the server are, how fast
-and how far the run goes. (The tasks themselves enter the identity as a hash.)"""
+NOT_IDENTITY = ("tasks", "base_url", "executor", "address", "workers", "cache",
+                "max_concurrency", "max_samples", "max_sim_calls", "max_total_tokens")
+"""Fields that do not decide results: where the tasks file, the server and the
+simulators are, how fast and how far the run goes. (The tasks themselves enter the
+identity as a hash.)"""
 
 
 class Mode(StrEnum):
@@ -54,7 +56,9 @@ class BenchConfig:
 
     Fields in :meth:`identity` decide the results; a run directory refuses a resume with
     a different identity. The fields in :data:`NOT_IDENTITY` may change between
-    resumes. Times are seconds.
+    resumes. Times are seconds. ``executor``, ``address`` and ``workers`` say where
+    simulations run (:func:`llm4cov.exec.get_executor`); ``cache`` turns the
+    evaluator's result cache on or off.
     Budgets count the whole run directory (earlier invocations included); ``None`` means
     no limit.
     """
@@ -79,7 +83,10 @@ class BenchConfig:
     run_timeout_s: float = 60.0
     sim_seed: int = 1
     fsm: bool = False
+    executor: ExecutorKind = ExecutorKind.LOCAL
+    address: str | None = None
     workers: int | None = None
+    cache: bool = True
     max_concurrency: int = 16
     max_samples: int | None = None
     max_sim_calls: int | None = None
@@ -99,6 +106,7 @@ class BenchConfig:
         if self.start_from not in ("latest", "best"):
             raise ValueError("start_from must be 'latest' or 'best'")
         object.__setattr__(self, "mode", Mode(self.mode))
+        object.__setattr__(self, "executor", ExecutorKind(self.executor))
 
     @property
     def agent_rounds(self) -> int:
@@ -131,7 +139,7 @@ class BenchConfig:
     def sim_config(self) -> SimConfig:
         return SimConfig(compile_timeout_s=self.compile_timeout_s,
                          run_timeout_s=self.run_timeout_s, seed=self.sim_seed,
-                         fsm_coverage=self.fsm)
+                         fsm_coverage=self.fsm, result_cache=self.cache)
 
     def identity(self) -> dict[str, Any]:
         """The fields that decide the results (JSON-ready)."""

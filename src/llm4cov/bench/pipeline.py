@@ -22,9 +22,10 @@ from llm4cov.bench.config import ArmKind, BenchConfig
 from llm4cov.bench.metrics import Estimator
 from llm4cov.bench.plan import load_plan, make_plan, open_plan, save_plan
 from llm4cov.bench.plots import all_plots
+from llm4cov.bench.progress import ProgressSink
 from llm4cov.bench.report import html_report, markdown
 from llm4cov.bench.rows import ROW_KEY
-from llm4cov.bench.runner import ProgressSink, run_bench
+from llm4cov.bench.runner import run_bench
 from llm4cov.bench.score import score
 from llm4cov.exec.base import get_executor
 from llm4cov.policies import Policy, get_policy
@@ -99,13 +100,16 @@ def run(
     """Run or resume the bench of ``config`` on ``tasks`` (see :func:`select_tasks`) in
     ``run_dir``, then write the reports.
 
-    The invocation (start, wall seconds, new rows, budget) is recorded in ``run.json``
-    even when the run stops on an error or an interrupt; the reports are written then too.
+    Simulations run on ``config.executor`` (local process pool or Ray). The invocation
+    (start, wall seconds, new rows, simulator calls, executor, budget) is recorded in
+    ``run.json`` even when the run stops on an error or an interrupt; the reports are
+    written then too.
 
     Raises:
         ValueError: a model without a base URL.
+        ExecutorError: the executor cannot be set up (e.g. no Ray cluster at the address).
         RunDirError: ``run_dir`` holds another configuration.
-        ToolchainError, PolicyError: infrastructure failures.
+        ToolchainError, PolicyError, WorkerLost: infrastructure failures.
     """
     policies = make_policies(config)
     simulator = f"verilator {find_toolchain().version}"
@@ -114,7 +118,8 @@ def run(
     budget = Budget(config.max_samples, config.max_sim_calls, config.max_total_tokens)
     budget.spend_prior(log.rows())
     rows_before = len(log)
-    executor = get_executor("local", workers=config.workers, config=config.sim_config())
+    executor = get_executor(config.executor, workers=config.workers,
+                            config=config.sim_config(), address=config.address)
     started, t0 = datetime.now(UTC).isoformat(timespec="seconds"), time.monotonic()
     error = None
     try:
@@ -127,7 +132,8 @@ def run(
         executor.close()
         plan.invocations.append({
             "started": started, "wall_s": round(time.monotonic() - t0, 1),
-            "new_rows": len(log) - rows_before, "workers": executor.workers,
+            "new_rows": len(log) - rows_before, "sim_calls": executor.calls,
+            "executor": config.executor.value, "workers": executor.workers,
             "max_concurrency": config.max_concurrency, "budget": budget.as_dict(),
             "error": error,
         })

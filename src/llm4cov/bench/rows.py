@@ -10,8 +10,6 @@ the raw ``response`` and the full ``observation``.
 from __future__ import annotations
 
 import hashlib
-from collections import defaultdict
-from collections.abc import Iterable
 from typing import Any
 
 from llm4cov.bench.metrics import Outcome
@@ -96,13 +94,3 @@ def simulated(row: dict[str, Any]) -> bool:
     """Whether the row's round called the simulator (a response without a testbench
     does not)."""
     return row["testbench_sha256"] is not None
-
-
-def by_sample(rows: Iterable[dict[str, Any]]) -> dict[tuple[str, str, int], list[dict]]:
-    """Rows grouped by ``(arm, task_id, sample)``, each group sorted by round."""
-    groups: dict[tuple[str, str, int], list[dict]] = defaultdict(list)
-    for row in rows:
-        groups[(row["arm"], row["task_id"], row["sample"])].append(row)
-    for group in groups.values():
-        group.sort(key=lambda r: r["round"])
-    return dict(groups)

@@ -2,44 +2,46 @@
 
 Each sample is one :func:`llm4cov.agent.loop.arun_agent` run. Up to
 ``max_concurrency`` samples are in flight; each has at most one model request or one
-simulation outstanding, so model requests (async) overlap with simulations on the
-executor's process pool and neither sits idle while ``max_concurrency > workers``.
+simulation outstanding, so model requests (async, on the driver) overlap with
+simulations on the executor's workers (local processes or Ray tasks) and neither sits
+idle while ``max_concurrency > workers``.
 
 Every round's row is appended durably to ``results.jsonl`` as soon as the round ends.
-A rerun replays the stored rounds of each sample (the stored response and observation
-stand in for the model and the simulator), then continues where the sample stopped, so
-finished rows are never recomputed and a killed run loses only the rounds in flight.
-Infrastructure failures (``PolicyError``, ``ToolchainError``) stop the run and propagate;
-rows written so far stay, and the next invocation resumes.
+A rerun skips finished samples, replays the stored rounds of unfinished ones (the stored
+response and observation stand in for the model and the simulator) and continues where
+each stopped, so finished rows are never recomputed and a killed run loses only the
+rounds in flight. Samples are started lazily and only unfinished samples' rows are held,
+so memory does not grow with the number of tasks or rows.
+Infrastructure failures (``PolicyError``, ``ToolchainError``, ``WorkerLost``) stop the
+run and propagate; rows written so far stay, and the next invocation resumes.
 """
 
 from __future__ import annotations
 
-import asyncio
 import time
-from collections.abc import Sequence
+from collections import defaultdict
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from llm4cov.agent.loop import RoundRecord, arun_agent
 from llm4cov.bench.budget import Budget, BudgetExhausted
 from llm4cov.bench.config import Arm, ArmKind, BenchConfig
-from llm4cov.bench.rows import by_sample, make_row, sha256
+from llm4cov.bench.progress import NullProgress, ProgressSink
+from llm4cov.bench.rows import make_row, sha256, simulated
+from llm4cov.bench.score import trajectory
 from llm4cov.exec.base import SimExecutor
 from llm4cov.policies.base import Generation, GenerationRequest, Policy, agenerate
 from llm4cov.sim.observation import Observation
 from llm4cov.tasks.model import Task
+from llm4cov.util.aio import bounded_map
 from llm4cov.util.jsonl import ResultLog
+
+SampleKey = tuple[str, str, int]
 
 
 class ReplayMismatch(RuntimeError):
     """A stored round does not reproduce (results written by other code or options)."""
-
-
-class ProgressSink(Protocol):
-    def sample_done(self, arm: str) -> None: ...
-
-    def update(self, budget: Budget) -> None: ...
 
 
 @dataclass
@@ -49,7 +51,7 @@ class _Context:
     log: ResultLog
     budget: Budget
     simulator: str
-    progress: ProgressSink | None
+    progress: ProgressSink
 
 
 class _Sample:
@@ -103,7 +105,7 @@ class _Sample:
                     f"{record.round}: the stored response no longer yields the stored testbench")
             return
         seed = None if self.agent.seed is None else self.agent.seed + record.round
-        self.ctx.log.append(make_row(
+        row = make_row(
             arm=self.arm.name, task=self.task, sample=self.sample, round_=record.round,
             from_round=record.from_round, observation=record.observation,
             testbench=record.testbench, simulator=self.ctx.simulator,
@@ -111,9 +113,15 @@ class _Sample:
             response=record.response, prompt_tokens=record.prompt_tokens,
             completion_tokens=record.completion_tokens, gen_s=record.latency_s,
             policy=self.policy.describe(), params=self.agent.params, seed=seed,
-        ))
-        if self.ctx.progress:
-            self.ctx.progress.update(self.ctx.budget)
+        )
+        _record(self.ctx, row)
+
+
+def _record(ctx: _Context, row: dict[str, Any]) -> None:
+    """Write a new row durably and report it."""
+    ctx.log.append(row)
+    status = row["status"] if simulated(row) else None
+    ctx.progress.recorded(status, row["prompt_tokens"] + row["completion_tokens"])
 
 
 async def _run_agent_sample(ctx: _Context, arm: Arm, task: Task, sample: int, policy: Policy,
@@ -134,14 +142,12 @@ async def _run_reference(ctx: _Context, arm: Arm, task: Task,
     started = time.monotonic()
     obs = await ctx.executor.simulate(task, ref.content, tb_name=ref.name,
                                       aux_files=tuple(ref.aux_files), any_instance=True)
-    ctx.log.append(make_row(
+    _record(ctx, make_row(
         arm=arm.name, task=task, sample=0, round_=0, observation=obs, testbench=ref.content,
         simulator=ctx.simulator, wall_s=time.monotonic() - started, model=arm.name,
         policy={"model": arm.name, "testbench": ref.name,
                 "aux_files": [f.name for f in ref.aux_files], "any_instance": True},
     ))
-    if ctx.progress:
-        ctx.progress.update(ctx.budget)
 
 
 def planned_samples(arm: Arm, tasks: Sequence[Task]) -> int:
@@ -149,6 +155,28 @@ def planned_samples(arm: Arm, tasks: Sequence[Task]) -> int:
     if arm.kind is ArmKind.REFERENCE:
         return sum(t.reference_tb is not None for t in tasks)
     return arm.samples * len(tasks)
+
+
+def resume_index(rows: Iterable[dict[str, Any]], arms: Sequence[Arm], stop_at_full: bool
+                 ) -> tuple[set[SampleKey], dict[SampleKey, list[dict[str, Any]]]]:
+    """The finished samples and the stored rows of the unfinished ones, in one streaming
+    pass over ``rows``: full rows are held only while their sample is unfinished (a
+    sample is finished as :func:`llm4cov.bench.score.trajectory` defines it)."""
+    rounds = {arm.name: arm.rounds for arm in arms}
+    finished: set[SampleKey] = set()
+    partial: dict[SampleKey, list[dict[str, Any]]] = defaultdict(list)
+    for row in rows:
+        key = (row["arm"], row["task_id"], row["sample"])
+        if key in finished:
+            continue
+        group = partial[key]
+        group.append(row)
+        group.sort(key=lambda r: r["round"])
+        arm_rounds = rounds.get(row["arm"])
+        if arm_rounds and trajectory(group, arm_rounds, stop_at_full) is not None:
+            finished.add(key)
+            del partial[key]
+    return finished, dict(partial)
 
 
 async def run_bench(
@@ -165,34 +193,44 @@ async def run_bench(
 
     ``policies`` maps each agent arm's name to its policy. A reached budget stops new
     work (``budget.exhausted`` says which); samples it cut short keep their rows.
+    ``progress`` hears of every arm's planned and finished samples and every new row.
 
     Raises:
-        PolicyError, ToolchainError: infrastructure failures (the run stops).
+        PolicyError, ToolchainError, WorkerLost: infrastructure failures (no new sample
+            starts; those in flight finish and keep their rows).
         ReplayMismatch: stored rows that the current code does not reproduce.
     """
+    progress = progress or NullProgress()
     ctx = _Context(config, executor, log, budget, simulator, progress)
-    stored = by_sample(log.rows())
-    gate = asyncio.Semaphore(config.max_concurrency)
+    arms = config.arms()
+    finished, partial = resume_index(log.rows(), arms, config.stop_at_full_coverage)
+    ids = {t.id for t in tasks}
+    for arm in arms:
+        progress.plan(arm.name, planned_samples(arm, tasks),
+                      sum(a == arm.name and t in ids for a, t, _ in finished))
 
-    async def job(arm: Arm, task: Task, sample: int) -> None:
-        async with gate:
-            prior = stored.get((arm.name, task.id, sample), [])
-            if budget.exhausted and not prior:
-                return
-            try:
-                if arm.kind is ArmKind.REFERENCE:
-                    await _run_reference(ctx, arm, task, prior)
-                else:
-                    await _run_agent_sample(ctx, arm, task, sample, policies[arm.name], prior)
-            except BudgetExhausted:
-                return
-            if progress:
-                progress.sample_done(arm.name)
-
-    async with asyncio.TaskGroup() as group:
+    def jobs() -> Iterator[tuple[Arm, Task, int]]:
         for task in tasks:
-            for arm in config.arms():
+            for arm in arms:
                 if arm.kind is ArmKind.REFERENCE and task.reference_tb is None:
                     continue
                 for sample in range(arm.samples):
-                    group.create_task(job(arm, task, sample))
+                    if (arm.name, task.id, sample) not in finished:
+                        yield arm, task, sample
+
+    async def job(item: tuple[Arm, Task, int]) -> None:
+        arm, task, sample = item
+        prior = partial.pop((arm.name, task.id, sample), [])
+        if budget.exhausted and not prior:
+            return
+        try:
+            if arm.kind is ArmKind.REFERENCE:
+                await _run_reference(ctx, arm, task, prior)
+            else:
+                await _run_agent_sample(ctx, arm, task, sample, policies[arm.name], prior)
+        except BudgetExhausted:
+            progress.note(f"{budget.exhausted} budget reached")
+            return
+        progress.item_done(arm.name)
+
+    await bounded_map(jobs(), job, config.max_concurrency)

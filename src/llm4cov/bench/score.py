@@ -5,7 +5,9 @@ ordering: Sim Pass, Cov Pass, coverage). A sample counts once it is finished: it
 its rounds, or it stopped early because a round reached 100% (``stop_at_full_coverage``,
 the agent's rule); later rounds then carry its final state. Unfinished samples (a
 killed run, a reached budget) are left out and the summary says how many there are.
-All numbers are percent (0-100) unless named ``*_count``.
+All numbers are percent (0-100) unless named ``*_count``. Rows are read in one streaming
+pass that keeps only each row's round and outcome (never its observation or response),
+so scoring memory does not grow with the size of the rows.
 """
 
 from __future__ import annotations
@@ -18,10 +20,13 @@ from typing import Any
 from llm4cov.bench.config import REFERENCE, Arm, ArmKind
 from llm4cov.bench.metrics import Estimator, Headline, Outcome, best_so_far, headline
 from llm4cov.bench.plan import Calibration, RunPlan, TaskInfo
-from llm4cov.bench.rows import by_sample, outcome, simulated
+from llm4cov.bench.rows import outcome, simulated
 
 SUMMARY_SCHEMA_VERSION = 1
 NO_GROUP = "-"
+SCORED_FIELDS = ("round", "sim_pass", "cov_pass", "coverage")
+"""What scoring keeps of a row (see :func:`trajectory`)."""
+Groups = dict[tuple[str, str, int], list[dict[str, Any]]]
 
 
 def trajectory(rows: list[dict[str, Any]], rounds: int, stop_at_full: bool) -> list[Outcome] | None:
@@ -49,22 +54,50 @@ def _groups(infos: list[TaskInfo], attr: str) -> dict[str, list[str]]:
     return dict(sorted(out.items()))
 
 
-def _spent(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    return {
-        "rows": len(rows),
-        "sim_calls": sum(simulated(r) for r in rows),
-        "sim_cached": sum(bool(r["observation"].get("cached")) for r in rows if simulated(r)),
-        "prompt_tokens": sum(r["prompt_tokens"] for r in rows),
-        "completion_tokens": sum(r["completion_tokens"] for r in rows),
-        "gen_s": round(sum(r["gen_s"] for r in rows), 3),
-        "sim_build_s": round(sum(r["build_s"] for r in rows), 3),
-        "sim_run_s": round(sum(r["run_s"] for r in rows), 3),
-    }
+class _Spent:
+    """What one arm's rows spent, summed while streaming."""
+
+    def __init__(self) -> None:
+        self.rows = self.sim_calls = self.sim_cached = 0
+        self.prompt_tokens = self.completion_tokens = 0
+        self.gen_s = self.build_s = self.run_s = 0.0
+
+    def add(self, row: dict[str, Any]) -> None:
+        sim = simulated(row)
+        self.rows += 1
+        self.sim_calls += sim
+        self.sim_cached += sim and bool(row["observation"].get("cached"))
+        self.prompt_tokens += row["prompt_tokens"]
+        self.completion_tokens += row["completion_tokens"]
+        self.gen_s += row["gen_s"]
+        self.build_s += row["build_s"]
+        self.run_s += row["run_s"]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "rows": self.rows, "sim_calls": self.sim_calls, "sim_cached": self.sim_cached,
+            "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
+            "gen_s": round(self.gen_s, 3), "sim_build_s": round(self.build_s, 3),
+            "sim_run_s": round(self.run_s, 3),
+        }
+
+
+def _scan(rows: Iterable[dict[str, Any]]) -> tuple[Groups, dict[str, _Spent]]:
+    """One streaming pass: per sample its rows reduced to :data:`SCORED_FIELDS` (sorted
+    by round), per arm what was spent."""
+    groups: Groups = defaultdict(list)
+    spent: dict[str, _Spent] = defaultdict(_Spent)
+    for row in rows:
+        groups[(row["arm"], row["task_id"], row["sample"])].append(
+            {k: row[k] for k in SCORED_FIELDS})
+        spent[row["arm"]].add(row)
+    for group in groups.values():
+        group.sort(key=lambda r: r["round"])
+    return dict(groups), spent
 
 
 def score_arm(
-    plan: RunPlan, arm: Arm, groups: dict[tuple[str, str, int], list[dict]],
-    estimator: Estimator,
+    plan: RunPlan, arm: Arm, groups: Groups, spent: dict[str, Any], estimator: Estimator,
 ) -> dict[str, Any]:
     """The summary of one arm (see :func:`score`)."""
     infos = [t for t in plan.tasks if arm.kind is ArmKind.AGENT or t.has_reference]
@@ -93,7 +126,6 @@ def score_arm(
             "best_cov": max(o.coverage for o in finals),
             "target": info.target, "calibration": info.calibration.value,
         })
-    arm_rows = [r for (a, _, _), rows in groups.items() if a == arm.name for r in rows]
     return {
         "kind": arm.kind.value, "samples": arm.samples, "rounds": arm.rounds,
         "tasks_planned": len(infos), "tasks_scored": len(scored),
@@ -104,12 +136,11 @@ def score_arm(
         "by_difficulty": {g: metrics_of(i) for g, i in _groups(scored, "difficulty").items()},
         "by_source": {g: metrics_of(i) for g, i in _groups(scored, "source").items()},
         "per_task": per_task,
-        "spent": _spent(arm_rows),
+        "spent": spent,
     }
 
 
-def reference_drift(plan: RunPlan, groups: dict[tuple[str, str, int], list[dict]]
-                    ) -> list[dict[str, Any]]:
+def reference_drift(plan: RunPlan, groups: Groups) -> list[dict[str, Any]]:
     """Tasks whose reference testbench scores differently in this run than in the
     calibration run that set the target (by more than 0.01 percentage points)."""
     out = []
@@ -132,8 +163,9 @@ def score(
     best-of-n, pass@k), the per-round curve, breakdowns by difficulty and by source,
     per-task numbers and what was spent; plus the simulator, its coverage metrics and
     which thresholds were not calibrated for it."""
-    groups = by_sample(rows)
-    arms = {arm.name: score_arm(plan, arm, groups, estimator) for arm in plan.arms}
+    groups, spent = _scan(rows)
+    arms = {arm.name: score_arm(plan, arm, groups, spent.get(arm.name, _Spent()).as_dict(),
+                                estimator) for arm in plan.arms}
     not_calibrated: dict[str, list[str]] = defaultdict(list)
     for info in plan.tasks:
         if info.calibration is not Calibration.THIS_SIMULATOR:

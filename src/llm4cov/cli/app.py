@@ -32,9 +32,9 @@ def _root(
 
 
 def _register() -> None:
-    from llm4cov.cli import bench_cmd, gen_cmd, sim_cmd, train_cmd
+    from llm4cov.cli import bench_cmd, gen_cmd, pipeline_cmd, sim_cmd, train_cmd
 
-    for module in (sim_cmd, gen_cmd, train_cmd, bench_cmd):
+    for module in (sim_cmd, gen_cmd, train_cmd, bench_cmd, pipeline_cmd):
         module.register(app)
     __import__("llm4cov.cli.synth_cmd", fromlist=["register"]).register(app)
 

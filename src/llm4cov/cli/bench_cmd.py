@@ -15,10 +15,10 @@ from llm4cov.bench import pipeline
 from llm4cov.bench.config import BASELINES, BenchConfig, Mode
 from llm4cov.bench.metrics import Estimator
 from llm4cov.bench.plan import RunDirError
-from llm4cov.bench.progress import LiveProgress
 from llm4cov.bench.report import tables
-from llm4cov.bench.runner import ReplayMismatch, planned_samples
+from llm4cov.bench.runner import ReplayMismatch
 from llm4cov.cli import common
+from llm4cov.exec.base import ExecutorKind, WorkerLost
 from llm4cov.policies import PolicyError
 from llm4cov.sim.toolchain import ToolchainError
 from llm4cov.tasks.model import TaskError
@@ -85,8 +85,10 @@ def bench(
     run_timeout: float = common.RUN_TIMEOUT,
     sim_seed: int = typer.Option(1, "--sim-seed", help="Simulator seed (+verilator+seed)."),
     fsm: bool = common.FSM,
-    workers: int = typer.Option(None, "--workers", min=1,
-                                help="Simulation processes (default: CPU count)."),
+    no_cache: bool = common.NO_CACHE,
+    executor: ExecutorKind = common.EXECUTOR,
+    address: str = common.ADDRESS,
+    workers: int = common.WORKERS,
     max_concurrency: int = typer.Option(16, "--max-concurrency", min=1,
                                         help="Samples in flight = max concurrent LLM requests."),
     max_samples: int = typer.Option(None, "--max-samples", min=0,
@@ -99,7 +101,7 @@ def bench(
                              "runs/bench/<tasks stem>/<model>-<mode>-n<samples>)."),
     estimator: str = ESTIMATOR,
     plots: bool = PLOTS,
-    progress: bool = typer.Option(True, "--progress/--no-progress", help="Live progress."),
+    quiet: bool = common.QUIET,
 ) -> None:
     """Benchmark a model in the CVDP-ECov protocol, with random and reference baselines.
 
@@ -107,13 +109,16 @@ def bench(
     direct mode); rows go to OUT/results.jsonl as they finish, and rerunning the same
     command resumes. Writes OUT/summary.json, OUT/summary.md (paste-ready tables) and
     OUT/report.html (plots). Exit code 0 when the run ends (complete or stopped by a
-    budget), 1 on a model-server failure, 2 for bad input, 3 for toolchain problems.
+    budget), 1 on a model-server failure or lost workers, 2 for bad input, 3 for
+    toolchain problems.
 
     Examples:
 
       llm4cov bench --tasks ../shared/benchmarks/rtllm.jsonl --model random --samples 5
 
       llm4cov bench --tasks cvdp_ecov.jsonl --model Qwen/Qwen3-4B --base-url http://localhost:8000/v1
+
+      llm4cov bench --tasks cvdp_ecov.jsonl --executor ray --address auto --max-concurrency 256
 
       llm4cov bench report runs/bench/rtllm/random-agentic-n5
     """
@@ -128,20 +133,16 @@ def bench(
             temperature=temperature, top_p=top_p, max_tokens=max_tokens, seed=seed,
             start_from=start_from, syntax_rules=syntax_rules, stop_at_full_coverage=stop_at_full,
             ids=tuple(ids or ()), limit=limit, compile_timeout_s=compile_timeout,
-            run_timeout_s=run_timeout, sim_seed=sim_seed, fsm=fsm, workers=workers,
+            run_timeout_s=run_timeout, sim_seed=sim_seed, fsm=fsm, executor=executor,
+            address=address, workers=workers, cache=not no_cache,
             max_concurrency=max_concurrency, max_samples=max_samples,
             max_sim_calls=max_sim_calls, max_total_tokens=max_total_tokens,
         )
         est = _estimator(estimator)
         run_dir = out or default_out(config)
         selected = pipeline.select_tasks(config)
-        totals = {a.name: planned_samples(a, selected) for a in config.arms()}
-        console = common.console
-        if progress and console.is_terminal:
-            with LiveProgress(totals, console) as live:
-                summary = pipeline.run(config, selected, run_dir, est, live, plots)
-        else:
-            summary = pipeline.run(config, selected, run_dir, est, None, plots)
+        with common.progress(quiet) as display:
+            summary = pipeline.run(config, selected, run_dir, est, display, plots)
     except KeyboardInterrupt:
         common.console.print("interrupted: finished rows are saved; rerun the same command")
         raise typer.Exit(130) from None
@@ -149,7 +150,7 @@ def bench(
         raise common.fail(str(exc)) from exc
     except ToolchainError as exc:
         raise common.fail(f"simulator toolchain: {exc}", code=3) from exc
-    except PolicyError as exc:
+    except (PolicyError, WorkerLost) as exc:
         raise common.fail(f"{exc} (rows so far are saved; rerun to resume)", code=1) from exc
     _print_results(summary, run_dir)
 

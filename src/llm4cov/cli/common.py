@@ -7,8 +7,10 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
+from llm4cov.bench.progress import NullProgress, RunProgress
+from llm4cov.exec.base import ExecutorError, ExecutorKind, SimExecutor, get_executor
 from llm4cov.sim.config import SimConfig
-from llm4cov.sim.toolchain import ToolchainError
+from llm4cov.sim.toolchain import ToolchainError, find_toolchain
 from llm4cov.tasks.loaders import load_tasks, task_from_dir
 from llm4cov.tasks.model import Task, TaskError
 
@@ -23,6 +25,17 @@ NO_CACHE = typer.Option(
     help="Always simulate: do not read or write the result cache (~/.cache/llm4cov, or "
          "$LLM4COV_CACHE_DIR).",
 )
+
+EXECUTOR = typer.Option(ExecutorKind.LOCAL.value, "--executor",
+                        help="Where simulations run: local (process pool) or ray (Ray tasks, "
+                             "docs/scale.md).")
+ADDRESS = typer.Option(None, "--address", help="Ray cluster to join: auto or HOST:PORT "
+                       "(default: start a local Ray instance). Needs --executor ray.")
+WORKERS = typer.Option(None, "--workers", min=1,
+                       help="Parallel simulations: local processes (default: CPU count) or "
+                            "Ray tasks in flight (default: the cluster's CPUs).")
+QUIET = typer.Option(False, "--quiet", "-q", "--no-progress",
+                     help="No progress display (for logs): only the final summary.")
 
 
 def sim_config(
@@ -65,6 +78,30 @@ def resolve_task(
         return task_from_dir(rtl, top=top, instance=instance or "dut")
     except (TaskError, OSError) as exc:
         raise fail(str(exc)) from exc
+
+
+def open_executor(kind: ExecutorKind, workers: int | None, config: SimConfig,
+                  address: str | None) -> SimExecutor:
+    """The executor of ``--executor``/``--workers``/``--address``, once the simulator
+    toolchain is found here.
+
+    Raises:
+        typer.Exit: code 3 when the toolchain is missing, 2 when the executor cannot be
+            set up (Ray not installed, no cluster at the address, ...).
+    """
+    try:
+        find_toolchain()
+        return get_executor(kind, workers, config, address)
+    except ToolchainError as exc:
+        raise fail(f"simulator toolchain: {exc}", code=3) from exc
+    except ExecutorError as exc:
+        raise fail(str(exc)) from exc
+
+
+def progress(quiet: bool) -> RunProgress | NullProgress:
+    """The progress display of a long command: none with ``--quiet``, a live display on
+    a terminal, a status line every 30 s in logs."""
+    return NullProgress() if quiet else RunProgress(console)
 
 
 def evaluator_or_exit(config: SimConfig):

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
 import typer
 
-from llm4cov.agent.loop import AgentConfig, AgentRun, RoundRecord, run_agent
+from llm4cov.agent.loop import AgentConfig, AgentRun, RoundRecord, arun_agent
 from llm4cov.cli import common
+from llm4cov.exec import ExecutorKind, WorkerLost
 from llm4cov.policies import PolicyError, SamplingParams, get_policy
 from llm4cov.sim.report import coverage_markdown
 from llm4cov.tasks.model import Task
@@ -74,12 +76,16 @@ def gen(
     seed: int = common.SEED,
     fsm: bool = common.FSM,
     no_cache: bool = common.NO_CACHE,
+    executor: ExecutorKind = common.EXECUTOR,
+    address: str = common.ADDRESS,
 ) -> None:
     """Write a high-coverage testbench with the memoryless agent (N rounds).
 
     Writes OUT/tb.sv (best testbench), OUT/coverage.md, OUT/run.json and one JSON file
-    per round under OUT/rounds/. Exit code 0 when the best testbench simulates, 1 when
-    no round produced a passing simulation, 2 for bad input, 3 for toolchain problems.
+    per round under OUT/rounds/. Simulations run one at a time on --executor (a worker
+    process, or a Ray task). Exit code 0 when the best testbench simulates, 1 when no
+    round produced a passing simulation (or the model server or the workers failed),
+    2 for bad input, 3 for toolchain problems.
 
     Example: llm4cov gen examples/traffic_fsm --out runs/traffic
     """
@@ -90,9 +96,9 @@ def gen(
         policy = get_policy(model, base_url)
     except ValueError as exc:
         raise common.fail(str(exc)) from exc
-    evaluator = common.evaluator_or_exit(common.sim_config(
-        compile_timeout, run_timeout, seed, fsm, no_cache
-    ))
+    sims = common.open_executor(
+        executor, 1, common.sim_config(compile_timeout, run_timeout, seed, fsm, no_cache),
+        address)
     config = AgentConfig(
         rounds=rounds,
         start_from=start_from,  # type: ignore[arg-type]
@@ -109,9 +115,11 @@ def gen(
 
     with console.status(f"{task.id}: {policy.name} writing testbenches ..."):
         try:
-            run = run_agent(task, policy, evaluator, config, on_round)
-        except PolicyError as exc:
+            run = asyncio.run(arun_agent(task, policy, sims.simulate, config, on_round))
+        except (PolicyError, WorkerLost) as exc:
             raise common.fail(str(exc), code=1) from exc
+        finally:
+            sims.close()
     write_run(out, task, run)
     best = run.best.observation
     met = "met" if best.meets(task.targets) else "not met"

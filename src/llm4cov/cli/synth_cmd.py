@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import shlex
+import sys
 from itertools import islice
 from pathlib import Path
 
@@ -13,7 +14,7 @@ import typer
 import yaml
 
 from llm4cov.cli import common
-from llm4cov.exec import get_executor
+from llm4cov.exec import ExecutorKind, WorkerLost
 from llm4cov.policies import PolicyError, get_policy
 from llm4cov.synth.config import (
     ConfigError,
@@ -24,10 +25,10 @@ from llm4cov.synth.config import (
     to_mapping,
 )
 from llm4cov.synth.contamination import ContaminationIndex
-from llm4cov.synth.engine import RunDirError, SynthRun, run_summary
+from llm4cov.synth.engine import PROGRESS_GROUP, RunDirError, SynthRun, run_summary
 from llm4cov.synth.export import ExportError, export_dataset
 from llm4cov.synth.records import RepoRow, RepoStatus, Role
-from llm4cov.synth.sources import RepoFormat, iter_repos
+from llm4cov.synth.sources import RepoFormat, count_repos, iter_repos
 from llm4cov.tasks.model import TaskError
 
 synth_app = typer.Typer(
@@ -90,8 +91,10 @@ def synth(
     max_tokens: int = typer.Option(None, "--max-tokens", min=0,
                                    help="Token budget (prompt + completion) of the run dir."),
     limit: int = typer.Option(None, "--limit", min=1, help="Only the first N repos."),
-    workers: int = typer.Option(None, "--workers", min=1,
-                                help="Parallel simulations (default: CPU count)."),
+    executor: ExecutorKind = common.EXECUTOR,
+    address: str = common.ADDRESS,
+    workers: int = common.WORKERS,
+    quiet: bool = common.QUIET,
     compile_timeout: float = common.COMPILE_TIMEOUT,
     run_timeout: float = common.RUN_TIMEOUT,
     seed: int = common.SEED,
@@ -103,10 +106,16 @@ def synth(
     Stage 0: full-teacher traces + direct samples; 1: imitation (student, teacher);
     2: self-sampling (student, student). Writes OUT/run.json, samples.jsonl,
     points.jsonl, repos.jsonl; rerunning the same command resumes. Exit code 0 when the
-    run finished or a budget stopped it, 1 for a policy failure (rerun to resume),
+    run finished or a budget stopped it, 1 for a policy failure or lost workers (rerun
+    to resume),
     2 for bad input, 3 for toolchain problems.
 
-    Example: llm4cov synth --stage 0 --repos repos.jsonl --teacher random --out runs/d0
+    Examples:
+
+      llm4cov synth --stage 0 --repos repos.jsonl --teacher random --out runs/d0
+
+      llm4cov synth --stage 1 --repos repos.jsonl --student S --student-base-url URL
+      --teacher T --teacher-base-url URL2 --out runs/d1 --executor ray --address auto
     """
     if ctx.invoked_subcommand is not None:
         return
@@ -128,26 +137,30 @@ def synth(
         index = (ContaminationIndex.from_task_files(benchmarks, cfg.contamination_threshold)
                  if benchmarks else None)
         items = islice(iter_repos(repos, repos_format), limit)
+        total = min(count_repos(repos), limit or sys.maxsize)
     except (ConfigError, TaskError, OSError, ValueError) as exc:
         raise common.fail(str(exc)) from exc
     sim = common.sim_config(compile_timeout, run_timeout, seed, fsm, no_cache)
-    common.evaluator_or_exit(sim)
-    executor = get_executor("local", workers=workers, config=sim)
+    sims = common.open_executor(executor, workers, sim, address)
+    display = common.progress(quiet)
     try:
         try:
-            run = SynthRun(out, cfg, policies, executor.simulate, index, _print_repo,
-                           _command_line(ctx, "synth"))
+            run = SynthRun(out, cfg, policies, sims.simulate, index,
+                           None if quiet else _print_repo, _command_line(ctx, "synth"),
+                           display)
         except RunDirError as exc:
             raise common.fail(str(exc)) from exc
-        outcome = asyncio.run(run.run(items))
-    except PolicyError as exc:
+        display.plan(PROGRESS_GROUP, total, min(len(run.repos), total))
+        with display:
+            outcome = asyncio.run(run.run(items))
+    except (PolicyError, WorkerLost) as exc:
         raise common.fail(f"{exc} (finished work is saved; rerun to resume)", code=1) from exc
     finally:
-        executor.close()
+        sims.close()
     summary = run_summary(out)
     common.console.print(
         f"this run: {outcome.done} repos done, {outcome.skipped} skipped, {outcome.already} "
-        f"finished before; run dir: {json.dumps(summary)}"
+        f"finished before, {sims.calls} simulator calls; run dir: {json.dumps(summary)}"
     )
     if outcome.budget_stopped:
         common.console.print("budget reached: rerun with a larger budget to continue")

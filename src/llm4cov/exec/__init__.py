@@ -1,10 +1,18 @@
-"""Executors: where simulator calls run (a local process pool by default).
+"""Executors: where simulator calls run (a local process pool by default, or Ray).
 
 Every long command (gen, bench, synth) submits simulations through a
-:class:`SimExecutor`, so the same code runs on one machine or on a cluster.
+:class:`SimExecutor`, so the same code runs on one machine or on a cluster
+(docs/scale.md).
 """
 
-from llm4cov.exec.base import SimExecutor, get_executor
+from llm4cov.exec.base import (
+    ExecutorError,
+    ExecutorKind,
+    SimExecutor,
+    WorkerLost,
+    get_executor,
+)
 from llm4cov.exec.local import LocalExecutor
 
-__all__ = ["LocalExecutor", "SimExecutor", "get_executor"]
+__all__ = ["ExecutorError", "ExecutorKind", "LocalExecutor", "SimExecutor", "WorkerLost",
+           "get_executor"]

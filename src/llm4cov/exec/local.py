@@ -1,26 +1,58 @@
-"""Simulations on a local process pool (the default executor)."""
+"""Simulations on a local process pool (the default executor).
+
+A worker process that dies (killed, out of memory) breaks a ``ProcessPoolExecutor``:
+every call in flight on it fails with ``BrokenProcessPool``. The executor then replaces
+the pool and retries those calls, each at most ``max_retries`` times; only a call that
+keeps losing its worker raises :class:`~llm4cov.exec.base.WorkerLost`. The pool stops
+its surviving workers with SIGTERM; they take their running simulations (their own
+process groups) down with them before exiting.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
+import logging
+import os
+import signal
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from typing import Any, TypeVar
 
+from llm4cov.exec.base import DEFAULT_RETRIES, WorkerLost
 from llm4cov.sim.config import SimConfig, usable_cpus
 from llm4cov.sim.observation import Observation
 from llm4cov.tasks.model import SourceFile, Task
+from llm4cov.util.procs import child_pids
 
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+_CONFIG: SimConfig | None = None
 _EVALUATOR = None
 
 
-def _init_worker(config: SimConfig | None) -> None:
-    global _EVALUATOR
-    from llm4cov.sim.evaluator import Evaluator
+def _on_sigterm(signum: int, frame: Any) -> None:
+    for pid in child_pids():
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pid, signal.SIGKILL)
+    os._exit(128 + signum)
 
-    _EVALUATOR = Evaluator(config)
+
+def _init_worker(config: SimConfig) -> None:
+    global _CONFIG
+    _CONFIG = config
+    signal.signal(signal.SIGTERM, _on_sigterm)
 
 
 def _evaluate(task: Task, testbench: str, tb_name: str, aux_files, any_instance: bool):
+    global _EVALUATOR
+    if _EVALUATOR is None:  # here, not in the initializer: a ToolchainError is a result
+        from llm4cov.sim.evaluator import Evaluator
+
+        _EVALUATOR = Evaluator(_CONFIG)
     return _EVALUATOR.evaluate(
         task, testbench, tb_name=tb_name, aux_files=aux_files, any_instance=any_instance
     )
@@ -32,24 +64,60 @@ class LocalExecutor:
     ``workers`` defaults to the number of usable CPUs. An automatic
     ``SimConfig.build_jobs`` (0) becomes CPUs / workers make jobs per build (at least
     one), so simulations running at once do not oversubscribe the machine.
+    ``restarts`` counts pool replacements after a worker died.
     """
 
-    def __init__(self, workers: int | None = None, config: SimConfig | None = None) -> None:
+    def __init__(self, workers: int | None = None, config: SimConfig | None = None,
+                 max_retries: int = DEFAULT_RETRIES) -> None:
         cpus = usable_cpus()
         self.workers = max(1, workers or cpus)
         config = config or SimConfig()
         if config.build_jobs == 0:
             config = dataclasses.replace(config, build_jobs=max(1, cpus // self.workers))
         self.config = config
+        self.max_retries = max_retries
         self.calls = 0
+        self.restarts = 0
         self._pool: ProcessPoolExecutor | None = None
+        self._generation = 0
 
-    def _get_pool(self) -> ProcessPoolExecutor:
+    def _current(self) -> tuple[ProcessPoolExecutor, int]:
         if self._pool is None:
             self._pool = ProcessPoolExecutor(
                 max_workers=self.workers, initializer=_init_worker, initargs=(self.config,)
             )
-        return self._pool
+        return self._pool, self._generation
+
+    def _replace(self, generation: int) -> None:
+        """Drop the broken pool of ``generation`` (once, whichever call sees it first)."""
+        if generation != self._generation or self._pool is None:
+            return
+        broken, self._pool = self._pool, None
+        self._generation += 1
+        self.restarts += 1
+        broken.shutdown(wait=False, cancel_futures=True)
+
+    async def run(self, fn: Callable[..., T], *args: Any) -> T:
+        """``fn(*args)`` in a worker process (``fn`` and ``args`` must pickle).
+
+        Raises:
+            WorkerLost: the worker running it died on ``max_retries + 1`` attempts.
+            Exception: whatever ``fn`` raised.
+        """
+        loop = asyncio.get_running_loop()
+        attempt = 0
+        while True:
+            attempt += 1
+            pool, generation = self._current()
+            try:
+                return await loop.run_in_executor(pool, fn, *args)
+            except BrokenProcessPool as exc:
+                self._replace(generation)
+                if attempt > self.max_retries:
+                    raise WorkerLost(f"{getattr(fn, '__name__', fn)}: a worker process "
+                                     "died", attempt) from exc
+                log.warning("a worker process died; retrying its call (attempt %d of %d)",
+                            attempt + 1, self.max_retries + 1)
 
     async def simulate(
         self,
@@ -60,10 +128,8 @@ class LocalExecutor:
         any_instance: bool = False,
     ) -> Observation:
         self.calls += 1
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(
-            self._get_pool(), _evaluate, task, testbench, tb_name, tuple(aux_files), any_instance
-        )
+        return await self.run(_evaluate, task, testbench, tb_name, tuple(aux_files),
+                              any_instance)
 
     def close(self) -> None:
         if self._pool is not None:

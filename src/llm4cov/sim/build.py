@@ -13,7 +13,9 @@ them the levers of :class:`~llm4cov.sim.config.SimConfig` apply (each measured i
   ``verilated_cov.o``, ...) and our ``driver_main.o`` come from the store when an object
   with the identical compile command was built before; they are harvested after each
   successful build.
-- ``cxx_opt``: one g++ optimization level for every object (OPT_FAST/SLOW/GLOBAL).
+- ``cxx_opt``: the g++ optimization of the model's own C++ (OPT_FAST and OPT_SLOW); the
+  runtime objects keep Verilator's ``-Os`` (OPT_GLOBAL): they are reused, so their
+  optimization costs nothing per call, and at ``-O0`` they double a long run.
 - ``fast_linker``: ``-fuse-ld=gold`` when ``ld.gold`` is installed.
 - ``ccache``: ccache (``OBJCACHE``) when installed; ``build_jobs``: ``make -j``.
 
@@ -58,7 +60,7 @@ def make_command(config: SimConfig, jobs: int) -> list[str]:
         "CFG_CXXFLAGS_PCH_I=-include", "VK_PCH_I_FAST=", "VK_PCH_I_SLOW=",
     ]
     if config.cxx_opt is not None:
-        cmd += [f"OPT_{kind}={config.cxx_opt}" for kind in ("FAST", "SLOW", "GLOBAL")]
+        cmd += [f"OPT_FAST={config.cxx_opt}", f"OPT_SLOW={config.cxx_opt}"]
     if config.fast_linker and shutil.which("ld.gold"):
         cmd.append("USER_LDFLAGS=-fuse-ld=gold")
     return cmd

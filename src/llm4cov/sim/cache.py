@@ -200,7 +200,11 @@ class _Transaction:
         self.db, self.begin = db, begin
 
     def __enter__(self) -> sqlite3.Connection:
-        self.db.execute(self.begin)
+        try:
+            self.db.execute(self.begin)
+        except sqlite3.Error:
+            self.db.close()
+            raise
         return self.db
 
     def __exit__(self, exc_type, exc, tb) -> None:

@@ -59,8 +59,8 @@ class SimConfig:
     cache_max_bytes: int = 512 * 1024**2
     """Bound on the result cache's stored observations (oldest evicted first)."""
     cxx_opt: str | None = "-O0"
-    """g++ optimization for every object of the build (Verilator's OPT_FAST, OPT_SLOW
-    and OPT_GLOBAL); None keeps Verilator's defaults (-Os, none, -Os)."""
+    """g++ optimization of the model's C++ (Verilator's OPT_FAST and OPT_SLOW); None keeps
+    Verilator's defaults (-Os and none). The runtime objects always keep -Os."""
     ccache: bool = True
     """Compile through ccache when it is installed."""
     reuse_runtime: bool = True

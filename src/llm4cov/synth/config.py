@@ -253,13 +253,7 @@ def resolve(base: C, yaml_path: Path | str | None = None, overrides: list[str] =
     """
     config = base
     if yaml_path is not None:
-        try:
-            loaded = yaml.safe_load(Path(yaml_path).read_text(encoding="utf-8")) or {}
-        except (OSError, yaml.YAMLError) as exc:
-            raise ConfigError(f"{yaml_path}: {exc}") from exc
-        if not isinstance(loaded, dict):
-            raise ConfigError(f"{yaml_path}: expected a mapping of settings")
-        config = merge(config, loaded, str(yaml_path))
+        config = merge(config, read_mapping(yaml_path), str(yaml_path))
     for item in overrides:
         key, sep, raw = item.partition("=")
         if not sep or not key.strip():
@@ -273,6 +267,21 @@ def resolve(base: C, yaml_path: Path | str | None = None, overrides: list[str] =
         node[leaf] = yaml.safe_load(raw) if raw.strip() else None
         config = merge(config, nested, f"--set {item}")
     return config
+
+
+def read_mapping(path: Path | str) -> dict[str, Any]:
+    """The mapping of settings in YAML file ``path`` (an empty file is ``{}``).
+
+    Raises:
+        ConfigError: unreadable file, invalid YAML, or not a mapping.
+    """
+    try:
+        loaded = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise ConfigError(f"{path}: {exc}") from exc
+    if not isinstance(loaded, dict):
+        raise ConfigError(f"{path}: expected a mapping of settings")
+    return loaded
 
 
 def merge(config: C, values: dict[str, Any], source: str = "config") -> C:

@@ -33,6 +33,7 @@ from typing import Any
 from llm4cov.agent.loop import no_testbench_observation
 from llm4cov.agent.prompt import syntax_rules
 from llm4cov.agent.response import extract_testbench
+from llm4cov.bench.progress import NullProgress, ProgressSink
 from llm4cov.policies.base import GenerationRequest, Policy, SamplingParams, agenerate
 from llm4cov.policies.random_stimulus import random_testbench
 from llm4cov.sim.observation import Observation, Status
@@ -58,6 +59,7 @@ from llm4cov.synth.rejection import coverage_gain, judge_transitions
 from llm4cov.synth.selection import select_states
 from llm4cov.synth.sources import RepoItem
 from llm4cov.tasks.model import Task
+from llm4cov.util.aio import bounded_map
 from llm4cov.util.jsonl import ResultLog, iter_jsonl
 
 log = logging.getLogger(__name__)
@@ -65,6 +67,7 @@ log = logging.getLogger(__name__)
 Simulate = Callable[[Task, str], Awaitable[Observation]]
 PROBE_MODEL = "random"
 PROBE_SKIPS = (Status.COMPILE_ERROR, Status.NO_COVERAGE, Status.REJECTED)
+PROGRESS_GROUP = "repos"
 
 
 class RunDirError(ValueError):
@@ -140,6 +143,7 @@ class SynthRun:
     ``policies`` maps :class:`Role` ``int``/``trans`` to the policies filling ``M_int`` and
     ``M_trans``; ``simulate`` is ``executor.simulate`` (or any async evaluator call).
     ``command`` (the command line) is recorded in ``run.json`` for the dataset card.
+    ``progress`` hears of every finished repo (group ``repos``) and every new sample row.
 
     Raises:
         RunDirError: ``out_dir`` holds a run with a different identity.
@@ -154,6 +158,7 @@ class SynthRun:
         contamination: ContaminationIndex | None = None,
         on_repo: Callable[[RepoRow], None] | None = None,
         command: str = "",
+        progress: ProgressSink | None = None,
     ) -> None:
         self.out = Path(out_dir)
         self.config = config
@@ -162,6 +167,7 @@ class SynthRun:
         self.contamination = contamination
         self.on_repo = on_repo
         self.command = command
+        self.progress = progress or NullProgress()
         self.out.mkdir(parents=True, exist_ok=True)
         self._check_identity()
         self.samples = ResultLog(self.out / "samples.jsonl", SAMPLE_KEY)
@@ -203,45 +209,37 @@ class SynthRun:
         return probe + sel.candidates + min(states, sel.candidates) * self.config.transitions
 
     async def run(self, items: Iterable[RepoItem]) -> RunOutcome:
-        """Process ``items`` with ``config.concurrency`` repos in flight.
+        """Process ``items`` with ``config.concurrency`` repos in flight, pulling them
+        lazily from ``items``.
 
         Raises:
-            PolicyError, ToolchainError: infrastructure failures (after the repos in
-                flight finish); rows written so far stay and a rerun resumes.
+            PolicyError, ToolchainError, WorkerLost: infrastructure failures (after the
+                repos in flight finish); rows written so far stay and a rerun resumes.
         """
         outcome = RunOutcome(spent=self.budget.spent)
-        source = iter(items)
-        errors: list[BaseException] = []
 
-        async def worker() -> None:
-            while not (outcome.budget_stopped or errors):
-                item = next(source, None)
-                if item is None:
-                    return
-                if (item.repo_id,) in self.repos:
-                    outcome.already += 1
-                    continue
-                try:
-                    status = await self._repo(item)
-                except Exception as exc:
-                    errors.append(exc)
-                    return
-                if status is None:
-                    outcome.budget_stopped = True
-                elif status is RepoStatus.DONE:
-                    outcome.done += 1
-                else:
-                    outcome.skipped += 1
+        async def one(item: RepoItem) -> None:
+            if (item.repo_id,) in self.repos:
+                outcome.already += 1
+                return
+            status = await self._repo(item)
+            if status is None:
+                outcome.budget_stopped = True
+                self.progress.note("budget reached")
+            elif status is RepoStatus.DONE:
+                outcome.done += 1
+            else:
+                outcome.skipped += 1
 
-        await asyncio.gather(*(worker() for _ in range(self.config.concurrency)))
-        if errors:
-            raise errors[0]
+        await bounded_map(items, one, self.config.concurrency,
+                          stop=lambda: outcome.budget_stopped)
         return outcome
 
     # -- one repo --------------------------------------------------------------------
 
     def _finish(self, row: RepoRow) -> RepoStatus:
         self.repos.append(row.model_dump(mode="json"))
+        self.progress.item_done(PROGRESS_GROUP)
         if self.on_repo:
             self.on_repo(row)
         return row.status
@@ -328,7 +326,9 @@ class SynthRun:
 
     def _record(self, row: SampleRow) -> SampleRow:
         self.samples.append(row.model_dump(mode="json"))
-        self.budget.charge(int(row.simulated), row.prompt_tokens + row.completion_tokens)
+        tokens = row.prompt_tokens + row.completion_tokens
+        self.budget.charge(int(row.simulated), tokens)
+        self.progress.recorded(row.observation.status.value if row.simulated else None, tokens)
         return row
 
     async def _probe(self, task: Task) -> SampleRow:

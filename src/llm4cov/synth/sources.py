@@ -213,10 +213,15 @@ def _record_id(record: Any, where: str) -> str:
     return where
 
 
-def _dir_items(root: Path) -> Iterator[RepoItem]:
+def _repo_dirs(root: Path) -> Iterator[Path]:
+    """Subdirectories of ``root`` with at least one HDL file, sorted."""
     for sub in sorted(p for p in root.iterdir() if p.is_dir()):
-        if not any(f.suffix.lower() in HDL_SUFFIXES for f in sub.rglob("*") if f.is_file()):
-            continue
+        if any(f.suffix.lower() in HDL_SUFFIXES for f in sub.rglob("*") if f.is_file()):
+            yield sub
+
+
+def _dir_items(root: Path) -> Iterator[RepoItem]:
+    for sub in _repo_dirs(root):
         repo_id = f"dir/{sub.name}"
         try:
             task = _check_dut(task_from_dir(sub, task_id=repo_id))
@@ -246,6 +251,16 @@ def iter_repos(path: Path | str, fmt: RepoFormat | str = RepoFormat.AUTO) -> Ite
         kind = "directory" if path.is_dir() else "file"
         raise ValueError(f"{path}: format {fmt.value} does not fit a {kind}")
     return _numbered(_dir_items(path) if path.is_dir() else _jsonl_items(path, fmt))
+
+
+def count_repos(path: Path | str) -> int:
+    """How many items :func:`iter_repos` yields for ``path`` (one per non-blank JSONL
+    line, one per repo directory), counted without parsing a record."""
+    path = Path(path)
+    if path.is_dir():
+        return sum(1 for _ in _repo_dirs(path))
+    with path.open(encoding="utf-8") as fh:
+        return sum(1 for line in fh if line.strip())
 
 
 def _numbered(items: Iterator[RepoItem]) -> Iterator[RepoItem]:

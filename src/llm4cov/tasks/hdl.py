@@ -65,6 +65,8 @@ def _decls_in_tree(tree: syntax.SyntaxTree, file_name: str) -> list[ModuleDecl]:
             def inner(n: object) -> bool:
                 if getattr(n, "kind", None) == syntax.SyntaxKind.HierarchyInstantiation:
                     for inst in n.instances:
+                        if not hasattr(inst, "decl"):
+                            continue  # the comma tokens between `m a(...), b(...);`
                         decl = inst.decl
                         name = decl.name.valueText if decl is not None else ""
                         insts.append((n.type.valueText, name))

@@ -3,11 +3,13 @@
 Every row is written with one ``write`` + ``flush`` + ``fsync``, so a killed run loses
 at most the rows in flight. A torn last line (the process died mid-write) is cut off
 when the file is opened again. Rows are identified by ``key_fields``; a resumed run
-skips keys that are already present.
+skips keys that are already present. Only a 16-byte digest of each key is held in
+memory, never the rows.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import threading
@@ -47,7 +49,12 @@ class ResultLog:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._repair()
         self._lock = threading.Lock()
-        self._keys = {self.key(row) for row in iter_jsonl(self.path)}
+        self._keys = {self._digest(self.key(row)) for row in iter_jsonl(self.path)}
+
+    @staticmethod
+    def _digest(key: tuple) -> bytes:
+        text = json.dumps(key, ensure_ascii=False, separators=(",", ":"))
+        return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
     def _repair(self) -> None:
         """Cut a torn last line left by a killed writer."""
@@ -64,7 +71,7 @@ class ResultLog:
         return tuple(row.get(f) for f in self.key_fields)
 
     def __contains__(self, key: tuple) -> bool:
-        return key in self._keys
+        return self._digest(tuple(key)) in self._keys
 
     def __len__(self) -> int:
         return len(self._keys)
@@ -72,7 +79,7 @@ class ResultLog:
     def append(self, row: dict[str, Any]) -> bool:
         """Write ``row`` durably; returns False (and writes nothing) if its key exists."""
         line = json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n"
-        key = self.key(row)
+        key = self._digest(self.key(row))
         with self._lock:
             if key in self._keys:
                 return False

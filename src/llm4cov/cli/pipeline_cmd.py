@@ -1,0 +1,121 @@
+"""``llm4cov pipeline``: the stage loop (synthesize, export, train, evaluate per stage)
+and the naive-augmentation baseline."""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+from typing import Any
+
+import typer
+import yaml
+
+from llm4cov.cli import common
+from llm4cov.pipeline.config import PipelineConfig, PipelineConfigError, load_config
+from llm4cov.synth.config import ConfigError, to_mapping
+
+
+def _plan(config: PipelineConfig) -> dict[str, Any]:
+    """The resolved settings of every stage (what ``--plan`` prints)."""
+    from llm4cov.pipeline.runner import checkpoint
+    from llm4cov.pipeline.serving import student_ref
+
+    stages = []
+    for k in range(len(config.stages)):
+        plan = config.stage(k)
+        student = student_ref(config.student, k, checkpoint(config, k))
+        stages.append({
+            "stage": k, "preset": plan.preset, "repos": plan.repos,
+            "student": student.name, "teacher": config.teacher.model,
+            "checkpoint_in": student.checkpoint, "checkpoint_out": checkpoint(config, k + 1),
+            "synth": to_mapping(plan.synth), "export": to_mapping(plan.export),
+            "train": config.train_settings(k),
+        })
+    return {"out": config.out, "mode": config.mode, "stages": stages,
+            "bench": config.bench.identity() if config.bench else None}
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f}"
+
+
+def _print(stages: list[dict[str, Any]]) -> None:
+    typer.echo("| stage | samples | train steps | train loss | mode | Sim Pass | Cov Pass "
+               "| Avg Cov | wall s |")
+    typer.echo("|---|---|---|---|---|---|---|---|---|")
+    for row in stages:
+        samples = row["export"]["samples"] if "export" in row else row["union"]["samples"]
+        train = row["train"]
+        for mode, bench in (row["bench"] or {"-": None}).items():
+            head = bench["headline"] if bench else {}
+            typer.echo(f"| {row['name']} | {samples} | {train['steps']} | "
+                       f"{train['train_loss']:.4f} | {mode} | {_pct(head.get('sim_pass'))} | "
+                       f"{_pct(head.get('cov_pass'))} | {_pct(head.get('avg_cov'))} | "
+                       f"{row['wall_s']:.0f} |")
+
+
+def _command(config_file: Path, mode: str | None, out: Path | None) -> str:
+    words = ["llm4cov", "pipeline", "--config", str(config_file)]
+    words += ["--mode", mode] if mode else []
+    words += ["--out", str(out)] if out else []
+    return shlex.join(words)
+
+
+def pipeline(
+    config_file: Path = typer.Option(..., "--config", help="Pipeline YAML (see "
+                                     "examples/pipeline_smoke.yaml)."),
+    mode: str = typer.Option(None, "--mode", help="progressive | naive (overrides the file)."),
+    out: Path = typer.Option(None, "--out", help="Run directory (overrides the file)."),
+    plan: bool = typer.Option(False, "--plan", help="Print the resolved settings of every "
+                              "stage as YAML and exit."),
+) -> None:
+    """Run the stage loop: for k = 0..K-1 synthesize D(k) with checkpoint k, export it,
+    train checkpoint k+1 from checkpoint k, evaluate it with bench. --mode naive trains
+    once on the union of the stage datasets (the paper's baseline).
+
+    Writes OUT/run.json, OUT/steps.jsonl, OUT/stages.jsonl and one folder per stage
+    (synth/, data/, checkpoint/, bench/); rerunning the same command resumes. Exit code
+    0 when finished or stopped by a budget, 1 for a model-server or training failure
+    (rerun to resume), 2 for bad input or a run directory with other settings, 3 for
+    simulator toolchain problems.
+
+    Example: llm4cov pipeline --config examples/pipeline_smoke.yaml
+    """
+    from llm4cov.bench.plan import RunDirError as BenchDirError
+    from llm4cov.pipeline import PipelineDirError, PipelineError, run_pipeline
+    from llm4cov.policies import PolicyError
+    from llm4cov.sim.toolchain import ToolchainError
+    from llm4cov.synth.engine import RunDirError as SynthDirError
+    from llm4cov.tasks.model import TaskError
+
+    try:
+        config = load_config(config_file, mode=mode, out=str(out) if out else None)
+    except PipelineConfigError as exc:
+        raise common.fail(str(exc)) from exc
+    if plan:
+        typer.echo(yaml.safe_dump(_plan(config), sort_keys=False))
+        return
+    console = common.console
+    try:
+        result = run_pipeline(config, _command(config_file, mode, out),
+                              lambda message: console.print(message, markup=False))
+    except KeyboardInterrupt:
+        console.print("interrupted: finished steps are saved; rerun the same command")
+        raise typer.Exit(130) from None
+    except ToolchainError as exc:
+        raise common.fail(f"simulator toolchain: {exc}", code=3) from exc
+    except (PolicyError, PipelineError) as exc:
+        raise common.fail(f"{exc} (finished steps are saved; rerun to resume)", 1) from exc
+    except (PipelineDirError, BenchDirError, SynthDirError, ConfigError, TaskError,
+            FileExistsError, ValueError, OSError) as exc:
+        raise common.fail(str(exc)) from exc
+    _print(result.stages)
+    inv = result.invocation
+    console.print(f"{result.status}: {len(inv['steps_run'])} steps run, "
+                  f"{len(inv['trained'])} checkpoints trained, {inv['sim_calls']} simulator "
+                  f"calls, {inv['wall_s']:.0f} s; records in {result.out}/stages.jsonl",
+                  markup=False)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("pipeline")(pipeline)

@@ -1,0 +1,157 @@
+"""The pipeline config (paper presets as defaults, strict keys, precedence, identity) and
+the vLLM serving checks, against a real local HTTP server."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from llm4cov.cli.app import main
+from llm4cov.pipeline import ServerNotReady, load_config, wait_until_served
+from llm4cov.pipeline.config import PipelineConfigError, Student
+from llm4cov.pipeline.serving import ModelRef, serve_command, student_ref
+from support.replay_server import ReplayServer
+
+REPO = Path(__file__).resolve().parents[1]
+MINIMAL = {"out": "runs/p", "init": "Qwen/Qwen3-4B-Instruct-2507", "repos": "repos.jsonl",
+           "bench": {"tasks": "cvdp_ecov.jsonl"}}
+
+
+def load(tmp_path: Path, **changes) -> object:
+    path = tmp_path / "stages.yaml"
+    path.write_text(yaml.safe_dump({**MINIMAL, **changes}), encoding="utf-8")
+    return load_config(path)
+
+
+def test_defaults_are_the_papers_three_stages(tmp_path):
+    config = load(tmp_path)
+    plans = [config.stage(k) for k in range(3)]
+    assert [p.synth.trace_type.value for p in plans] == ["full_teacher", "imitation",
+                                                          "self_sampling"]
+    assert [p.synth.direct_points for p in plans] == [True, True, False]
+    assert [p.synth.rejection.min_overall_percent for p in plans] == [50.0, 0.0, 0.0]
+    assert plans[0].export.rebalance.short_direct_keep == pytest.approx(1 / 3)
+    assert plans[0].export.rebalance.short_agentic_keep == 0.5
+    assert {p.synth.selection.strategy for p in plans} == {"worst"}
+    train = config.train_settings(0)
+    assert (train["learning_rate"], train["lr_scheduler"], train["warmup_ratio"]) == (
+        1e-5, "cosine", 0.03)
+    assert (train["epochs"], train["effective_batch_size"], train["seed"],
+            train["max_length"]) == (1.0, 24, 42, 40960)
+    assert config.student.serve == "local" and config.teacher.model == "random"
+
+
+def test_stage_overrides_win_over_top_level_ones(tmp_path):
+    config = load(tmp_path, synth={"transitions": 2, "selection": {"candidates": 4}},
+                  train={"learning_rate": 2.0e-5},
+                  stages=[{"synth": {"transitions": 5}, "train": {"seed": 7}},
+                          {"preset": 2}])
+    first, second = config.stage(0), config.stage(1)
+    assert (first.synth.transitions, first.synth.selection.candidates) == (5, 4)
+    assert (second.preset, second.synth.trace_type.value, second.synth.transitions) == (
+        2, "self_sampling", 2)
+    assert config.train_settings(0)["seed"] == 7 and config.train_settings(1)["seed"] == 42
+    assert config.train_settings(1)["learning_rate"] == 2e-5
+
+
+@pytest.mark.parametrize(("changes", "message"), [
+    ({"teacher": {"modl": "x"}}, "teacher.modl: unknown key; valid: base_url, model"),
+    ({"stages": [{"synth": {"selection": {"cands": 1}}}]},
+     "stages[0].synth: selection: unknown key(s) cands in SelectionConfig; valid: "
+     "candidates, failure_priority"),
+    ({"stages": [{}, {}, {}, {}]}, "stages[3]: preset 3 is not a paper stage; valid: 0, 1, 2"),
+    ({"train": {"out": "x"}}, "train: remove out (the pipeline sets data, init, out)"),
+    ({"train": {"learning_rate": "1e-5"}}, "write 1.0e-5"),
+    ({"bench": {"tasks": "t.jsonl", "sample": 5}}, "unknown bench key(s) sample"),
+    ({"bench": {"tasks": "t.jsonl", "model": "m"}}, "unknown bench key(s) model"),
+    ({"init": "tiny"}, "init: tiny goes with a tiny: section"),
+    ({"student": {"serve": "vllm"}}, "student.serve vllm needs student.base_url"),
+    ({"student": {"served_name": "ckpt"}}, "must contain {k}"),
+    ({"stages": []}, "stages: give at least one stage"),
+])
+def test_bad_settings_are_refused_with_the_key(tmp_path, changes, message):
+    with pytest.raises(PipelineConfigError, match=r"stages\.yaml") as info:
+        load(tmp_path, **changes)
+    assert message in str(info.value)
+
+
+def test_bench_is_required_but_may_be_null(tmp_path):
+    with pytest.raises(PipelineConfigError, match="bench: Field required"):
+        load_config(None, **{k: v for k, v in MINIMAL.items() if k != "bench"})
+    assert load(tmp_path, bench=None).bench is None
+
+
+def test_identity_ignores_budgets_urls_and_workers(tmp_path):
+    base = load(tmp_path)
+    other = load(tmp_path, synth={"budget": {"max_sim_calls": 10}, "concurrency": 9},
+                 sim={"workers": 3}, teacher={"model": "random", "base_url": "http://x/v1"},
+                 bench={"tasks": "cvdp_ecov.jsonl", "max_samples": 3, "max_concurrency": 2})
+    assert other.global_identity() == base.global_identity()
+    assert [other.stage_identity(k) for k in range(3)] == [
+        base.stage_identity(k) for k in range(3)]
+    changed = load(tmp_path, stages=[{"train": {"seed": 1}}, {}, {}])
+    assert changed.stage_identity(0) != base.stage_identity(0)
+    assert changed.stage_identity(1) == base.stage_identity(1)
+
+
+def test_shipped_configs_load():
+    smoke = load_config(REPO / "examples" / "pipeline_smoke.yaml")
+    assert (smoke.init, len(smoke.stages), smoke.teacher.model) == ("tiny", 2, "random")
+    gpu = load_config(REPO / "examples" / "pipeline_qwen3_4b.yaml")
+    assert gpu.init == "Qwen/Qwen3-4B-Instruct-2507" and len(gpu.stages) == 3
+    assert gpu.teacher.model == "Qwen/Qwen3-Coder-30B-A3B-Instruct"
+    assert gpu.student.serve == "vllm" and gpu.train_settings(0)["learning_rate"] == 1e-5
+
+
+def test_cli_prints_the_plan_and_refuses_a_bad_file(tmp_path, capsys):
+    assert main(["pipeline", "--config", str(REPO / "examples/pipeline_smoke.yaml"),
+                 "--out", "runs/x", "--plan"]) == 0
+    plan = yaml.safe_load(capsys.readouterr().out)
+    assert [s["student"] for s in plan["stages"]] == ["local:runs/x/init",
+                                                       "local:runs/x/stage0/checkpoint"]
+    assert plan["stages"][1]["checkpoint_out"] == "runs/x/stage1/checkpoint"
+    assert plan["stages"][1]["synth"]["trace_type"] == "imitation"
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("out: x\ninit: y\nrepos: z\nbench: null\nstagez: []\n", encoding="utf-8")
+    assert main(["pipeline", "--config", str(bad)]) == 2
+    assert "stagez: unknown key; valid: bench, benchmarks" in capsys.readouterr().err
+
+
+VLLM = Student(serve="vllm", base_url="http://127.0.0.1:8000/v1")
+
+
+def test_student_refs_and_the_serve_command():
+    local = student_ref(Student(), 1, "runs/p/stage0/checkpoint")
+    assert (local.name, local.base_url) == ("local:runs/p/stage0/checkpoint", None)
+    served = student_ref(VLLM, 2, "runs/p/stage1/checkpoint")
+    assert (served.name, served.base_url) == ("llm4cov-ckpt2", "http://127.0.0.1:8000/v1")
+    assert serve_command(served) == (
+        "vllm serve runs/p/stage1/checkpoint --served-model-name llm4cov-ckpt2 --dtype "
+        "bfloat16 --max-model-len 40960 --generation-config auto --port 8000")
+
+
+def test_waits_for_the_served_checkpoint(tmp_path):
+    ckpt = tmp_path / "ckpt1"
+    ckpt.mkdir()
+    with ReplayServer([], model="llm4cov-ckpt1", root=str(ckpt)) as server:
+        ref = student_ref(VLLM.model_copy(update={"base_url": server.base_url}), 1, str(ckpt))
+        assert wait_until_served(ref, 0, 1)["root"] == str(ckpt)
+        later = student_ref(VLLM.model_copy(update={"base_url": server.base_url}), 2,
+                            str(tmp_path / "ckpt2"))
+        events = []
+        with pytest.raises(ServerNotReady, match="serves llm4cov-ckpt1") as info:
+            wait_until_served(later, 0.3, 0.1, events.append)
+        assert "--served-model-name llm4cov-ckpt2" in str(info.value)
+        assert len(events) == 1 and "waiting up to 0 s" in events[0]
+        (tmp_path / "other").mkdir()
+        stale = ModelRef(1, str(tmp_path / "other"), "llm4cov-ckpt1", server.base_url)
+        with pytest.raises(ServerNotReady, match=r"not .*other; restart it"):
+            wait_until_served(stale, 5, 1)
+
+
+def test_unreachable_server_times_out():
+    ref = student_ref(Student(serve="vllm", base_url="http://127.0.0.1:9/v1"), 0, "x")
+    with pytest.raises(ServerNotReady, match="not reachable"):
+        wait_until_served(ref, 0, 1)
