@@ -21,7 +21,6 @@ from llm4cov.bench.budget import Budget
 from llm4cov.bench.config import ArmKind, BenchConfig
 from llm4cov.bench.metrics import Estimator
 from llm4cov.bench.plan import load_plan, make_plan, open_plan, save_plan
-from llm4cov.bench.plots import all_plots
 from llm4cov.bench.progress import ProgressSink
 from llm4cov.bench.report import html_report, markdown
 from llm4cov.bench.rows import ROW_KEY
@@ -81,6 +80,8 @@ def write_reports(
     (run_dir / "summary.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
     (run_dir / "summary.md").write_text(markdown(summary), encoding="utf-8")
     if plots:
+        from llm4cov.bench.plots import all_plots  # matplotlib: only when plotting
+
         images = all_plots(summary)
         (run_dir / "plots").mkdir(exist_ok=True)
         for name, png in images.items():

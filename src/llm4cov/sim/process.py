@@ -2,12 +2,14 @@
 
 A timeout is returned as data (``ProcessResult.timed_out``), never raised. On timeout
 the whole process group first gets SIGTERM (the simulation driver then writes its
-coverage), then SIGKILL after ``grace_s``.
+coverage), then SIGKILL after ``grace_s``. The child is also killed when the process
+that started it dies (``PR_SET_PDEATHSIG`` on Linux).
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import resource
 import signal
@@ -48,7 +50,21 @@ class ProcessResult:
             return f"signal {-self.returncode}"
 
 
+_PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def _die_with_parent() -> None:
+    """Ask Linux to SIGKILL the child when the process that started it dies (a killed
+    pool or Ray worker must not leave its simulation running). No-op elsewhere."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
 def _apply_limits(limits: Limits) -> None:
+    _die_with_parent()
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     if limits.cpu_s is not None:
         resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_s, limits.cpu_s + 5))

@@ -16,6 +16,7 @@ threshold. The prefilter is lossless: it never drops a pair that could match.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections import Counter
 from collections.abc import Iterable
@@ -24,24 +25,30 @@ from pathlib import Path
 
 import numpy as np
 from rapidfuzz.distance import LCSseq
-from rouge_score import scoring
-from rouge_score.tokenizers import DefaultTokenizer
 
 from llm4cov.tasks.cvdp import load_any_tasks
 from llm4cov.tasks.model import Task
 
-_TOKENIZER = DefaultTokenizer(use_stemmer=False)
+
+@functools.cache
+def _tokenizer():
+    # rouge-score pulls in nltk (about a second); load it only when a filter runs
+    from rouge_score.tokenizers import DefaultTokenizer
+
+    return DefaultTokenizer(use_stemmer=False)
 
 
 def rouge_tokens(text: str) -> list[str]:
     """rouge-score's default tokens of ``text`` (lowercase alphanumeric runs)."""
-    return _TOKENIZER.tokenize(text)
+    return _tokenizer().tokenize(text)
 
 
 def rouge_l(a: list[str], b: list[str]) -> float:
     """ROUGE-L F-measure (0-1) of two token lists; 0 when either is empty."""
     if not a or not b:
         return 0.0
+    from rouge_score import scoring
+
     lcs = LCSseq.similarity(a, b)
     return scoring.fmeasure(lcs / len(a), lcs / len(b))
 

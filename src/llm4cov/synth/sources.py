@@ -21,7 +21,6 @@ and with a ``reason`` (``invalid_record``, ``not_cid012``, ``no_rtl``, ``no_modu
 
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter
 from collections.abc import Iterator
@@ -37,6 +36,7 @@ from llm4cov.tasks.cvdp import CID, cvdp_ecov_task, cvdp_raw_task, detect_format
 from llm4cov.tasks.hdl import HDL_SUFFIXES, module_decls, top_modules
 from llm4cov.tasks.loaders import task_from_dir
 from llm4cov.tasks.model import SourceFile, Task, TaskError
+from llm4cov.util.jsonl import iter_json_objects
 
 CODEV_ID_KEYS = ("problem_id", "id")
 CODEV_SPEC_KEYS = ("question", "instruction", "problem", "prompt", "spec")
@@ -186,23 +186,18 @@ def _check_dut(task: Task) -> Task:
 
 
 def _jsonl_items(path: Path, fmt: RepoFormat) -> Iterator[RepoItem]:
-    with path.open(encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            where = f"{path.name}:{n}"
-            try:
-                record = json.loads(line)
-                if not isinstance(record, dict):
-                    raise RepoSkip("invalid_record", "not a JSON object")
-                task = _check_dut(record_task(record, fmt))
-            except json.JSONDecodeError as exc:
-                yield RepoItem(where, reason="invalid_record", detail=str(exc))
-            except RepoSkip as exc:
-                repo_id = exc.repo_id or _record_id(record, where)
-                yield RepoItem(repo_id, reason=exc.reason, detail=exc.detail)
-            else:
-                yield RepoItem(task.id, task)
+    for n, record, why in iter_json_objects(path):
+        where = f"{path.name}:{n}"
+        if record is None:
+            yield RepoItem(where, reason="invalid_record", detail=why)
+            continue
+        try:
+            task = _check_dut(record_task(record, fmt))
+        except RepoSkip as exc:
+            repo_id = exc.repo_id or _record_id(record, where)
+            yield RepoItem(repo_id, reason=exc.reason, detail=exc.detail)
+        else:
+            yield RepoItem(task.id, task)
 
 
 def _record_id(record: Any, where: str) -> str:

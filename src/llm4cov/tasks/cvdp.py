@@ -21,7 +21,6 @@ calibrated on Xcelium/IMC, not on Verilator.
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 from collections.abc import Iterator
@@ -34,6 +33,7 @@ from pydantic import ValidationError
 from llm4cov.tasks.hdl import COMPILED_SUFFIXES, HDL_SUFFIXES, module_decls, top_modules
 from llm4cov.tasks.loaders import iter_tasks
 from llm4cov.tasks.model import ReferenceTestbench, SourceFile, Target, Task, TaskError
+from llm4cov.util.jsonl import iter_json_objects
 
 log = logging.getLogger(__name__)
 
@@ -61,18 +61,10 @@ class TaskFormat(StrEnum):
 
 
 def _records(path: Path | str) -> Iterator[tuple[int, dict[str, Any]]]:
-    path = Path(path)
-    with path.open(encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise TaskError(f"{path}:{n}: not valid JSON: {exc}") from exc
-            if not isinstance(record, dict):
-                raise TaskError(f"{path}:{n}: a record must be a JSON object")
-            yield n, record
+    for n, record, why in iter_json_objects(path):
+        if record is None:
+            raise TaskError(f"{path}:{n}: {why}")
+        yield n, record
 
 
 def _task_id(upstream_id: str) -> str:

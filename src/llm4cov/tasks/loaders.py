@@ -9,7 +9,6 @@ Files that are not valid UTF-8 are decoded as Latin-1 (byte-exact) and the task'
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,6 +16,7 @@ from pydantic import ValidationError
 
 from llm4cov.tasks.hdl import HDL_SUFFIXES, module_decls, top_modules
 from llm4cov.tasks.model import SourceFile, Task, TaskError
+from llm4cov.util.jsonl import iter_json_objects
 
 SPEC_SUFFIXES = (".md", ".txt", ".rst")
 _SKIP_DIRS = {".git", "obj_dir", "__pycache__", "node_modules"}
@@ -98,15 +98,13 @@ def iter_tasks(path: Path | str) -> Iterator[Task]:
     Raises:
         TaskError: a line is not valid JSON or not a valid task (names the line).
     """
-    path = Path(path)
-    with path.open(encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                yield Task.model_validate(json.loads(line))
-            except (json.JSONDecodeError, ValidationError) as exc:
-                raise TaskError(f"{path}:{n}: not a valid task: {exc}") from exc
+    for n, record, why in iter_json_objects(path):
+        try:
+            if record is None:
+                raise ValueError(why)
+            yield Task.model_validate(record)
+        except (ValueError, ValidationError) as exc:
+            raise TaskError(f"{path}:{n}: not a valid task: {exc}") from exc
 
 
 def load_tasks(path: Path | str, ids: list[str] | None = None) -> list[Task]:

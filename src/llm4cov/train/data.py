@@ -9,13 +9,14 @@ no testbench is ever truncated.
 
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, Field
+
+from llm4cov.util.jsonl import iter_json_objects
 
 log = logging.getLogger(__name__)
 
@@ -81,19 +82,12 @@ def read_chat_jsonl(path: Path | str) -> list[ChatSample]:
     if not path.is_file():
         raise DatasetError(f"{path}: no such training file")
     samples = []
-    with path.open(encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            where = f"{path}:{n}"
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DatasetError(f"{where}: invalid JSON: {exc}") from exc
-            if not isinstance(row, dict):
-                raise DatasetError(f"{where}: expected a JSON object")
-            meta = row.get("meta") or {}
-            samples.append(ChatSample(n, _check_messages(row.get("messages"), where), meta))
+    for n, row, why in iter_json_objects(path):
+        where = f"{path}:{n}"
+        if row is None:
+            raise DatasetError(f"{where}: {why}")
+        meta = row.get("meta") or {}
+        samples.append(ChatSample(n, _check_messages(row.get("messages"), where), meta))
     if not samples:
         raise DatasetError(f"{path}: no samples")
     return samples

@@ -18,6 +18,29 @@ from pathlib import Path
 from typing import Any
 
 
+def iter_json_objects(path: Path | str) -> Iterator[tuple[int, dict[str, Any] | None, str]]:
+    """Input JSONL records, one per non-blank line: ``(line number, object, "")``, or
+    ``(line number, None, why)`` for a line that is not a JSON object. Callers decide
+    whether a bad line is fatal (naming ``path:line``) or a skipped record.
+
+    Raises:
+        OSError: the file cannot be read.
+    """
+    with Path(path).open(encoding="utf-8") as fh:
+        for n, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as exc:
+                yield n, None, f"not valid JSON: {exc}"
+                continue
+            if isinstance(record, dict):
+                yield n, record, ""
+            else:
+                yield n, None, "a record must be a JSON object"
+
+
 def iter_jsonl(path: Path | str) -> Iterator[dict[str, Any]]:
     """Rows of a JSONL file, streaming; a torn (unterminated, unparsable) last line is
     skipped. Raises ``ValueError`` for a corrupt line elsewhere (with its number)."""
