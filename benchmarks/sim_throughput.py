@@ -25,7 +25,9 @@ call; calls per core-hour = 3600 / mean CPU seconds. ``--ablation N`` also measu
 on N designs, later calls with each lever turned off in turn (new testbenches for every
 configuration, so no compiler cache can serve them), and the run time of a long
 simulation (500k clock cycles of random inputs) at ``-O0`` and at Verilator's
-``-Os`` mix.
+``-Os`` mix. The OS sandbox's cost is reported twice: the fixed cost of one sandboxed
+step (``true`` under bubblewrap vs bare), and with ``--sandbox-pairs N`` later calls
+with the sandbox on and off, interleaved call by call.
 
     python benchmarks/sim_throughput.py --designs 6 --later 3 --broken 4 --repeats 2 \
         --ablation 2 --out docs/results/sim_throughput.md
@@ -41,6 +43,7 @@ import re
 import resource
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -51,6 +54,7 @@ from pathlib import Path
 import mutants
 
 from llm4cov.policies.random_stimulus import random_testbench
+from llm4cov.sim import isolation
 from llm4cov.sim.config import SimConfig
 from llm4cov.sim.evaluator import Evaluator
 from llm4cov.sim.observation import Status
@@ -76,7 +80,10 @@ LEVERS = {
     "no ld.gold": {"fast_linker": False},
     "no ccache": {"ccache": False},
     "make -j 1": {"build_jobs": 1},
+    "no OS sandbox (--no-sandbox)": {"sandbox": False},
 }
+#: Sandboxed steps per simulated call: Verilator, make -n, make, the simulation.
+SANDBOXED_STEPS = 4
 
 
 def cpu_now() -> float:
@@ -188,8 +195,8 @@ def throughput(tasks: list[Task], args, ours: Evaluator) -> list[Call]:
                                 ours.toolchain.verilator_root)
                 calls.append(timed(index, category, "plain", plain))
             last = calls[-1]
-            print(f"{task.id} {category}: {last.flow} {last.wall_s:.2f}s", file=sys.stderr,
-                  flush=True)
+            print(f"{task.id} {category}: {last.flow} {last.wall_s:.2f}s ok={last.ok}",
+                  file=sys.stderr, flush=True)
     return calls
 
 
@@ -212,6 +219,49 @@ def ablation(tasks: list[Task], cache_dir: str) -> list[str]:
         obs = ev.evaluate(long_task, long_testbench(long_task, 500_000))
         rows.append(f"| {label} | {obs.build_s:.2f} | {obs.run_s:.2f} | {obs.status.value} |")
     return rows
+
+
+def sandbox_cost(repeats: int = 50) -> list[str]:
+    """The fixed cost of one sandboxed step: ``true`` bare vs under bubblewrap with the
+    build steps' mounts (median of ``repeats`` each, interleaved)."""
+    workdir = Path(tempfile.mkdtemp(prefix="sandbox-cost-"))
+    wrapped = isolation.wrap(["true"], workdir=workdir, readonly=isolation.python_paths())
+    bare_s, boxed_s = [], []
+    for _ in range(repeats):
+        for cmd, times in ((["true"], bare_s), (wrapped, boxed_s)):
+            t0 = time.monotonic()
+            subprocess.run(cmd, check=True)
+            times.append(time.monotonic() - t0)
+    shutil.rmtree(workdir, ignore_errors=True)
+    step = statistics.median(boxed_s) - statistics.median(bare_s)
+    return [
+        f"Sandbox cost: `true` takes {statistics.median(bare_s) * 1000:.1f} ms bare and "
+        f"{statistics.median(boxed_s) * 1000:.1f} ms under bubblewrap (median of {repeats}): "
+        f"{step * 1000:.1f} ms per sandboxed step, {SANDBOXED_STEPS} steps per simulated "
+        f"call = {SANDBOXED_STEPS * step * 1000:.0f} ms per call.",
+    ]
+
+
+def sandbox_pairs(tasks: list[Task], cache_dir: str, pairs: int) -> list[str]:
+    """Later calls with the OS sandbox on and off, interleaved call by call (so load
+    changes hit both alike), each on a new testbench, result cache off."""
+    flows = {on: Evaluator(SimConfig(cache_dir=cache_dir, result_cache=False, sandbox=on))
+             for on in (True, False)}
+    for on, ev in flows.items():  # warm both flag sets
+        ev.evaluate(tasks[0], new_testbench(tasks[0], 5000 + on))
+    times: dict[bool, list[Call]] = {True: [], False: []}
+    for n in range(pairs):
+        task = tasks[n % len(tasks)]
+        for on in (n % 2 == 0, n % 2 != 0):  # alternate which goes first
+            tb = new_testbench(task, 6000 + 2 * n + on)
+            times[on].append(timed(n, "later", "ours", partial(flows[on].evaluate, task, tb)))
+    on, off = (statistics.median(c.wall_s for c in times[k]) for k in (True, False))
+    ok = sum(c.ok for k in times for c in times[k])
+    return [
+        f"OS sandbox on vs off, later calls interleaved ({pairs} each, "
+        f"{ok} of {2 * pairs} succeeded): median {on:.3f} s vs {off:.3f} s, "
+        f"on/off = {on / off:.3f}.",
+    ]
 
 
 def summary(calls: list[Call]) -> list[str]:
@@ -280,6 +330,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--ablation", type=int, default=0, help="Designs for the lever table.")
     ap.add_argument("--no-plain", action="store_true", help="Only our flow.")
+    ap.add_argument("--sandbox-pairs", type=int, default=0,
+                    help="Later calls with the OS sandbox on and off, interleaved.")
     ap.add_argument("--out", type=Path, default=None, help="Write the Markdown report here.")
     ap.add_argument("--raw", type=Path, default=None, help="Write every call as JSON lines.")
     args = ap.parse_args(argv)
@@ -308,7 +360,11 @@ def main(argv: list[str] | None = None) -> int:
         f"make jobs {ours.config.jobs()}.",
         "",
         *summary(calls),
+        "",
+        *sandbox_cost(),
     ]
+    if args.sandbox_pairs:
+        lines += sandbox_pairs(tasks[: max(1, args.designs)], cache_dir, args.sandbox_pairs)
     if args.ablation:
         lines += ["", "Levers (later calls, result cache off):", "",
                   *ablation(tasks[: args.ablation], cache_dir)]

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from conftest import FIXTURES, fixture_task
@@ -34,11 +32,9 @@ def test_compile_error_names_testbench_line(evaluator):
 def test_zero_time_infinite_loop_times_out_and_is_killed():
     evaluator = Evaluator(SimConfig(run_timeout_s=3))
     src = tb("  initial begin forever a = a + 1; end\n")
-    start = time.monotonic()
     obs = evaluator.evaluate(fixture_task("mux2"), src)
     assert obs.status is Status.TIMEOUT
     assert obs.end_reason is EndReason.WALL_TIMEOUT
-    assert time.monotonic() - start < 3 + 2 + 30  # run limit + kill grace + build
     assert "wall-clock limit of 3 s" in " ".join(obs.notes)
 
 

@@ -49,21 +49,29 @@ def test_summarize_counts_only_the_dut_subtree(dat):
     # (100 + 50 + 25 + 0) / 4
     assert rep.overall == pytest.approx(43.75)
     assert set(rep.per_instance) == {"tb.dut", "tb.dut.u_*"}
+    assert rep.merged == ["tb.dut.u_*"]
     assert summarize(points, "tb.nothing") is None
+    # only the repo's RTL files: without sub.sv its toggles (all 4 points) drop out
+    only_top = summarize(points, "tb.dut", {"top.sv"})
+    assert {k: (v.covered, v.total) for k, v in only_top.metrics.items()} == {
+        "line": (1, 1), "branch": (1, 2), "expr": (0, 1)}
 
 
 def test_uncovered_items_order_and_toggle_merge(dat):
-    sources = {"top.sv": "a\nb\nc\nd\nif (x) y;"}
+    # only points of the RTL files (the keys of sources) count
+    sources = {"top.sv": "a\nb\nc\nd\nif (x) y;", "sub.sv": ""}
     items, more = uncovered_items(parse_coverage_dat(dat), "tb.dut", sources)
     assert more == 0
     assert [i.render() for i in items] == [
-        "top.sv:5 [branch] 'if' branch never taken | if (x) y;",
-        "top.sv:7 [expr] expression term (cnt=='d3) => 1 never seen",
+        "top.sv:5 [branch] then branch of the if at top.sv:5 never taken | if (x) y;",
+        "top.sv:7 [expr] the expression never true with cnt='d3",
         "sub.sv:2 [toggle] q[0] never toggled 0->1",
         "sub.sv:2 [toggle] q[1] never toggled",
     ]
-    limited, more = uncovered_items(parse_coverage_dat(dat), "tb.dut", {}, limit=1)
+    limited, more = uncovered_items(parse_coverage_dat(dat), "tb.dut", sources, limit=1)
     assert len(limited) == 1 and more == 3
+    only_top, more = uncovered_items(parse_coverage_dat(dat), "tb.dut", {"top.sv": ""})
+    assert [i.file for i in only_top] == ["top.sv", "top.sv"] and more == 0
 
 
 def test_in_subtree_wildcards():
@@ -71,8 +79,10 @@ def test_in_subtree_wildcards():
     assert in_subtree("tb.dut.stage_*", "tb.dut")
     assert not in_subtree("tb.dut2", "tb.dut")
     assert not in_subtree("tb", "tb.dut")
-    # two instances of the DUT module merged by Verilator: the wildcard covers tb.dut
-    assert in_subtree("tb.d*", "tb.dut")
+    # two instances of the DUT module merged by Verilator: a wildcard never counts as
+    # the DUT (IMC counts the DUT instance alone); one strictly below it does
+    assert not in_subtree("tb.d*", "tb.dut")
+    assert not in_subtree("tb.*", "tb.dut")
     assert not in_subtree("tb.x*", "tb.dut")
 
 

@@ -40,3 +40,56 @@ def test_invalid_jsonl_line_is_named(tmp_path):
     bad.write_text('{"id": "x"}\n')
     with pytest.raises(TaskError, match=r"t\.jsonl:1: not a valid task"):
         load_tasks(bad)
+
+
+def test_directory_loader_build_options():
+    from conftest import FIXTURES
+
+    task = task_from_dir(FIXTURES / "real_inputs_nested_include", include_dirs=["include"],
+                         defines={"CC_EXTRA": "1"}, parameters={"P": "2"})
+    assert task.include_dirs == ["include"]
+    assert (task.defines, task.parameters, task.compile_files) == ({"CC_EXTRA": "1"},
+                                                                   {"P": "2"}, [])
+
+
+def test_directory_loader_with_a_filelist_keeps_its_order():
+    from conftest import FIXTURES
+
+    uart = FIXTURES / "real_inputs_verilog_uart"
+    task = task_from_dir(uart, filelist=uart / "uart.f")
+    assert task.compile_files == ["rtl/uart.v", "rtl/uart_tx.v", "rtl/uart_rx.v"]
+    assert task.parameters == {"DATA_WIDTH": "8"}
+    assert [f.name for f in task.spec_files] == ["SOURCE.md"]
+
+
+def test_link_to_a_file_outside_the_repository_is_refused(tmp_path, caplog):
+    repo, outside = tmp_path / "repo", tmp_path / "outside"
+    repo.mkdir()
+    outside.mkdir()
+    (repo / "top.sv").write_text("module top; endmodule\n")
+    (outside / "secret.txt").write_text("SECRET\n")
+    (repo / "inc.vh").symlink_to(outside / "secret.txt")
+    (repo / "notes.md").symlink_to(outside / "secret.txt")
+    task = task_from_dir(repo)
+    assert [f.name for f in task.rtl_files] == ["top.sv"]
+    assert task.spec_files == []
+    why = (f"inc.vh is a symbolic link to a file outside {repo}: not loaded (links out of "
+           "the repository are refused; copy the file in)")
+    assert why in task.meta["notes"] and why in caplog.text
+
+
+def test_link_inside_the_repository_is_read_as_its_target(tmp_path):
+    (tmp_path / "rtl").mkdir()
+    (tmp_path / "rtl" / "top.sv").write_text("module top; endmodule\n")
+    (tmp_path / "top_link.sv").symlink_to(tmp_path / "rtl" / "top.sv")
+    (tmp_path / "ext").symlink_to("/usr", target_is_directory=True)  # not followed
+    task = task_from_dir(tmp_path)
+    assert {f.name: f.content for f in task.rtl_files} == {
+        "rtl/top.sv": "module top; endmodule\n", "top_link.sv": "module top; endmodule\n"}
+
+
+def test_file_names_that_look_like_tool_options_load_unchanged(tmp_path):
+    (tmp_path / "-o.sv").write_text("module top; endmodule\n")
+    (tmp_path / "+define+EVIL=1.sv").write_text("module helper; endmodule\n")
+    task = task_from_dir(tmp_path, top="top")
+    assert [f.name for f in task.rtl_files] == ["+define+EVIL=1.sv", "-o.sv"]

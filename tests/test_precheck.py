@@ -147,3 +147,46 @@ def test_a_testbench_only_pyslang_rejects_still_simulates():
     config = SimConfig(result_cache=False, runtime_pch=False, reuse_runtime=False, cxx_opt=None)
     obs = Evaluator(config).evaluate(TASK, USED_BEFORE_DECLARED.content)
     assert obs.status is Status.SUCCESS, obs.log
+
+
+def test_dumpvars_naming_a_missing_scope_is_left_to_verilator():
+    # Verilator ignores the scope arguments of $dumpvars; pyslang calls them undeclared.
+    testbench = tb("  initial begin $dumpvars(0, tb_alu); $dumpvars(1, tb.nothere); "
+                   "$finish; end\n")
+    codes = [(f.code, f.exempt) for f in precheck.diagnose(TASK.rtl_files, testbench, "tb")]
+    assert codes == [("UndeclaredIdentifier", True), ("CouldNotResolveHierarchicalPath", True)]
+    assert found(testbench) == []
+
+
+def test_task_defines_reach_the_precheck():
+    rtl = [SourceFile(name="m.sv", content="module m(input [`W-1:0] a); endmodule\n")]
+    testbench = SourceFile(name="tb.sv", content="module tb; logic [`W-1:0] a; m dut(.a(a));\n"
+                           "initial begin ghost = 1; $finish; end endmodule\n")
+    assert found(testbench, rtl, defines={"W": "4"}) == [("UndeclaredIdentifier", 2, 15)]
+
+
+def test_no_reference_testbench_is_rejected(tmp_path):
+    """Every reference testbench of ../shared/benchmarks runs under Verilator (the
+    README's reference runs): the pre-check must reject none of them."""
+    from conftest import shared_path
+    from llm4cov.sim.structure import plan_testbench
+    from llm4cov.tasks.hdl import search_dirs
+    from llm4cov.tasks.loaders import load_tasks
+
+    rejected, checked = [], 0
+    for name in ("rtllm.jsonl", "cvdp_example.jsonl", "realbench_dev.jsonl"):
+        for task in load_tasks(shared_path("benchmarks", name)):
+            ref = task.reference_tb
+            if ref is None:
+                continue
+            work = tmp_path / task.id.replace("/", "_")
+            testbench = SourceFile(name=ref.name, content=ref.content)
+            for f in [*task.rtl_files, *ref.aux_files, testbench]:
+                (work / f.name).parent.mkdir(parents=True, exist_ok=True)
+                (work / f.name).write_text(f.content)
+            top = plan_testbench(task.rtl_files, testbench, task.dut_module_name, None).tb_top
+            dirs = [work / d for d in search_dirs(task.rtl_files, task.include_dirs)]
+            if precheck.precheck(task.rtl_files, testbench, top, dirs, defines=task.defines):
+                rejected.append(task.id)
+            checked += 1
+    assert (checked, rejected) == (71, [])

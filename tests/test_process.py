@@ -1,4 +1,5 @@
-"""Subprocess control: a simulation dies with the worker that started it."""
+"""Subprocess control: a simulation dies with the worker that started it, also inside
+the OS sandbox; SIGTERM reaches it on timeout; the record pipe carries only its record."""
 
 from __future__ import annotations
 
@@ -8,6 +9,10 @@ import time
 from pathlib import Path
 
 import pytest
+
+from llm4cov.sim import isolation
+from llm4cov.sim.process import Sandbox, run_limited
+from llm4cov.util.procs import child_pids
 
 CHILD = """
 import sys
@@ -40,4 +45,68 @@ def test_child_is_killed_when_its_parent_is_killed(tmp_path):
     deadline = time.monotonic() + 10
     while _state(child) not in (None, "Z"):  # Z: killed, waiting for init to reap it
         assert time.monotonic() < deadline, "the simulation outlived its parent"
+        time.sleep(0.05)
+
+
+# -- the OS sandbox and the record pipe ----------------------------------------------
+
+needs_sandbox = pytest.mark.skipif(not isolation.available(),
+                                   reason="bubblewrap cannot run here (no user namespaces)")
+TRAP = ("trap 'echo got-term > {out}; exit 7' TERM; echo ready; "
+        "while true; do sleep 0.05; done")
+
+
+@needs_sandbox
+def test_a_sandboxed_child_gets_sigterm_before_the_kill_on_timeout(tmp_path):
+    """The driver writes its coverage on SIGTERM: the sandbox must not swallow it."""
+    result = run_limited(["sh", "-c", TRAP.format(out=tmp_path / "term")], cwd=str(tmp_path),
+                         env={}, timeout_s=1.0, grace_s=5.0, sandbox=Sandbox())
+    assert result.timed_out
+    assert (tmp_path / "term").read_text() == "got-term\n"
+    assert result.returncode == 7
+
+
+@needs_sandbox
+def test_a_sandboxed_death_by_signal_reads_as_without_the_sandbox(tmp_path):
+    result = run_limited(["sh", "-c", "kill -XCPU $$"], cwd=str(tmp_path), env={},
+                         timeout_s=30, sandbox=Sandbox())
+    assert (result.returncode, result.signal_name) == (-24, "SIGXCPU")
+
+
+@pytest.mark.parametrize("sandboxed", [False, True])
+def test_the_record_pipe_carries_what_the_child_writes_there_only(tmp_path, sandboxed):
+    if sandboxed and not isolation.available():
+        pytest.skip("bubblewrap cannot run here")
+    script = 'echo to-stdout; printf "rec-%s\\n" x >&"$REC_FD"'
+    result = run_limited(["bash", "-c", script], cwd=str(tmp_path), env={}, timeout_s=30,
+                         record_env="REC_FD", sandbox=Sandbox() if sandboxed else None)
+    assert (result.record, result.record_bytes) == (b"rec-x\n", 6)
+    assert result.output == "to-stdout\n"
+
+
+SANDBOXED_CHILD = """
+import sys
+from llm4cov.sim.process import Sandbox, run_limited
+run_limited(["sh", "-c", "echo started > started; exec sleep 60"], cwd=sys.argv[1],
+            env={}, timeout_s=120, sandbox=Sandbox())
+"""
+
+
+@needs_sandbox
+def test_a_sandboxed_child_is_killed_when_its_parent_is_killed(tmp_path):
+    parent = subprocess.Popen([sys.executable, "-c", SANDBOXED_CHILD, str(tmp_path)])
+    deadline = time.monotonic() + 30
+    while not (tmp_path / "started").exists():
+        assert time.monotonic() < deadline, "child never started"
+        time.sleep(0.05)
+    tree, todo = [], child_pids(parent.pid)
+    while todo:  # bwrap, the sandbox's init, sleep (host pids)
+        tree.append(todo.pop())
+        todo += child_pids(tree[-1])
+    assert len(tree) >= 3
+    parent.kill()
+    parent.wait()
+    deadline = time.monotonic() + 10
+    while any(_state(pid) not in (None, "Z") for pid in tree):
+        assert time.monotonic() < deadline, "the sandboxed simulation outlived its parent"
         time.sleep(0.05)

@@ -12,8 +12,8 @@ from llm4cov.tasks.model import SourceFile, Task
 
 pytestmark = pytest.mark.requires_verilator
 
-S, C, R, T, X = (Status.SUCCESS, Status.COMPILE_ERROR, Status.RUNTIME_ERROR, Status.TIMEOUT,
-                 Status.REJECTED)
+S, C, R, T, X, E = (Status.SUCCESS, Status.COMPILE_ERROR, Status.RUNTIME_ERROR, Status.TIMEOUT,
+                    Status.REJECTED, Status.TOOL_ERROR)
 # name: (status, end reason, text that must appear in log + notes)
 EXPECTED = {
     "01_fsm_negated_guard": (S, EndReason.FINISH, "tb.sv:12: Verilog $finish"),
@@ -31,6 +31,24 @@ EXPECTED = {
     "17_timescale_tb_only": (S, EndReason.FINISH, "t=32000"),
     "19_dumpfile_escape": (X, EndReason.NOT_RUN, "points outside the work dir"),
     "20_delay_in_function": (C, EndReason.NOT_RUN, "%Error: tb.sv:7:5: "),
+    # a Verilator fault on a legal property instance: the tool's failure, not the model's
+    "25_property_instance_in_assert": (E, EndReason.NOT_RUN, "not the testbench"),
+    # expression coverage crashes Verilator: rebuilt once without it
+    "26_expr_cov_fork_in_task": (S, EndReason.FINISH, "errors=0 big=2"),
+    # `<=` in initial blocks compiled as `<= #0`, so the reset edge is seen (IEEE order)
+    "29_nba_in_initial_reset": (S, EndReason.FINISH, "cnt=3 wrapped=0"),
+    # `disable wd` compiled as `#0 disable wd`, so the stale watchdog dies
+    "32_disable_named_fork_immediate": (S, EndReason.FINISH, "done: count=12 at 280"),
+    # the idle `dut` is measured alone; the driven second copy never counts
+    "34_second_dut_copy_merged": (S, EndReason.FINISH, "only `tb.dut` is measured"),
+}
+# name: expected.txt's coverage of a correct evaluator, {metric: (covered, total)}
+EXPECTED_COVERAGE = {
+    "26_expr_cov_fork_in_task": ({"line": (1, 1), "toggle": (31, 52)}, "--coverage-expr"),
+    "29_nba_in_initial_reset": ({"line": (2, 2), "branch": (3, 4), "toggle": (9, 16)}, None),
+    "32_disable_named_fork_immediate": (
+        {"line": (3, 3), "branch": (2, 2), "expr": (5, 5), "toggle": (15, 16)}, None),
+    "34_second_dut_copy_merged": ({"line": (2, 5), "branch": (2, 2), "toggle": (4, 26)}, None),
 }
 
 
@@ -50,7 +68,10 @@ def _toggled_points(values: list[int], width: int) -> int:
 def _repro_task(folder) -> Task:
     rtl = SourceFile(name="rtl.sv", content=(folder / "rtl.sv").read_text())
     dut = top_modules(module_decls([rtl]))[0]
-    return Task(id=folder.name, rtl_files=[rtl], dut_module_name=dut, dut_instance_name="uut")
+    tb = SourceFile(name="tb.sv", content=(folder / "tb.sv").read_text())
+    instance = next(name for decl in module_decls([tb]) for mtype, name in decl.instances
+                    if mtype == dut)  # the first instance is the required one
+    return Task(id=folder.name, rtl_files=[rtl], dut_module_name=dut, dut_instance_name=instance)
 
 
 def test_every_reproducer_is_covered_by_this_table():
@@ -62,11 +83,12 @@ def test_every_reproducer_is_covered_by_this_table():
 def test_reproducer(evaluator, name):
     folder = shared_path("corpus", "repro", name)
     status, end, text = EXPECTED[name]
-    obs = evaluator.evaluate(_repro_task(folder), (folder / "tb.sv").read_text())
+    task = _repro_task(folder)
+    obs = evaluator.evaluate(task, (folder / "tb.sv").read_text())
     assert (obs.status, obs.end_reason) == (status, end), obs.log
     assert text in obs.log + "\n".join(obs.notes)
     if status is S:
-        assert obs.coverage is not None and obs.coverage.dut_hier == "tb.uut"
+        assert obs.coverage is not None and obs.coverage.dut_hier == f"tb.{task.dut_instance_name}"
         assert obs.cov() > 0
     else:
         assert obs.cov() == 0.0
@@ -80,5 +102,17 @@ def test_reproducer(evaluator, name):
         assert obs.coverage.metrics["toggle"].covered == hits
     if name == "11_blocking_nonblocking_mix":
         assert "q_w" in obs.log and "rtl.sv:2" in obs.log
+    if name in EXPECTED_COVERAGE:
+        metrics, dropped = EXPECTED_COVERAGE[name]
+        got = {m: (c.covered, c.total) for m, c in obs.coverage.metrics.items()}
+        assert got == metrics
+        assert list(obs.coverage.per_instance) == ["tb.dut"]
+        if dropped:  # the retry's note names what was dropped and why
+            assert dropped not in obs.coverage_options
+            assert any("rebuilt once without" in n for n in obs.notes)
+    if name == "25_property_instance_in_assert":
+        assert obs.tool_error and "_Vpast_" in "\n".join(obs.notes)
+    if name == "34_second_dut_copy_merged":
+        assert "shadow acc=84" in obs.log  # the second copy did run
     if name in ("07_fatal_in_tb", "16_no_finish_free_clock"):
         assert obs.coverage is not None  # kept for feedback, scored 0

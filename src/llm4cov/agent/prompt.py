@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from llm4cov.sim.observation import Observation
+from llm4cov.sim.observation import CoverageReport, Observation, overall_percent
 from llm4cov.tasks.model import Task
 
 SYSTEM_PROMPT = (
@@ -50,6 +50,7 @@ def render_observation(obs: Observation, task: Task) -> str:
             f"{m} {c.covered}/{c.total} ({c.pct:.1f}%)" for m, c in rep.metrics.items()
         )
         lines.append(f"Coverage of `{rep.dut_hier}`: overall {rep.overall:.2f}% - {per}")
+        lines.extend(_instance_lines(rep))
         if not obs.sim_pass:
             lines.append("(The simulation did not pass, so this coverage scores 0.)")
     for t in task.targets:
@@ -63,6 +64,23 @@ def render_observation(obs: Observation, task: Task) -> str:
     if obs.log.strip():
         lines.append("Log:\n" + _fence(obs.log, "text"))
     return "\n".join(lines)
+
+
+#: At most this many instances are listed in the feedback (lowest coverage first).
+MAX_INSTANCE_LINES = 12
+
+
+def _instance_lines(rep: CoverageReport) -> list[str]:
+    """Per-instance coverage (each instance's own points), lowest first, when the DUT
+    has more than one instance: where the stimulus is missing."""
+    if len(rep.per_instance) < 2:
+        return []
+    scored = sorted((overall_percent(m), inst) for inst, m in rep.per_instance.items())
+    out = ["Coverage per instance (its own points; IMC per-instance view):"]
+    out += [f"- `{inst}`: {pct:.1f}%" for pct, inst in scored[:MAX_INSTANCE_LINES]]
+    if len(scored) > MAX_INSTANCE_LINES:
+        out.append(f"- ... {len(scored) - MAX_INSTANCE_LINES} more instances")
+    return out
 
 
 def build_messages(

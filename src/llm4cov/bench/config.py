@@ -21,7 +21,7 @@ REFERENCE = "reference"
 BASELINES = (RANDOM, REFERENCE)
 SAMPLE_SEED_STRIDE = 1000
 """Sample ``s`` uses policy seed ``seed + 1000 * s``; its round ``r`` uses that plus ``r``."""
-NOT_IDENTITY = ("tasks", "base_url", "executor", "address", "workers", "cache",
+NOT_IDENTITY = ("tasks", "base_url", "executor", "address", "workers", "cache", "sandbox",
                 "max_concurrency", "max_samples", "max_sim_calls", "max_total_tokens")
 """Fields that do not decide results: where the tasks file, the server and the
 simulators are, how fast and how far the run goes. (The tasks themselves enter the
@@ -58,7 +58,7 @@ class BenchConfig:
     a different identity. The fields in :data:`NOT_IDENTITY` may change between
     resumes. Times are seconds. ``executor``, ``address`` and ``workers`` say where
     simulations run (:func:`llm4cov.exec.get_executor`); ``cache`` turns the
-    evaluator's result cache on or off.
+    evaluator's result cache on or off, ``sandbox`` the OS sandbox (``--no-sandbox``).
     Budgets count the whole run directory (earlier invocations included); ``None`` means
     no limit.
     """
@@ -87,6 +87,7 @@ class BenchConfig:
     address: str | None = None
     workers: int | None = None
     cache: bool = True
+    sandbox: bool = True
     max_concurrency: int = 16
     max_samples: int | None = None
     max_sim_calls: int | None = None
@@ -139,7 +140,8 @@ class BenchConfig:
     def sim_config(self) -> SimConfig:
         return SimConfig(compile_timeout_s=self.compile_timeout_s,
                          run_timeout_s=self.run_timeout_s, seed=self.sim_seed,
-                         fsm_coverage=self.fsm, result_cache=self.cache)
+                         fsm_coverage=self.fsm, result_cache=self.cache,
+                         sandbox=self.sandbox)
 
     def identity(self) -> dict[str, Any]:
         """The fields that decide the results (JSON-ready)."""

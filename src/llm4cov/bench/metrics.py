@@ -10,7 +10,7 @@ whatever its number of samples.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from math import prod
 
@@ -100,12 +100,15 @@ class Outcome:
     """A sample's scored state: Sim Pass, Cov Pass, coverage percent (0 when failed).
 
     States are ordered like ``llm4cov.agent.loop.state_key``: Sim Pass, then every
-    target met, then coverage.
+    target met, then coverage. ``tool_failure``: the state is a failure and the
+    simulator itself failed on a round so far (``Status.TOOL_ERROR``), so the failure
+    is the tool's, not the model's (not part of the ordering).
     """
 
     sim_pass: bool
     cov_pass: bool
     coverage: float
+    tool_failure: bool = False
 
     def key(self) -> tuple[bool, bool, float]:
         return (self.sim_pass, self.cov_pass, self.coverage)
@@ -114,10 +117,15 @@ class Outcome:
 def best_so_far(rounds: Sequence[Outcome]) -> list[Outcome]:
     """The outcome after each round: the best state among rounds 1..r (the agent keeps
     its best state; the official LLM4Cov release scores ``best_cov_result`` the same way).
+    A best state that is a failure after a round that hit a tool failure is marked
+    ``tool_failure``.
     """
     out: list[Outcome] = []
+    tool = False
     for outcome in rounds:
-        out.append(outcome if not out or outcome.key() > out[-1].key() else out[-1])
+        tool = tool or outcome.tool_failure
+        best = outcome if not out or outcome.key() > out[-1].key() else out[-1]
+        out.append(replace(best, tool_failure=tool and not best.sim_pass))
     return out
 
 
@@ -126,6 +134,9 @@ class Headline:
     """The CVDP-ECov metrics of one set of tasks, all percent (0-100).
 
     ``pass_at_k`` maps k to Cov Pass pass@k; ``sim_pass`` and ``cov_pass`` are pass@1.
+    ``tool_failures``: samples whose outcome is a tool failure; they are left out of
+    every number above (``tasks``, ``samples`` included) unless
+    ``tool_failures_included``.
     """
 
     tasks: int
@@ -135,17 +146,35 @@ class Headline:
     avg_cov: float
     best_of_n: float
     pass_at_k: dict[int, float]
+    tool_failures: int = 0
+    tool_failures_included: bool = False
+
+
+def without_tool_failures(
+    outcomes: Sequence[Sequence[Outcome]],
+) -> list[list[Outcome]]:
+    """Per task the samples that are not tool failures; tasks left with none dropped."""
+    kept = [[o for o in s if not o.tool_failure] for s in outcomes]
+    return [s for s in kept if s]
 
 
 def headline(
-    outcomes: Sequence[Sequence[Outcome]], estimator: Estimator = Estimator.UNBIASED
+    outcomes: Sequence[Sequence[Outcome]],
+    estimator: Estimator = Estimator.UNBIASED,
+    include_tool_failures: bool = False,
 ) -> Headline:
     """Sim Pass, Cov Pass, Avg Cov, best-of-n and pass@k (k = 1 .. the smallest number
-    of samples of a task) of per-task sample outcomes.
+    of samples of a task) of per-task sample outcomes. Tool failures are counted apart
+    and left out of the denominators unless ``include_tool_failures`` (then they count
+    as failed samples).
 
     Raises:
-        ValueError: no tasks, or a task without samples.
+        ValueError: no tasks, or a task without samples (after leaving tool failures
+            out).
     """
+    failures = sum(o.tool_failure for s in outcomes for o in s)
+    if not include_tool_failures:
+        outcomes = without_tool_failures(outcomes)
     if not outcomes or any(not s for s in outcomes):
         raise ValueError("metrics need at least one task and one sample per task")
     cov = [[o.coverage for o in s] for s in outcomes]
@@ -159,4 +188,6 @@ def headline(
         best_of_n=best_of_n(cov),
         pass_at_k={k: mean_pass_at_k(passed, k, estimator)
                    for k in range(1, min(len(s) for s in outcomes) + 1)},
+        tool_failures=failures,
+        tool_failures_included=include_tool_failures,
     )

@@ -86,7 +86,10 @@ def write_reports(
         (run_dir / "plots").mkdir(exist_ok=True)
         for name, png in images.items():
             (run_dir / "plots" / f"{name}.png").write_bytes(png)
-        (run_dir / "report.html").write_text(html_report(summary, images), encoding="utf-8")
+        from llm4cov.report.bench_links import read_links
+
+        (run_dir / "report.html").write_text(html_report(summary, images, read_links(run_dir)),
+                                             encoding="utf-8")
     return summary
 
 

@@ -41,7 +41,7 @@ def _max_k(summary: dict[str, Any]) -> int:
 def _main_table(summary: dict[str, Any]) -> Table:
     ks = range(2, _max_k(summary) + 1)
     header = ["arm", "tasks", "samples/task", "rounds", "Sim Pass", "Cov Pass (pass@1)",
-              "Avg Cov", "best-of-n Cov", *(f"pass@{k}" for k in ks)]
+              "Avg Cov", "best-of-n Cov", *(f"pass@{k}" for k in ks), "tool failures"]
     rows = []
     for name, arm in summary["arms"].items():
         h = arm["headline"] or {}
@@ -49,7 +49,8 @@ def _main_table(summary: dict[str, Any]) -> Table:
         rows.append([name, tasks, str(arm["samples"]), str(arm["rounds"]),
                      _pct(h.get("sim_pass")), _pct(h.get("cov_pass")), _pct(h.get("avg_cov")),
                      _pct(h.get("best_of_n")),
-                     *(_pct(h.get("pass_at_k", {}).get(str(k))) for k in ks)])
+                     *(_pct(h.get("pass_at_k", {}).get(str(k))) for k in ks),
+                     str(arm.get("tool_failures", 0))])
     return Table("Results", header, rows)
 
 
@@ -164,6 +165,15 @@ def facts(summary: dict[str, Any]) -> list[str]:
             f"(largest difference {worst:.2f} percentage points)"
             + (f" and misses its own target on {len(below)}: {', '.join(below)}."
                if below else "."))
+    failures = {name: arm.get("tool_failures", 0) for name, arm in summary["arms"].items()}
+    if any(failures.values()):
+        counted = any(a.get("tool_failures_included") for a in summary["arms"].values())
+        listed = ", ".join(f"{n} {name}" for name, n in failures.items() if n)
+        out.append(f"Tool failures (the simulator failed, not the model): {listed} "
+                   "sample(s); " + ("counted as failed samples." if counted else
+                                    "left out of every metric's denominator."))
+    else:
+        out.append("Tool failures (the simulator failed, not the model): none.")
     if not summary["complete"]:
         out.append("**INCOMPLETE RUN**: some samples are not finished (see Spent); metrics "
                    "cover finished samples only.")
@@ -201,8 +211,13 @@ def _html_table(t: Table) -> str:
             f"<tbody>{body}</tbody></table>" + (f"<ul>{notes}</ul>" if notes else ""))
 
 
-def html_report(summary: dict[str, Any], plots: dict[str, bytes]) -> str:
-    """A self-contained HTML page: facts, plots (PNG, embedded) and every table."""
+def html_report(summary: dict[str, Any], plots: dict[str, bytes],
+                links: dict[str, str] | None = None) -> str:
+    """A self-contained HTML page: facts, plots (PNG, embedded), every table and, with
+    ``links`` (task id -> relative path, ``llm4cov.report.bench_links``), links to the
+    annotated coverage report of each task's best testbench."""
+    coverage = "".join(f"<li><a href='{html.escape(path)}'>{html.escape(task_id)}</a></li>"
+                       for task_id, path in (links or {}).items())
     images = "".join(
         f"<figure><img alt='{html.escape(name)}' src='data:image/png;base64,"
         f"{base64.b64encode(png).decode()}'/><figcaption>{html.escape(name)}</figcaption>"
@@ -216,4 +231,6 @@ def html_report(summary: dict[str, Any], plots: dict[str, bytes]) -> str:
             f"{html.escape(_title(summary))}</title><style>{style}</style></head><body>"
             f"<h1>{html.escape(_title(summary))}</h1>"
             f"<pre>{html.escape(summary['command'])}</pre><ul>{facts_html}</ul>{images}"
-            + "".join(_html_table(t) for t in tables(summary)) + "</body></html>")
+            + "".join(_html_table(t) for t in tables(summary))
+            + (f"<h2>Coverage of each task's best testbench</h2><ul>{coverage}</ul>"
+               if coverage else "") + "</body></html>")

@@ -8,23 +8,35 @@ killed run, a reached budget) are left out and the summary says how many there a
 All numbers are percent (0-100) unless named ``*_count``. Rows are read in one streaming
 pass that keeps only each row's round and outcome (never its observation or response),
 so scoring memory does not grow with the size of the rows.
+
+Tool failures (rows with ``tool_error``: the simulator itself failed, ``Status.TOOL_ERROR``
+or an infrastructure error) are not the model's failures: a sample whose best state is
+a failure after such a round is counted apart (``tool_failures``) and left out of every
+metric's denominator, unless ``include_tool_failures`` (then it is a failed sample).
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import Any
 
 from llm4cov.bench.config import REFERENCE, Arm, ArmKind
-from llm4cov.bench.metrics import Estimator, Headline, Outcome, best_so_far, headline
+from llm4cov.bench.metrics import (
+    Estimator,
+    Headline,
+    Outcome,
+    best_so_far,
+    headline,
+    without_tool_failures,
+)
 from llm4cov.bench.plan import Calibration, RunPlan, TaskInfo
 from llm4cov.bench.rows import outcome, simulated
 
 SUMMARY_SCHEMA_VERSION = 1
 NO_GROUP = "-"
-SCORED_FIELDS = ("round", "sim_pass", "cov_pass", "coverage")
+SCORED_FIELDS = ("round", "sim_pass", "cov_pass", "coverage", "tool_error")
 """What scoring keeps of a row (see :func:`trajectory`)."""
 Groups = dict[tuple[str, str, int], list[dict[str, Any]]]
 
@@ -34,10 +46,17 @@ def trajectory(rows: list[dict[str, Any]], rounds: int, stop_at_full: bool) -> l
     not finished (see the module docstring)."""
     if not rows or [r["round"] for r in rows] != list(range(len(rows))) or len(rows) > rounds:
         return None
-    best = best_so_far([outcome(r) for r in rows])
+    best = best_so_far([_outcome(r) for r in rows])
     if len(best) < rounds and not (stop_at_full and best[-1].coverage >= 100.0):
         return None
     return best + [best[-1]] * (rounds - len(best))
+
+
+def _outcome(row: dict[str, Any]) -> Outcome:
+    """The scored state of a row, marked when the simulator failed (rows written before
+    ``tool_error`` existed read as no tool failure)."""
+    base = outcome(row)
+    return replace(base, tool_failure=bool(row.get("tool_error")) and not base.sim_pass)
 
 
 def _headline_dict(h: Headline) -> dict[str, Any]:
@@ -89,7 +108,7 @@ def _scan(rows: Iterable[dict[str, Any]]) -> tuple[Groups, dict[str, _Spent]]:
     spent: dict[str, _Spent] = defaultdict(_Spent)
     for row in rows:
         groups[(row["arm"], row["task_id"], row["sample"])].append(
-            {k: row[k] for k in SCORED_FIELDS})
+            {k: row.get(k) for k in SCORED_FIELDS})
         spent[row["arm"]].add(row)
     for group in groups.values():
         group.sort(key=lambda r: r["round"])
@@ -98,6 +117,7 @@ def _scan(rows: Iterable[dict[str, Any]]) -> tuple[Groups, dict[str, _Spent]]:
 
 def score_arm(
     plan: RunPlan, arm: Arm, groups: Groups, spent: dict[str, Any], estimator: Estimator,
+    include_tool_failures: bool = False,
 ) -> dict[str, Any]:
     """The summary of one arm (see :func:`score`)."""
     infos = [t for t in plan.tasks if arm.kind is ArmKind.AGENT or t.has_reference]
@@ -112,7 +132,9 @@ def score_arm(
 
     def metrics_of(ids: list[str], after: int = -1) -> dict[str, Any] | None:
         per_task = [[traj[after] for traj in done[i]] for i in ids if i in done]
-        return _headline_dict(headline(per_task, estimator)) if per_task else None
+        if not include_tool_failures and not without_tool_failures(per_task):
+            return None  # nothing but tool failures: no denominator
+        return _headline_dict(headline(per_task, estimator, include_tool_failures))
 
     ids = [t.id for t in scored]
     per_task = []
@@ -121,6 +143,7 @@ def score_arm(
         per_task.append({
             "task_id": info.id, "n": len(finals),
             "sim_pass_count": sum(o.sim_pass for o in finals),
+            "tool_failure_count": sum(o.tool_failure for o in finals),
             "cov_pass_count": sum(o.cov_pass for o in finals),
             "mean_cov": sum(o.coverage for o in finals) / len(finals),
             "best_cov": max(o.coverage for o in finals),
@@ -131,6 +154,8 @@ def score_arm(
         "tasks_planned": len(infos), "tasks_scored": len(scored),
         "samples_planned": len(infos) * arm.samples,
         "samples_finished": sum(len(v) for v in done.values()),
+        "tool_failures": sum(t[-1].tool_failure for v in done.values() for t in v),
+        "tool_failures_included": include_tool_failures,
         "headline": metrics_of(ids),
         "per_round": [metrics_of(ids, r) for r in range(arm.rounds)],
         "by_difficulty": {g: metrics_of(i) for g, i in _groups(scored, "difficulty").items()},
@@ -157,15 +182,17 @@ def reference_drift(plan: RunPlan, groups: Groups) -> list[dict[str, Any]]:
 
 
 def score(
-    plan: RunPlan, rows: Iterable[dict[str, Any]], estimator: Estimator = Estimator.UNBIASED
+    plan: RunPlan, rows: Iterable[dict[str, Any]], estimator: Estimator = Estimator.UNBIASED,
+    include_tool_failures: bool = False,
 ) -> dict[str, Any]:
     """``summary.json``: per arm the headline metrics (Sim Pass, Cov Pass = pass@1, Avg Cov,
     best-of-n, pass@k), the per-round curve, breakdowns by difficulty and by source,
     per-task numbers and what was spent; plus the simulator, its coverage metrics and
-    which thresholds were not calibrated for it."""
+    which thresholds were not calibrated for it. Tool failures are counted per arm
+    (``tool_failures``) and left out of the metrics unless ``include_tool_failures``."""
     groups, spent = _scan(rows)
     arms = {arm.name: score_arm(plan, arm, groups, spent.get(arm.name, _Spent()).as_dict(),
-                                estimator) for arm in plan.arms}
+                                estimator, include_tool_failures) for arm in plan.arms}
     not_calibrated: dict[str, list[str]] = defaultdict(list)
     for info in plan.tasks:
         if info.calibration is not Calibration.THIS_SIMULATOR:

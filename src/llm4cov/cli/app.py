@@ -1,16 +1,21 @@
-"""The ``llm4cov`` command line (Typer + Rich). ``main(argv) -> int`` is testable.
+"""The ``llm4cov`` command line (Typer). ``main(argv) -> int`` is testable.
 
-Each command lives in its own module under ``llm4cov.cli`` and registers itself on
-:data:`app` here.
+Each command lives in its own module under ``llm4cov.cli`` with a ``register(app)``
+function, listed in :data:`COMMANDS`. Commands raise; :func:`main` turns every
+exception into one ``error:`` line and an exit code (:mod:`llm4cov.cli.errors`).
+Help is Click's plain formatter (``rich_markup_mode=None``): it wraps cleanly at any
+width, and required options say ``[required]``.
 """
 
 from __future__ import annotations
 
+import importlib
 import logging
 import sys
 
-import click
 import typer
+
+from llm4cov.cli import errors
 
 app = typer.Typer(
     name="llm4cov",
@@ -18,7 +23,11 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,
 )
+
+COMMANDS = ("sim", "gen", "train", "bench", "synth", "pipeline", "cache", "model", "formal")
+"""Command modules ``llm4cov.cli.<name>_cmd``, in the order ``--help`` lists them."""
 
 
 @app.callback()
@@ -31,24 +40,26 @@ def _root(
     )
 
 
-def _register() -> None:
-    from llm4cov.cli import bench_cmd, gen_cmd, pipeline_cmd, sim_cmd, train_cmd
-
-    for module in (sim_cmd, gen_cmd, train_cmd, bench_cmd, pipeline_cmd):
-        module.register(app)
-    __import__("llm4cov.cli.synth_cmd", fromlist=["register"]).register(app)
-
-
-_register()
+for _name in COMMANDS:
+    importlib.import_module(f"llm4cov.cli.{_name}_cmd").register(app)
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the CLI with ``argv`` (default ``sys.argv[1:]``); returns the exit code."""
+    """Run the CLI with ``argv`` (default ``sys.argv[1:]``); returns the exit code.
+
+    Never raises (but SystemExit from a library) and never prints a traceback.
+    """
     try:
-        result = app(args=argv if argv is not None else sys.argv[1:], standalone_mode=False)
+        result = app(args=argv if argv is not None else sys.argv[1:], prog_name="llm4cov",
+                     standalone_mode=False)
     except typer.Abort:
-        return 130
-    except click.ClickException as exc:  # usage errors: message + exit code 2
-        exc.show()
-        return exc.exit_code
-    return result if isinstance(result, int) else 0
+        typer.echo("error: interrupted", err=True)
+        return errors.INTERRUPTED
+    except errors.USAGE_ERROR as exc:
+        if type(exc).__name__ == "NoArgsIsHelpError":  # bare `llm4cov`: the help
+            typer.echo(exc.ctx.get_help())
+            return exc.exit_code
+        return errors.report(exc)
+    except Exception as exc:  # the one place where errors become exit codes
+        return errors.report(exc)
+    return result if isinstance(result, int) else errors.OK

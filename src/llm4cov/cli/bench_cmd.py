@@ -14,14 +14,10 @@ import typer
 from llm4cov.bench import pipeline
 from llm4cov.bench.config import BASELINES, BenchConfig, Mode
 from llm4cov.bench.metrics import Estimator
-from llm4cov.bench.plan import RunDirError
 from llm4cov.bench.report import tables
-from llm4cov.bench.runner import ReplayMismatch
 from llm4cov.cli import common
-from llm4cov.exec.base import ExecutorKind, WorkerLost
-from llm4cov.policies import PolicyError
-from llm4cov.sim.toolchain import ToolchainError
-from llm4cov.tasks.model import TaskError
+from llm4cov.exec.base import ExecutorKind
+from llm4cov.util.jsonl import iter_jsonl
 
 bench_app = typer.Typer(no_args_is_help=False, add_completion=False)
 
@@ -86,6 +82,7 @@ def bench(
     sim_seed: int = typer.Option(1, "--sim-seed", help="Simulator seed (+verilator+seed)."),
     fsm: bool = common.FSM,
     no_cache: bool = common.NO_CACHE,
+    no_sandbox: bool = common.NO_SANDBOX,
     executor: ExecutorKind = common.EXECUTOR,
     address: str = common.ADDRESS,
     workers: int = common.WORKERS,
@@ -97,11 +94,14 @@ def bench(
                                       help="Budget: simulator calls in the run directory."),
     max_total_tokens: int = typer.Option(None, "--max-total-tokens", min=0,
                                          help="Budget: model tokens (prompt + completion)."),
-    out: Path = typer.Option(None, "--out", help="Run directory (default: "
+    out: Path = typer.Option(None, "--out", file_okay=False, help="Run directory (default: "
                              "runs/bench/<tasks stem>/<model>-<mode>-n<samples>)."),
     estimator: str = ESTIMATOR,
     plots: bool = PLOTS,
     quiet: bool = common.QUIET,
+    coverage_html: bool = typer.Option(
+        False, "--coverage-html", help="Also write the annotated coverage report of each "
+        "task's best testbench (one more simulation per task), linked from report.html."),
 ) -> None:
     """Benchmark a model in the CVDP-ECov protocol, with random and reference baselines.
 
@@ -112,46 +112,44 @@ def bench(
     budget), 1 on a model-server failure or lost workers, 2 for bad input, 3 for
     toolchain problems.
 
+    \b
     Examples:
-
-      llm4cov bench --tasks ../shared/benchmarks/rtllm.jsonl --model random --samples 5
-
-      llm4cov bench --tasks cvdp_ecov.jsonl --model Qwen/Qwen3-4B --base-url http://localhost:8000/v1
-
-      llm4cov bench --tasks cvdp_ecov.jsonl --executor ray --address auto --max-concurrency 256
-
+      llm4cov bench --tasks ../shared/benchmarks/rtllm.jsonl --samples 5
+      llm4cov bench --tasks cvdp_ecov.jsonl --model Qwen/Qwen3-4B \\
+          --base-url http://localhost:8000/v1
+      llm4cov bench --tasks cvdp_ecov.jsonl --executor ray --address auto \\
+          --max-concurrency 256
       llm4cov bench report runs/bench/rtllm/random-agentic-n5
     """
     if ctx.invoked_subcommand is not None:
         return
     if tasks is None:
         raise common.fail("--tasks FILE is required (or use: llm4cov bench report RUN_DIR)")
-    try:
-        config = BenchConfig(
-            tasks=str(tasks), model=model, base_url=base_url, mode=mode, rounds=rounds,
-            samples=samples, baselines=tuple(b for b in baselines.split(",") if b.strip()),
-            temperature=temperature, top_p=top_p, max_tokens=max_tokens, seed=seed,
-            start_from=start_from, syntax_rules=syntax_rules, stop_at_full_coverage=stop_at_full,
-            ids=tuple(ids or ()), limit=limit, compile_timeout_s=compile_timeout,
-            run_timeout_s=run_timeout, sim_seed=sim_seed, fsm=fsm, executor=executor,
-            address=address, workers=workers, cache=not no_cache,
-            max_concurrency=max_concurrency, max_samples=max_samples,
-            max_sim_calls=max_sim_calls, max_total_tokens=max_total_tokens,
-        )
-        est = _estimator(estimator)
-        run_dir = out or default_out(config)
+    config = BenchConfig(
+        tasks=str(tasks), model=model, base_url=base_url, mode=mode, rounds=rounds,
+        samples=samples, baselines=tuple(b for b in baselines.split(",") if b.strip()),
+        temperature=temperature, top_p=top_p, max_tokens=max_tokens, seed=seed,
+        start_from=start_from, syntax_rules=syntax_rules, stop_at_full_coverage=stop_at_full,
+        ids=tuple(ids or ()), limit=limit, compile_timeout_s=compile_timeout,
+        run_timeout_s=run_timeout, sim_seed=sim_seed, fsm=fsm, executor=executor,
+        address=address, workers=workers, cache=not no_cache, sandbox=not no_sandbox,
+        max_concurrency=max_concurrency, max_samples=max_samples,
+        max_sim_calls=max_sim_calls, max_total_tokens=max_total_tokens,
+    )
+    est = _estimator(estimator)
+    run_dir = out or default_out(config)
+    with common.reading(tasks):
         selected = pipeline.select_tasks(config)
-        with common.progress(quiet) as display:
-            summary = pipeline.run(config, selected, run_dir, est, display, plots)
-    except KeyboardInterrupt:
-        common.console.print("interrupted: finished rows are saved; rerun the same command")
-        raise typer.Exit(130) from None
-    except (TaskError, RunDirError, ReplayMismatch, ValueError) as exc:
-        raise common.fail(str(exc)) from exc
-    except ToolchainError as exc:
-        raise common.fail(f"simulator toolchain: {exc}", code=3) from exc
-    except (PolicyError, WorkerLost) as exc:
-        raise common.fail(f"{exc} (rows so far are saved; rerun to resume)", code=1) from exc
+    common.check_tasks(selected, tasks)
+    with common.resumable("finished rows are saved"), common.progress(quiet) as display:
+        summary = pipeline.run(config, selected, run_dir, est, display, plots)
+    if coverage_html:
+        from llm4cov.report.bench_links import write_task_reports
+
+        with common.console.status("coverage reports of the best testbenches ..."):
+            write_task_reports(run_dir, selected, iter_jsonl(run_dir / pipeline.RESULTS_FILE),
+                               config.sim_config())
+        pipeline.write_reports(run_dir, est, plots)
     _print_results(summary, run_dir)
 
 
@@ -166,12 +164,9 @@ def report(
     Rewrites summary.json, summary.md and report.html. Example:
     llm4cov bench report runs/bench/rtllm/random-agentic-n5 --pass-k-estimator cvdp
     """
-    try:
-        summary = pipeline.write_reports(run_dir, _estimator(estimator), plots)
-    except RunDirError as exc:
-        raise common.fail(str(exc)) from exc
+    summary = pipeline.write_reports(run_dir, _estimator(estimator), plots)
     _print_results(summary, run_dir)
 
 
 def register(app: typer.Typer) -> None:
-    app.add_typer(bench_app, name="bench")
+    app.add_typer(bench_app, name="bench", short_help="Benchmark a model (CVDP-ECov protocol).")

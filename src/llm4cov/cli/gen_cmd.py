@@ -8,10 +8,11 @@ from pathlib import Path
 
 import typer
 
-from llm4cov.agent.loop import AgentConfig, AgentRun, RoundRecord, arun_agent
-from llm4cov.cli import common
-from llm4cov.exec import ExecutorKind, WorkerLost
-from llm4cov.policies import PolicyError, SamplingParams, get_policy
+from llm4cov.agent.loop import AgentConfig, AgentRun, arun_agent
+from llm4cov.cli import common, report_opts
+from llm4cov.cli.round_progress import RoundProgress
+from llm4cov.exec import ExecutorKind
+from llm4cov.policies import SamplingParams, get_policy
 from llm4cov.sim.report import coverage_markdown
 from llm4cov.tasks.model import Task
 
@@ -19,11 +20,16 @@ from llm4cov.tasks.model import Task
 def write_run(out: Path, task: Task, run: AgentRun) -> None:
     """Write the run: ``tb.sv`` (best testbench), ``rounds/round_<k>.json`` (every
     round's prompt, response, testbench and observation), ``run.json`` and
-    ``coverage.md`` (human-readable summary of the best round)."""
+    ``coverage.md`` (human-readable summary of the best round).
+
+    Rounds are numbered from 1 in every file, as on the console (``from_round`` 0 is
+    the initial state, before any testbench); the agent's records count from 0."""
     (out / "rounds").mkdir(parents=True, exist_ok=True)
     for record in run.rounds:
-        (out / "rounds" / f"round_{record.round}.json").write_text(
-            record.model_dump_json(indent=2), encoding="utf-8"
+        shown = record.model_copy(update={"round": record.round + 1,
+                                          "from_round": record.from_round + 1})
+        (out / "rounds" / f"round_{shown.round}.json").write_text(
+            shown.model_dump_json(indent=2), encoding="utf-8"
         )
     best = run.best
     if best.testbench:
@@ -32,12 +38,12 @@ def write_run(out: Path, task: Task, run: AgentRun) -> None:
         "task_id": task.id,
         "policy": run.policy,
         "config": run.config,
-        "best_round": run.best_round,
+        "best_round": run.best_round + 1,
         "wall_s": run.wall_s,
         "rounds": [
             {
-                "round": r.round,
-                "from_round": r.from_round,
+                "round": r.round + 1,
+                "from_round": r.from_round + 1,
                 "status": r.observation.status.value,
                 "overall": r.observation.coverage.overall if r.observation.coverage else None,
                 "scored_overall": r.observation.overall(),
@@ -48,14 +54,14 @@ def write_run(out: Path, task: Task, run: AgentRun) -> None:
     }
     (out / "run.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
     (out / "coverage.md").write_text(
-        coverage_markdown(best.observation, task, title=f"Best testbench (round {best.round})"),
+        coverage_markdown(best.observation, task, title=f"Best testbench (round {best.round + 1})"),
         encoding="utf-8",
     )
 
 
 def gen(
     rtl: Path = typer.Argument(None, help="Directory of RTL (and spec) files."),
-    out: Path = typer.Option(..., "--out", help="Output directory."),
+    out: Path = typer.Option(..., "--out", file_okay=False, help="Output directory."),
     tasks: Path = typer.Option(None, "--tasks", help="Task JSONL file (instead of a directory)."),
     task_id: str = typer.Option(None, "--id", help="Task id in --tasks."),
     top: str = typer.Option(None, "--top", help="DUT module when the RTL has several tops."),
@@ -71,13 +77,29 @@ def gen(
     sample_seed: int = typer.Option(0, "--sample-seed", help="Seed of the policy's sampling."),
     syntax_rules: bool = typer.Option(False, "--syntax-rules",
                                       help="Add the expert SystemVerilog rules to the prompt."),
+    stimulus_length: int = typer.Option(200, "--stimulus-length", min=1,
+                                        help="random policy: stimulus vectors (clock "
+                                             "cycles) per testbench."),
+    incdir: list[Path] = common.INCDIR,
+    define: list[str] = common.DEFINE,
+    filelist: Path = common.FILELIST,
+    param: list[str] = common.PARAM,
     compile_timeout: float = common.COMPILE_TIMEOUT,
     run_timeout: float = common.RUN_TIMEOUT,
     seed: int = common.SEED,
     fsm: bool = common.FSM,
     no_cache: bool = common.NO_CACHE,
+    no_sandbox: bool = common.NO_SANDBOX,
     executor: ExecutorKind = common.EXECUTOR,
     address: str = common.ADDRESS,
+    html: Path = report_opts.HTML,
+    no_html: bool = typer.Option(False, "--no-html", help="Skip the HTML report (and the "
+                                 "extra simulation of the best testbench it needs)."),
+    lcov: Path = report_opts.LCOV,
+    ucis: Path = report_opts.UCIS,
+    trace: str = report_opts.TRACE,
+    keep_workdir: bool = report_opts.KEEP_WORKDIR,
+    exclude: Path = report_opts.EXCLUDE,
 ) -> None:
     """Write a high-coverage testbench with the memoryless agent (N rounds).
 
@@ -89,16 +111,17 @@ def gen(
 
     Example: llm4cov gen examples/traffic_fsm --out runs/traffic
     """
-    task = common.resolve_task(rtl, tasks, task_id, top, instance)
+    task = common.resolve_task(rtl, tasks, task_id, top, instance,
+                               common.repo_options(incdir, define, filelist, param))
     if start_from not in ("latest", "best"):
         raise common.fail("--start-from must be 'latest' or 'best'")
-    try:
-        policy = get_policy(model, base_url)
-    except ValueError as exc:
-        raise common.fail(str(exc)) from exc
-    sims = common.open_executor(
-        executor, 1, common.sim_config(compile_timeout, run_timeout, seed, fsm, no_cache),
-        address)
+    policy = get_policy(model, base_url,
+                        **({"length": stimulus_length} if model == "random" else {}))
+    request = report_opts.ReportRequest(None if no_html else html or out / "html", lcov, ucis,
+                                        trace, keep_workdir, exclude)
+    sim_config = request.config(
+        common.sim_config(compile_timeout, run_timeout, seed, fsm, no_cache, no_sandbox))
+    sims = common.open_executor(executor, 1, sim_config, address)
     config = AgentConfig(
         rounds=rounds,
         start_from=start_from,  # type: ignore[arg-type]
@@ -108,19 +131,27 @@ def gen(
     )
     console = common.console
 
-    def on_round(record: RoundRecord) -> None:
-        obs = record.observation
-        cov = f"{obs.coverage.overall:.2f}%" if obs.coverage else "-"
-        console.print(f"round {record.round + 1}/{rounds}: {obs.status.value}, coverage {cov}")
+    with console.status(f"{task.id}: {policy.name} writing testbenches ...") as status:
+        progress = RoundProgress(console, status, rounds, out, policy.name)
 
-    with console.status(f"{task.id}: {policy.name} writing testbenches ..."):
+        async def agent() -> AgentRun:
+            with progress.ticking():
+                return await arun_agent(task, policy, progress.wrap(sims.simulate), config,
+                                        progress.on_round)
+
         try:
-            run = asyncio.run(arun_agent(task, policy, sims.simulate, config, on_round))
-        except (PolicyError, WorkerLost) as exc:
-            raise common.fail(str(exc), code=1) from exc
+            run = asyncio.run(agent())
         finally:
             sims.close()
-    write_run(out, task, run)
+        write_run(out, task, run)
+        if run.best.testbench and request.needs_capture():
+            status.update("best testbench: simulating again for the coverage reports ...")
+            again = report_opts.produce(task, run.best.testbench, sim_config, request, out,
+                                        title=f"Coverage: {task.id}, best testbench "
+                                              f"(round {run.best_round + 1})", rtl_dir=rtl)
+            if again.observation.coverage != run.best.observation.coverage:
+                console.print("note: the reports' re-simulation measured other coverage "
+                              "than the scored round (a nondeterministic testbench?)")
     best = run.best.observation
     met = "met" if best.meets(task.targets) else "not met"
     target = f", target {task.target_for():g}% {met}" if task.target_for() is not None else ""
@@ -132,4 +163,4 @@ def gen(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("gen")(gen)
+    app.command("gen", short_help="Write a high-coverage testbench for one repo.")(gen)

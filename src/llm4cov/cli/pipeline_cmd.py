@@ -11,8 +11,8 @@ import typer
 import yaml
 
 from llm4cov.cli import common
-from llm4cov.pipeline.config import PipelineConfig, PipelineConfigError, load_config
-from llm4cov.synth.config import ConfigError, to_mapping
+from llm4cov.pipeline.config import PipelineConfig, load_config
+from llm4cov.synth.config import to_mapping
 
 
 def _plan(config: PipelineConfig) -> dict[str, Any]:
@@ -65,7 +65,8 @@ def pipeline(
     config_file: Path = typer.Option(..., "--config", help="Pipeline YAML (see "
                                      "examples/pipeline_smoke.yaml)."),
     mode: str = typer.Option(None, "--mode", help="progressive | naive (overrides the file)."),
-    out: Path = typer.Option(None, "--out", help="Run directory (overrides the file)."),
+    out: Path = typer.Option(None, "--out", file_okay=False,
+                             help="Run directory (overrides the file)."),
     plan: bool = typer.Option(False, "--plan", help="Print the resolved settings of every "
                               "stage as YAML and exit."),
 ) -> None:
@@ -81,34 +82,16 @@ def pipeline(
 
     Example: llm4cov pipeline --config examples/pipeline_smoke.yaml
     """
-    from llm4cov.bench.plan import RunDirError as BenchDirError
-    from llm4cov.pipeline import PipelineDirError, PipelineError, run_pipeline
-    from llm4cov.policies import PolicyError
-    from llm4cov.sim.toolchain import ToolchainError
-    from llm4cov.synth.engine import RunDirError as SynthDirError
-    from llm4cov.tasks.model import TaskError
+    from llm4cov.pipeline import run_pipeline
 
-    try:
-        config = load_config(config_file, mode=mode, out=str(out) if out else None)
-    except PipelineConfigError as exc:
-        raise common.fail(str(exc)) from exc
+    config = load_config(config_file, mode=mode, out=str(out) if out else None)
     if plan:
         typer.echo(yaml.safe_dump(_plan(config), sort_keys=False))
         return
     console = common.console
-    try:
+    with common.resumable("finished steps are saved"):
         result = run_pipeline(config, _command(config_file, mode, out),
                               lambda message: console.print(message, markup=False))
-    except KeyboardInterrupt:
-        console.print("interrupted: finished steps are saved; rerun the same command")
-        raise typer.Exit(130) from None
-    except ToolchainError as exc:
-        raise common.fail(f"simulator toolchain: {exc}", code=3) from exc
-    except (PolicyError, PipelineError) as exc:
-        raise common.fail(f"{exc} (finished steps are saved; rerun to resume)", 1) from exc
-    except (PipelineDirError, BenchDirError, SynthDirError, ConfigError, TaskError,
-            FileExistsError, ValueError, OSError) as exc:
-        raise common.fail(str(exc)) from exc
     _print(result.stages)
     inv = result.invocation
     console.print(f"{result.status}: {len(inv['steps_run'])} steps run, "
@@ -118,4 +101,4 @@ def pipeline(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("pipeline")(pipeline)
+    app.command("pipeline", short_help="Run the stage loop: synth, train, bench.")(pipeline)

@@ -6,9 +6,11 @@ from pathlib import Path
 
 import typer
 
-from llm4cov.cli import common
+from llm4cov.cli import common, report_opts
+from llm4cov.sim import hints
 from llm4cov.sim.report import coverage_markdown
 from llm4cov.tasks.loaders import read_text
+from llm4cov.tasks.model import SourceFile
 
 
 def sim(
@@ -22,11 +24,25 @@ def sim(
     any_instance: bool = typer.Option(False, "--any-instance",
                                       help="Accept any instance name of the DUT module."),
     as_json: bool = typer.Option(False, "--json", help="Print the Observation as JSON."),
+    aux: list[Path] = typer.Option(
+        [], "--aux", help="Data file the testbench reads ($fopen, $readmemh), or a "
+        "directory of them; repeatable. Files next to --tb that it names are added."),
+    incdir: list[Path] = common.INCDIR,
+    define: list[str] = common.DEFINE,
+    filelist: Path = common.FILELIST,
+    param: list[str] = common.PARAM,
     compile_timeout: float = common.COMPILE_TIMEOUT,
     run_timeout: float = common.RUN_TIMEOUT,
     seed: int = common.SEED,
     fsm: bool = common.FSM,
     no_cache: bool = common.NO_CACHE,
+    no_sandbox: bool = common.NO_SANDBOX,
+    html: Path = report_opts.HTML,
+    lcov: Path = report_opts.LCOV,
+    ucis: Path = report_opts.UCIS,
+    trace: str = report_opts.TRACE,
+    keep_workdir: bool = report_opts.KEEP_WORKDIR,
+    exclude: Path = report_opts.EXCLUDE,
 ) -> None:
     """Simulate one testbench against an RTL repo and report DUT coverage.
 
@@ -35,17 +51,31 @@ def sim(
 
     Example: llm4cov sim --rtl examples/alu_comb --tb my_tb.sv
     """
-    task = common.resolve_task(rtl, tasks, task_id, top, instance)
+    task = common.resolve_task(rtl, tasks, task_id, top, instance,
+                               common.repo_options(incdir, define, filelist, param))
     notes: list[str] = []
+    text = read_text(tb, notes)
     try:
-        text = read_text(tb, notes)
+        aux_files, aux_notes = hints.aux_files(aux, tb, SourceFile(name=tb.name, content=text))
     except OSError as exc:
-        raise common.fail(f"{tb}: {exc.strerror or exc}") from exc
-    evaluator = common.evaluator_or_exit(common.sim_config(
-        compile_timeout, run_timeout, seed, fsm, no_cache
-    ))
+        raise common.fail(str(exc)) from exc
+    notes += aux_notes
+    request = report_opts.ReportRequest(html, lcov, ucis, trace, keep_workdir, exclude)
+    config = request.config(common.sim_config(compile_timeout, run_timeout, seed, fsm, no_cache,
+                                                  no_sandbox))
+    evaluator = common.evaluator(config)
     with common.console.status(f"simulating {tb.name} against {task.dut_module_name} ..."):
-        obs = evaluator.evaluate(task, text, tb_name=tb.name, any_instance=any_instance)
+        if request.needs_capture():
+            if aux_files:
+                notes.append("--aux files are not passed to the report outputs' run")
+            out_dir = html or next((p.parent for p in (lcov, ucis) if p),
+                                   Path.cwd() if trace else None)
+            obs = report_opts.produce(
+                task, text, config, request, out_dir, title=f"Coverage: {task.id}",
+                tb_name=tb.name, any_instance=any_instance, rtl_dir=rtl).observation
+        else:
+            obs = evaluator.evaluate(task, text, tb_name=tb.name, aux_files=aux_files,
+                                     any_instance=any_instance)
     if notes:
         obs = obs.model_copy(update={"notes": notes + obs.notes})
     if as_json:
@@ -56,4 +86,4 @@ def sim(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("sim")(sim)
+    app.command("sim", short_help="Simulate one testbench; report DUT coverage.")(sim)

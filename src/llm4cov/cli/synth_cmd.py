@@ -14,10 +14,9 @@ import typer
 import yaml
 
 from llm4cov.cli import common
-from llm4cov.exec import ExecutorKind, WorkerLost
-from llm4cov.policies import PolicyError, get_policy
+from llm4cov.exec import ExecutorKind
+from llm4cov.policies import get_policy
 from llm4cov.synth.config import (
-    ConfigError,
     export_preset,
     merge,
     resolve,
@@ -25,11 +24,10 @@ from llm4cov.synth.config import (
     to_mapping,
 )
 from llm4cov.synth.contamination import ContaminationIndex
-from llm4cov.synth.engine import PROGRESS_GROUP, RunDirError, SynthRun, run_summary
-from llm4cov.synth.export import ExportError, export_dataset
+from llm4cov.synth.engine import PROGRESS_GROUP, SynthRun, run_summary
+from llm4cov.synth.export import export_dataset
 from llm4cov.synth.records import RepoRow, RepoStatus, Role
 from llm4cov.synth.sources import RepoFormat, count_repos, iter_repos
-from llm4cov.tasks.model import TaskError
 
 synth_app = typer.Typer(
     help="Offline agentic data synthesis (paper, 'Learning offline') and SFT export.",
@@ -73,7 +71,8 @@ def synth(
     stage: int = typer.Option(None, "--stage", help="Paper stage 0, 1 or 2 (its defaults)."),
     repos: Path = typer.Option(None, "--repos", help="Repos: task/CVDP/CodeV-R1 JSONL or a "
                                "directory of repo directories."),
-    out: Path = typer.Option(None, "--out", help="Run directory (a rerun resumes it)."),
+    out: Path = typer.Option(None, "--out", file_okay=False,
+                             help="Run directory (a rerun resumes it)."),
     student: str = typer.Option(None, "--student", help="Student: 'random' or a model name."),
     student_base_url: str = typer.Option(None, "--student-base-url",
                                          help="OpenAI-compatible endpoint of the student."),
@@ -100,6 +99,7 @@ def synth(
     seed: int = common.SEED,
     fsm: bool = common.FSM,
     no_cache: bool = common.NO_CACHE,
+    no_sandbox: bool = common.NO_SANDBOX,
 ) -> None:
     """Synthesize training data D(k) for paper stage K.
 
@@ -110,12 +110,12 @@ def synth(
     to resume),
     2 for bad input, 3 for toolchain problems.
 
+    \b
     Examples:
-
       llm4cov synth --stage 0 --repos repos.jsonl --teacher random --out runs/d0
-
-      llm4cov synth --stage 1 --repos repos.jsonl --student S --student-base-url URL
-      --teacher T --teacher-base-url URL2 --out runs/d1 --executor ray --address auto
+      llm4cov synth --stage 1 --repos repos.jsonl --student S \\
+          --student-base-url URL --teacher T --teacher-base-url URL2 \\
+          --out runs/d1 --executor ray --address auto
     """
     if ctx.invoked_subcommand is not None:
         return
@@ -123,38 +123,29 @@ def synth(
         raise common.fail("give --stage, --repos and --out (or a subcommand: export, config)")
     budget = {k: v for k, v in (("max_sim_calls", max_sim_calls), ("max_tokens", max_tokens))
               if v is not None}
-    try:
-        cfg = resolve(stage_preset(stage), config, overrides or [])
-        cfg = merge(cfg, {"budget": budget}, "budget flags")
-        names = {"student": (student, student_base_url), "teacher": (teacher, teacher_base_url)}
-        policies = {}
-        for role, who in zip((Role.INTERMEDIATE, Role.TRANSITION), cfg.trace_type.roles,
-                             strict=True):
-            model, url = names[who]
-            if model is None:
-                raise common.fail(f"stage {stage} ({cfg.trace_type.value}) needs --{who}")
-            policies[role] = get_policy(model, url)
-        index = (ContaminationIndex.from_task_files(benchmarks, cfg.contamination_threshold)
-                 if benchmarks else None)
-        items = islice(iter_repos(repos, repos_format), limit)
-        total = min(count_repos(repos), limit or sys.maxsize)
-    except (ConfigError, TaskError, OSError, ValueError) as exc:
-        raise common.fail(str(exc)) from exc
-    sim = common.sim_config(compile_timeout, run_timeout, seed, fsm, no_cache)
+    cfg = resolve(stage_preset(stage), config, overrides or [])
+    cfg = merge(cfg, {"budget": budget}, "budget flags")
+    names = {"student": (student, student_base_url), "teacher": (teacher, teacher_base_url)}
+    policies = {}
+    for role, who in zip((Role.INTERMEDIATE, Role.TRANSITION), cfg.trace_type.roles,
+                         strict=True):
+        model, url = names[who]
+        if model is None:
+            raise common.fail(f"stage {stage} ({cfg.trace_type.value}) needs --{who}")
+        policies[role] = get_policy(model, url)
+    index = (ContaminationIndex.from_task_files(benchmarks, cfg.contamination_threshold)
+             if benchmarks else None)
+    items = islice(iter_repos(repos, repos_format), limit)
+    total = min(count_repos(repos), limit or sys.maxsize)
+    sim = common.sim_config(compile_timeout, run_timeout, seed, fsm, no_cache, no_sandbox)
     sims = common.open_executor(executor, workers, sim, address)
     display = common.progress(quiet)
     try:
-        try:
-            run = SynthRun(out, cfg, policies, sims.simulate, index,
-                           None if quiet else _print_repo, _command_line(ctx, "synth"),
-                           display)
-        except RunDirError as exc:
-            raise common.fail(str(exc)) from exc
+        run = SynthRun(out, cfg, policies, sims.simulate, index,
+                       None if quiet else _print_repo, _command_line(ctx, "synth"), display)
         display.plan(PROGRESS_GROUP, total, min(len(run.repos), total))
-        with display:
+        with common.resumable("finished work is saved"), display:
             outcome = asyncio.run(run.run(items))
-    except (PolicyError, WorkerLost) as exc:
-        raise common.fail(f"{exc} (finished work is saved; rerun to resume)", code=1) from exc
     finally:
         sims.close()
     summary = run_summary(out)
@@ -170,7 +161,8 @@ def synth(
 def export(
     ctx: typer.Context,
     run_dir: Path = typer.Argument(..., help="A synth run directory."),
-    out: Path = typer.Option(None, "--out", help="Export directory (default RUN_DIR/sft)."),
+    out: Path = typer.Option(None, "--out", file_okay=False,
+                             help="Export directory (default RUN_DIR/sft)."),
     config: Path = CONFIG,
     overrides: list[str] = SET,
     tokenizer: str = typer.Option(None, "--tokenizer", help="Local tokenizer.json or model "
@@ -185,13 +177,13 @@ def export(
     """
     try:
         stage = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))["config"]["stage"]
-        cfg = resolve(export_preset(stage), config, overrides or [])
-        flags = {k: v for k, v in (("tokenizer", tokenizer), ("name", name)) if v is not None}
-        cfg = merge(cfg, flags, "flags")
-        result = export_dataset(run_dir, out or run_dir / "sft", cfg,
-                                _command_line(ctx, "synth", "export"))
-    except (ConfigError, ExportError, OSError, KeyError, ValueError) as exc:
-        raise common.fail(f"{run_dir}: {exc}") from exc
+    except (KeyError, TypeError) as exc:
+        raise common.fail(f"{run_dir}/run.json: not a synth run record") from exc
+    cfg = resolve(export_preset(stage), config, overrides or [])
+    flags = {k: v for k, v in (("tokenizer", tokenizer), ("name", name)) if v is not None}
+    cfg = merge(cfg, flags, "flags")
+    result = export_dataset(run_dir, out or run_dir / "sft", cfg,
+                            _command_line(ctx, "synth", "export"))
     common.console.print(f"{result.samples} samples -> {result.out_dir / 'sft.jsonl'} "
                          f"(card: {result.out_dir / 'README.md'})")
 
@@ -206,13 +198,10 @@ def show_config(
 
     Example: llm4cov synth config --stage 1 --set selection.strategy=best
     """
-    try:
-        synth_cfg = resolve(stage_preset(stage), config, overrides or [])
-    except ConfigError as exc:
-        raise common.fail(str(exc)) from exc
+    synth_cfg = resolve(stage_preset(stage), config, overrides or [])
     typer.echo(yaml.safe_dump({"synth": to_mapping(synth_cfg),
                                "export": to_mapping(export_preset(stage))}, sort_keys=False))
 
 
 def register(app: typer.Typer) -> None:
-    app.add_typer(synth_app, name="synth")
+    app.add_typer(synth_app, name="synth", short_help="Synthesize training data; export it.")

@@ -9,7 +9,6 @@ import typer
 
 from llm4cov.cli import common
 from llm4cov.train import (
-    DatasetError,
     TrainConfig,
     configs_dir,
     export_llamafactory,
@@ -19,10 +18,7 @@ from llm4cov.train.tiny import build_tiny_checkpoint, texts_of
 
 
 def _config(config_file: Path | None, **flags) -> TrainConfig:
-    try:
-        return TrainConfig.load(config_file, **flags)
-    except (OSError, ValueError) as exc:
-        raise common.fail(str(exc)) from exc
+    return TrainConfig.load(config_file, **flags)
 
 
 def _opt(*flags: str, help: str):
@@ -33,7 +29,8 @@ def _opt(*flags: str, help: str):
 def train(
     data: Path = typer.Option(None, "--data", help="Chat JSONL (llm4cov synth export)."),
     init: str = _opt("--init", help="Model id or checkpoint to start from."),
-    out: Path = typer.Option(None, "--out", help="Checkpoint directory to write."),
+    out: Path = typer.Option(None, "--out", file_okay=False,
+                             help="Checkpoint directory to write."),
     config_file: Path = typer.Option(None, "--config",
                                      help="YAML of TrainConfig settings (see train-configs)."),
     max_length: int = _opt("--max-length", help="Max tokens per sample (default 40960)."),
@@ -74,7 +71,10 @@ def train(
     CONFIG -m llm4cov.train ... (CONFIG from llm4cov train-configs). Exit code 0 on
     success, 2 for bad input.
 
-    Example: llm4cov train --data D_0.jsonl --init Qwen/Qwen3-4B-Instruct-2507 --out ckpt/stage1
+    \b
+    Example:
+      llm4cov train --data D_0.jsonl --init Qwen/Qwen3-4B-Instruct-2507 \\
+          --out ckpt/stage1
     """
     config = _config(
         config_file, data=data, init=init, out=out, max_length=max_length, epochs=epochs,
@@ -86,16 +86,13 @@ def train(
         lora_alpha=lora_alpha, lora_dropout=lora_dropout, lora_target=lora_target or None,
     )
     console = common.console
-    try:
-        if export_dir is not None:
-            done = export_llamafactory(config, export_dir, llamafactory_template, devices)
-            console.print(f"{len(done.split.kept)} of {done.samples_total} samples kept "
-                          f"({len(done.split.dropped)} too long) -> llamafactory-cli train "
-                          f"{done.yaml_path}")
-            return
-        result = train_stage(config)
-    except (DatasetError, FileExistsError, ValueError) as exc:
-        raise common.fail(str(exc)) from exc
+    if export_dir is not None:
+        done = export_llamafactory(config, export_dir, llamafactory_template, devices)
+        console.print(f"{len(done.split.kept)} of {done.samples_total} samples kept "
+                      f"({len(done.split.dropped)} too long) -> llamafactory-cli train "
+                      f"{done.yaml_path}")
+        return
+    result = train_stage(config)
     for d in result.dropped:
         console.print(f"dropped line {d.line} ({d.tokens} tokens > {config.max_length})")
     last = f", last loss {result.losses[-1].loss:.4f}" if result.losses else ""
@@ -107,7 +104,8 @@ def train(
 
 def train_tiny(
     data: Path = typer.Option(..., "--data", help="Chat JSONL whose texts train the tokenizer."),
-    out: Path = typer.Option(..., "--out", help="Checkpoint directory to write."),
+    out: Path = typer.Option(..., "--out", file_okay=False,
+                             help="Checkpoint directory to write."),
     vocab_size: int = typer.Option(512, "--vocab-size", min=300, help="BPE vocabulary size."),
     hidden_size: int = typer.Option(64, "--hidden-size", min=16, help="Model width."),
     layers: int = typer.Option(2, "--layers", min=1, help="Transformer layers."),
@@ -120,10 +118,7 @@ def train_tiny(
 
     Example: llm4cov train-tiny --data D_0.jsonl --out ckpt/tiny0
     """
-    try:
-        texts = texts_of(data)
-    except DatasetError as exc:
-        raise common.fail(str(exc)) from exc
+    texts = texts_of(data)
     path = build_tiny_checkpoint(out, texts, vocab_size, hidden_size, layers, seed)
     common.console.print(f"tiny Qwen3 checkpoint -> {path}")
 
@@ -139,6 +134,6 @@ def train_configs() -> None:
 
 
 def register(app: typer.Typer) -> None:
-    app.command("train")(train)
-    app.command("train-tiny")(train_tiny)
-    app.command("train-configs")(train_configs)
+    app.command("train", short_help="Train one SFT stage.")(train)
+    app.command("train-tiny", short_help="Write a tiny checkpoint for CPU smoke runs.")(train_tiny)
+    app.command("train-configs", short_help="Print the shipped launcher configs.")(train_configs)

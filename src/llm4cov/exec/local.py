@@ -6,6 +6,12 @@ the pool and retries those calls, each at most ``max_retries`` times; only a cal
 keeps losing its worker raises :class:`~llm4cov.exec.base.WorkerLost`. The pool stops
 its surviving workers with SIGTERM; they take their running simulations (their own
 process groups) down with them before exiting.
+
+Workers never outlive the process that owns the pool, even when it is SIGKILLed: each
+worker watches its parent (a thread polling ``getppid`` every
+:data:`PARENT_POLL_S`) and, once re-parented, kills its simulations' process groups and
+exits. (``PR_SET_PDEATHSIG`` is not used for this: it fires when the *thread* that
+forked the worker ends, and the pool may fork from any thread.)
 """
 
 from __future__ import annotations
@@ -14,8 +20,11 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
+import multiprocessing
 import os
 import signal
+import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -30,21 +39,42 @@ from llm4cov.util.procs import child_pids
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
+PARENT_POLL_S = 0.2
+"""How often a worker checks that the pool's owner is alive (seconds)."""
+_KILL_PASSES = 3  # a simulation may start while the first pass runs
+
 _CONFIG: SimConfig | None = None
 _EVALUATOR = None
 
 
+def _kill_children_and_exit(code: int) -> None:
+    """SIGKILL the process group of every child (each simulation leads its own group,
+    ``sim/process.py``), then end this worker at once."""
+    for _ in range(_KILL_PASSES):
+        for pid in child_pids():
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pid, signal.SIGKILL)
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+    os._exit(code)
+
+
 def _on_sigterm(signum: int, frame: Any) -> None:
-    for pid in child_pids():
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(pid, signal.SIGKILL)
-    os._exit(128 + signum)
+    _kill_children_and_exit(128 + signum)
 
 
-def _init_worker(config: SimConfig) -> None:
+def _watch_parent(parent: int) -> None:
+    while os.getppid() == parent:
+        time.sleep(PARENT_POLL_S)
+    _kill_children_and_exit(128 + signal.SIGKILL)
+
+
+def _init_worker(config: SimConfig, parent: int) -> None:
     global _CONFIG
     _CONFIG = config
     signal.signal(signal.SIGTERM, _on_sigterm)
+    threading.Thread(target=_watch_parent, args=(parent,), name="llm4cov-parent-watch",
+                     daemon=True).start()
 
 
 def _evaluate(task: Task, testbench: str, tb_name: str, aux_files, any_instance: bool):
@@ -84,7 +114,8 @@ class LocalExecutor:
     def _current(self) -> tuple[ProcessPoolExecutor, int]:
         if self._pool is None:
             self._pool = ProcessPoolExecutor(
-                max_workers=self.workers, initializer=_init_worker, initargs=(self.config,)
+                max_workers=self.workers, mp_context=multiprocessing.get_context("fork"),
+                initializer=_init_worker, initargs=(self.config, os.getpid()),
             )
         return self._pool, self._generation
 

@@ -74,7 +74,9 @@ def checkpoint(config: PipelineConfig, k: int) -> str:
 
 
 def _init_path(config: PipelineConfig) -> str:
-    return str(Path(config.out) / "init") if config.init == TINY else config.init
+    from llm4cov.models import resolve_model  # a fetched model's name -> its checkpoint
+
+    return str(Path(config.out) / "init") if config.init == TINY else resolve_model(config.init)
 
 
 def _bench_all(session: Session, name: str, model: ModelRef, root: Path

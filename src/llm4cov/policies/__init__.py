@@ -10,24 +10,33 @@ from llm4cov.policies.base import (
     SamplingParams,
 )
 
-BUILTIN = ("random",)
+BUILTIN = ("random", "formal")
 
 
 def get_policy(model: str = "random", base_url: str | None = None, **options) -> Policy:
     """The policy for ``model``: ``random`` (built-in baseline), ``local:PATH`` (a
-    checkpoint run in this process with transformers, needs the ``train`` extra) or any
-    model name served by an OpenAI-compatible endpoint at ``base_url``.
+    checkpoint run in this process with transformers, needs the ``train`` extra), a
+    fetched model's name (``smollm2-135m``, see ``llm4cov model list``; run locally like
+    ``local:`` unless ``base_url`` is given, then it is the served name) or any model
+    name served by an OpenAI-compatible endpoint at ``base_url``.
 
     Raises:
         ValueError: an LLM model name without ``base_url`` and without
-            ``OPENAI_BASE_URL`` in the environment, or ``local:`` without a path.
+            ``OPENAI_BASE_URL`` in the environment, ``local:`` without a path, or a
+            registered model that is not fetched yet (``ModelNotFetched``).
     """
     import os
+
+    from llm4cov.models.registry import REGISTRY
 
     if model == "random":
         from llm4cov.policies.random_stimulus import RandomStimulusPolicy
 
         return RandomStimulusPolicy(**options)
+    if model == "formal":
+        from llm4cov.policies.formal import FormalPolicy
+
+        return FormalPolicy(**options)
     if model.startswith("local:"):
         path = model.removeprefix("local:")
         if not path:
@@ -35,12 +44,18 @@ def get_policy(model: str = "random", base_url: str | None = None, **options) ->
         from llm4cov.policies.local_transformers import LocalTransformersPolicy
 
         return LocalTransformersPolicy(path, **options)
+    if model in REGISTRY and not base_url:
+        from llm4cov.models.store import resolve_model
+        from llm4cov.policies.local_transformers import LocalTransformersPolicy
+
+        return LocalTransformersPolicy(resolve_model(model), name=model, **options)
     base_url = base_url or os.environ.get("OPENAI_BASE_URL")
     if not base_url:
         raise ValueError(
             f"model {model!r} needs --base-url (an OpenAI-compatible endpoint, e.g. "
             f"http://localhost:8000/v1) or OPENAI_BASE_URL; built-in policies: "
-            f"{', '.join(BUILTIN)}; a local checkpoint: local:PATH"
+            f"{', '.join(BUILTIN)}; a local checkpoint: local:PATH; fetched models: "
+            f"{', '.join(sorted(REGISTRY))}"
         )
     from llm4cov.policies.openai_chat import OpenAIChatPolicy
 

@@ -1,19 +1,98 @@
-"""A checkpoint run in this process with ``transformers`` (``--model local:PATH``).
+"""A checkpoint run in this process with ``transformers`` (``--model local:PATH`` or a
+fetched model's name, e.g. ``--model smollm2-135m``).
 
 For small models and users without an inference server; a served model (``vllm serve``,
 then ``--base-url``) is much faster. Prompts go through the checkpoint's own chat template
 with the generation prompt; sampling uses the request's temperature, top-p, max tokens
 and seed (temperature 0 = greedy); other settings (e.g. Qwen's top-k 20) come from the
 checkpoint's ``generation_config.json``, as with vLLM.
+
+Speed on CPU: generation uses the KV cache; concurrent requests (the agent loops of
+several samples and tasks run on threads) meet in a batcher and are decoded together,
+left-padded, up to ``batch_size`` at a time; a row stops at the end of its code block
+(the closing fence after an opening one) or at end-of-turn. A prompt longer than the
+model's context gets an empty answer (``finish_reason`` ``context_exceeded``, its
+``prompt_tokens`` recorded), so a benchmark reports it as a failed round instead of
+stopping; the answer's length is capped at what the context leaves.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
+import dataclasses
+import logging
+import queue
 import threading
 import time
 from typing import Any
 
 from llm4cov.policies.base import Generation, GenerationRequest, PolicyError, SamplingParams
+
+log = logging.getLogger(__name__)
+
+FENCE = "```"
+CONTEXT_EXCEEDED = "context_exceeded"
+
+
+def closed_code_block_end(text: str, final: bool = False) -> int | None:
+    """The end offset (just after the closing fence) of the first fenced code block in
+    ``text`` that has a non-blank body, or None while there is none.
+
+    A closing fence is ```` ``` ```` alone on its line; while generating, its line must
+    be finished (a newline follows), since ```` ``` ```` may still grow into an opening
+    fence such as ```` ```systemverilog ````; ``final`` (the text is complete) accepts
+    it at the very end. Empty blocks (```` ```\n\n``` ````, which small models emit)
+    are skipped; a fence with an info string inside an open block opens a new block.
+    """
+    pos, body = 0, None  # body: offset where the open block's body starts
+    while (i := text.find(FENCE, pos)) >= 0:
+        line_end = text.find("\n", i)
+        rest = text[i + len(FENCE):] if line_end < 0 else text[i + len(FENCE):line_end]
+        if body is not None and not rest.strip():
+            if line_end < 0 and not final:
+                return None
+            if text[body:i].strip():
+                return i + len(FENCE)
+            body = None
+        elif line_end < 0:
+            return None
+        else:
+            body = line_end + 1
+        if line_end < 0:
+            return None
+        pos = line_end + 1
+    return None
+
+
+class CodeBlockStop:
+    """``transformers`` stopping criterion: per row, True once the generated text
+    (after ``prompt_len``) holds a closed code block (:func:`closed_code_block_end`).
+    Only rows with a backtick in one of their last two tokens are decoded
+    (``fence_ids``: the token ids that contain one)."""
+
+    def __init__(self, tokenizer, prompt_len: int, fence_ids: frozenset[int]) -> None:
+        self.tokenizer = tokenizer
+        self.prompt_len = prompt_len
+        self.fence_ids = fence_ids
+        self.done: list[bool] | None = None
+
+    def __call__(self, input_ids, scores, **kwargs):
+        import torch
+
+        rows = input_ids.shape[0]
+        if self.done is None:
+            self.done = [False] * rows
+        for i in range(rows):
+            if not self.done[i] and any(int(t) in self.fence_ids for t in input_ids[i, -2:]):
+                text = self.tokenizer.decode(input_ids[i, self.prompt_len:])
+                self.done[i] = closed_code_block_end(text) is not None
+        return torch.tensor(self.done, dtype=torch.bool, device=input_ids.device)
+
+
+@dataclasses.dataclass
+class _Pending:
+    request: GenerationRequest
+    future: concurrent.futures.Future
 
 
 class LocalTransformersPolicy:
@@ -21,11 +100,15 @@ class LocalTransformersPolicy:
 
     ``device``: ``cuda``/``cpu``/...; None = CUDA when available. ``dtype``: ``auto``
     (bf16 on a GPU that supports it, else fp32), ``bf16`` or ``fp32``. ``batch_size``:
-    most prompts in one ``generate`` call.
+    most prompts in one ``generate`` call. ``batch_wait_s``: how long the batcher waits
+    for more requests after the first one (seconds). ``stop_at_code_end``: stop a row at
+    the end of its first code block. ``name``: the name in result rows (default
+    ``local:PATH``).
     """
 
     def __init__(self, path: str, device: str | None = None, dtype: str = "auto",
-                 batch_size: int = 8) -> None:
+                 batch_size: int = 8, batch_wait_s: float = 0.25,
+                 stop_at_code_end: bool = True, name: str | None = None) -> None:
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -34,76 +117,146 @@ class LocalTransformersPolicy:
         if dtype not in ("auto", "bf16", "fp32"):
             raise ValueError("dtype must be 'auto', 'bf16' or 'fp32'")
         self.path = path
-        self.name = f"local:{path}"
+        self.name = name or f"local:{path}"
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
         bf16_ok = self.device.startswith("cuda") and torch.cuda.is_bf16_supported()
         self.dtype = "bf16" if dtype == "bf16" or (dtype == "auto" and bf16_ok) else "fp32"
         self.batch_size = batch_size
+        self.batch_wait_s = batch_wait_s
+        self.stop_at_code_end = stop_at_code_end
         self.tokenizer = AutoTokenizer.from_pretrained(path, padding_side="left")
         torch_dtype = torch.bfloat16 if self.dtype == "bf16" else torch.float32
         self.model = AutoModelForCausalLM.from_pretrained(path, dtype=torch_dtype)
         self.model.to(self.device).eval()
+        self.context_tokens = int(getattr(self.model.config, "max_position_embeddings", 0)
+                                  or 0) or None
         eos = self.model.generation_config.eos_token_id
         eos = eos if isinstance(eos, list) else [eos] if eos is not None else []
         self._eos = {*eos, self.tokenizer.eos_token_id} - {None}
+        self._pad = (self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None
+                     else min(self._eos))
+        vocab = self.tokenizer.convert_ids_to_tokens(list(range(len(self.tokenizer))))
+        self._fence_ids = frozenset(i for i, t in enumerate(vocab) if t and "`" in t)
         self._lock = threading.Lock()
+        self._queue: queue.Queue[_Pending] = queue.Queue()
+        self._batcher: threading.Thread | None = None
 
+    # -- requests from many threads meet here -------------------------------------
     def generate(self, request: GenerationRequest) -> Generation:
-        return self.generate_batch([request])[0]
+        """Answer one request; concurrent calls are batched together (see the class)."""
+        pending = _Pending(request, concurrent.futures.Future())
+        with self._lock:
+            if self._batcher is None:
+                self._batcher = threading.Thread(target=self._serve, daemon=True,
+                                                 name="llm4cov-local-batcher")
+                self._batcher.start()
+        self._queue.put(pending)
+        return pending.future.result()
 
+    def _serve(self) -> None:
+        while True:
+            batch = [self._queue.get()]
+            deadline = time.monotonic() + self.batch_wait_s
+            while len(batch) < self.batch_size:
+                try:
+                    batch.append(self._queue.get(timeout=max(0.0, deadline - time.monotonic())))
+                except queue.Empty:
+                    break
+            try:
+                answers = self.generate_batch([p.request for p in batch])
+            except BaseException as exc:
+                for p in batch:
+                    p.future.set_exception(exc)
+            else:
+                for p, answer in zip(batch, answers, strict=True):
+                    p.future.set_result(answer)
+
+    # -- one batch -------------------------------------------------------------------
     def generate_batch(self, requests: list[GenerationRequest]) -> list[Generation]:
-        """Answers in request order. Requests with equal sampling parameters and seed share
-        ``generate`` calls of up to ``batch_size`` prompts, seeded with that seed, so a
-        seeded sample is reproducible for the same batch (``generate`` = batch of one)."""
-        groups: dict[tuple[SamplingParams, int | None], list[int]] = {}
-        for i, r in enumerate(requests):
-            seed = r.seed if r.seed is not None else r.params.seed
-            groups.setdefault((r.params, seed), []).append(i)
+        """Answers in request order. Requests with equal sampling parameters share
+        ``generate`` calls of up to ``batch_size`` prompts of similar length (sorted by
+        prompt tokens, so short prompts are not padded to a long one). Greedy decoding
+        ignores seeds;
+        a sampled batch is seeded with its first request's seed, so a seeded sample is
+        reproducible for the same batch (always for a batch of one)."""
+        prompts = [self._encode(r.messages) for r in requests]
         results: dict[int, Generation] = {}
-        for (params, seed), indices in groups.items():
+        groups: dict[SamplingParams, list[int]] = {}
+        for i, r in enumerate(requests):
+            if self.context_tokens and len(prompts[i]) >= self.context_tokens:
+                log.warning("%s: prompt of %d tokens exceeds the context of %d tokens",
+                            self.name, len(prompts[i]), self.context_tokens)
+                results[i] = Generation(text="", model=self.name, prompt_tokens=len(prompts[i]),
+                                        finish_reason=CONTEXT_EXCEEDED)
+                continue
+            groups.setdefault(dataclasses.replace(r.params, seed=None), []).append(i)
+        for params, indices in groups.items():
+            indices.sort(key=lambda i: len(prompts[i]))  # less left padding per batch
             for k in range(0, len(indices), self.batch_size):
                 chunk = indices[k:k + self.batch_size]
-                answers = self._generate([requests[i].messages for i in chunk], params, seed)
+                first = requests[chunk[0]]
+                seed = first.seed if first.seed is not None else first.params.seed
+                answers = self._generate([prompts[i] for i in chunk], params,
+                                         seed if params.temperature > 0 else None)
                 for i, answer in zip(chunk, answers, strict=True):
                     results[i] = answer
         return [results[i] for i in range(len(requests))]
 
-    def _generate(self, conversations: list[list[dict[str, str]]], params: SamplingParams,
+    def _encode(self, messages: list[dict[str, str]]) -> list[int]:
+        try:
+            enc = self.tokenizer.apply_chat_template(messages, add_generation_prompt=True,
+                                                     tokenize=True, return_dict=True)
+        except (ValueError, TypeError) as exc:
+            raise PolicyError(f"{self.name}: chat template failed: {exc}") from exc
+        return list(enc["input_ids"])
+
+    def _generate(self, prompts: list[list[int]], params: SamplingParams,
                   seed: int | None) -> list[Generation]:
         import torch
+        from transformers import StoppingCriteriaList
 
         started = time.monotonic()
+        width = max(map(len, prompts))
+        ids = torch.tensor([[self._pad] * (width - len(p)) + p for p in prompts])
+        mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts])
+        budget = params.max_tokens
+        if self.context_tokens:
+            budget = min(budget, self.context_tokens - width)
+        sampling = ({"do_sample": True, "temperature": params.temperature,
+                     "top_p": params.top_p} if params.temperature > 0 else
+                    {"do_sample": False, "temperature": None, "top_p": None, "top_k": None})
+        stop = CodeBlockStop(self.tokenizer, width, self._fence_ids)
         try:
-            enc = self.tokenizer.apply_chat_template(
-                conversations, add_generation_prompt=True, tokenize=True, return_dict=True,
-                return_tensors="pt", padding=True,
-            ).to(self.device)
-            sampling = ({"do_sample": True, "temperature": params.temperature,
-                         "top_p": params.top_p} if params.temperature > 0 else {"do_sample": False})
-            with self._lock, torch.inference_mode():
+            with torch.inference_mode():
                 if seed is not None:
                     torch.manual_seed(seed)
-                out = self.model.generate(**enc, max_new_tokens=params.max_tokens,
-                                          pad_token_id=self.tokenizer.pad_token_id, **sampling)
+                out = self.model.generate(
+                    input_ids=ids.to(self.device), attention_mask=mask.to(self.device),
+                    max_new_tokens=max(1, budget), pad_token_id=self._pad, use_cache=True,
+                    stopping_criteria=StoppingCriteriaList(
+                        [stop] if self.stop_at_code_end else []),
+                    **sampling)
         except (RuntimeError, ValueError) as exc:
             raise PolicyError(f"{self.name}: generation failed: {exc}") from exc
         latency = time.monotonic() - started
-        prompt_tokens = enc["attention_mask"].sum(dim=1).tolist()
-        answers = []
-        for row, n_prompt in zip(out[:, enc["input_ids"].shape[1]:].tolist(), prompt_tokens,
-                                 strict=True):
-            stop = next((j for j, t in enumerate(row) if t in self._eos), None)
-            tokens = row if stop is None else row[:stop + 1]
-            answers.append(Generation(
-                text=self.tokenizer.decode(tokens, skip_special_tokens=True),
-                model=self.name,
-                prompt_tokens=int(n_prompt),
-                completion_tokens=len(tokens),
-                finish_reason="length" if stop is None else "stop",
-                latency_s=latency,
-            ))
-        return answers
+        return [self._answer(row, len(prompt), latency)
+                for row, prompt in zip(out[:, width:].tolist(), prompts, strict=True)]
+
+    def _answer(self, row: list[int], prompt_tokens: int, latency: float) -> Generation:
+        end = next((j for j, t in enumerate(row) if t in self._eos or t == self._pad), None)
+        tokens = row if end is None else row[:end + 1]
+        text = self.tokenizer.decode(tokens, skip_special_tokens=True)
+        code_end = closed_code_block_end(text, final=True) if self.stop_at_code_end else None
+        if code_end is not None:
+            text = text[:code_end]
+        return Generation(
+            text=text, model=self.name, prompt_tokens=prompt_tokens,
+            completion_tokens=len(tokens),
+            finish_reason="stop" if end is not None or code_end is not None else "length",
+            latency_s=latency,
+        )
 
     def describe(self) -> dict[str, Any]:
         return {"model": self.name, "backend": "transformers", "device": self.device,
-                "dtype": self.dtype, "batch_size": self.batch_size}
+                "dtype": self.dtype, "batch_size": self.batch_size,
+                "context_tokens": self.context_tokens, "stop_at_code_end": self.stop_at_code_end}

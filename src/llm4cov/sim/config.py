@@ -69,6 +69,17 @@ class SimConfig:
     """Compile against a precompiled header of the Verilated runtime headers."""
     fast_linker: bool = True
     """Link with ``ld.gold`` when it is installed."""
+    sandbox: bool = True
+    """Build and run every simulation in the OS sandbox (bubblewrap,
+    :mod:`~llm4cov.sim.isolation`). False (``--no-sandbox``) is for trusted testbenches
+    only; every observation then says so in a note."""
+    static_check: bool = True
+    """Reject unsafe testbench text before compiling (``sandbox.py``). False only for
+    tests of the OS sandbox itself."""
+    exclusions: tuple[str, ...] = ()
+    """Coverage exclusion rules, one per entry (:mod:`~llm4cov.sim.exclusions`, the
+    ``--exclude FILE`` format): matching points are left out of every count and reported
+    in a note as excluded."""
 
     def __post_init__(self) -> None:
         if self.build_jobs < 0:

@@ -8,25 +8,28 @@ point per bit per direction), ``fsm_*`` (FSM coverage, opt-in) and ``user``
 (cover properties, reported but not part of ``overall``). A point is covered when its
 count is > 0.
 
-Verilator counts coverage per module, not per instance: all instances of a module
-share points, and ``coverage.dat`` names them with a wildcarded hierarchy (e.g.
-``tb.dut.stage_*``). A point belongs to the DUT subtree when its hierarchy equals the
-DUT path, lies below it, or is a wildcard that can match the DUT path. Consequences
-for per-instance targets: a target on one instance of a module that is instantiated
-several times is measured on the merged module (covered if any instance was
-exercised), so it can read higher than Cadence IMC's per-instance number.
+Which points count (as Cadence IMC reports an instance): a point counts when its
+hierarchy is the DUT instance path or lies below it, and it comes from one of the
+repo's RTL files; never a testbench file, and never a wildcard that could only match
+the DUT path by pattern (``tb.*``, the merge of two copies of the DUT module).
+Verilator merges the instances of a module into one wildcarded hierarchy
+(``tb.dut.stage_*``); the evaluator avoids that by elaborating one copy per instance
+(``instances.py``), so hierarchies are exact. Where it could not (an instance array,
+a design over the size bound), a merged hierarchy strictly below the DUT still counts,
+once, and :func:`merged_hierarchies` names it for a note.
 """
 
 from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ucis.vltcov.vlt_parser import VltParser
 
+from llm4cov.sim.feedback_terms import SourceIndex
 from llm4cov.sim.observation import (
     CoverageReport,
     MetricCoverage,
@@ -48,6 +51,7 @@ class Point:
     hier: str
     count: int
     lines: str = ""  # Verilator's S key: the source lines a block covers
+    col: int = 0  # Verilator's n key: the column of the construct (0 = unknown)
 
 
 def metric_name(point_type: str) -> str:
@@ -78,19 +82,30 @@ def parse_coverage_dat(path: Path) -> list[Point]:
                     hier=attrs.get("h", ""),
                     count=int(match["count"]),
                     lines=attrs.get("S", ""),
+                    col=int(attrs["n"]) if attrs.get("n", "").isdigit() else 0,
                 )
             )
     return points
 
 
 def in_subtree(hier: str, root: str) -> bool:
-    """True when a (possibly wildcarded) point hierarchy lies at or below ``root``."""
-    if hier == root or hier.startswith(root + "."):
-        return True
-    if "*" in hier:
-        prefix = hier.split("*", 1)[0]
-        return root.startswith(prefix) or prefix.startswith(root + ".")
-    return False
+    """True when a point hierarchy is ``root`` or lies below it (a wildcard counts only
+    when it lies below ``root`` as written: ``tb.*`` never matches ``tb.dut``)."""
+    return hier == root or hier.startswith(root + ".")
+
+
+def dut_points(
+    points: Iterable[Point], dut_hier: str, rtl_files: Collection[str] | None = None
+) -> list[Point]:
+    """The points that count for the DUT: at or below ``dut_hier`` and, when
+    ``rtl_files`` is given, from one of those files (never the testbench's)."""
+    return [p for p in points if in_subtree(p.hier, dut_hier)
+            and (rtl_files is None or p.file in rtl_files)]
+
+
+def merged_hierarchies(points: Iterable[Point]) -> list[str]:
+    """Wildcarded hierarchies (instances Verilator merged into one counter set)."""
+    return sorted({p.hier for p in points if "*" in p.hier})
 
 
 def _tally(points: Iterable[Point]) -> dict[str, MetricCoverage]:
@@ -102,9 +117,12 @@ def _tally(points: Iterable[Point]) -> dict[str, MetricCoverage]:
     return {m: MetricCoverage(covered=covered[m], total=total[m]) for m in sorted(total)}
 
 
-def summarize(points: list[Point], dut_hier: str) -> CoverageReport | None:
-    """Coverage of ``dut_hier`` and below; None when the DUT has no points at all."""
-    mine = [p for p in points if in_subtree(p.hier, dut_hier)]
+def summarize(
+    points: list[Point], dut_hier: str, rtl_files: Collection[str] | None = None
+) -> CoverageReport | None:
+    """Coverage of ``dut_hier`` and below (:func:`dut_points`); None when the DUT has no
+    points at all. ``per_instance`` holds each instance's own points."""
+    mine = dut_points(points, dut_hier, rtl_files)
     if not mine:
         return None
     by_inst: dict[str, list[Point]] = defaultdict(list)
@@ -116,6 +134,7 @@ def summarize(points: list[Point], dut_hier: str) -> CoverageReport | None:
         metrics=metrics,
         per_instance={h: _tally(ps) for h, ps in sorted(by_inst.items())},
         overall=round(overall_percent(metrics), 4),
+        merged=merged_hierarchies(mine),
     )
 
 
@@ -134,10 +153,18 @@ def uncovered_items(
     Structural misses (blocks never executed, branches never taken) come first, then
     FSM, expression terms and toggles. Toggle misses of one signal are merged into one
     item with a bit range (``q[7:4] never toggled 0->1``). Returns the items and how
-    many more were left out.
+    many more were left out. ``sources`` maps each RTL file name to its text: only
+    points of those files count. The same miss in several instances of one module is
+    one item: ``instances`` lists where it was missed, ``copies`` how many instances
+    have that source line (see :class:`UncoveredItem`).
     """
-    missed = [p for p in points if p.count == 0 and in_subtree(p.hier, dut_hier)]
+    mine = dut_points(points, dut_hier, sources.keys())
+    hiers_at: dict[tuple[str, int], set[str]] = defaultdict(set)
+    for p in mine:
+        hiers_at[(p.file, p.line)].add(p.hier)
+    missed = [p for p in mine if p.count == 0]
     lines = {name: text.splitlines() for name, text in sources.items()}
+    words = SourceIndex(sources)
     items: list[UncoveredItem] = []
     toggles: dict[tuple[str, int, str, str], dict[int, set[str]]] = defaultdict(
         lambda: defaultdict(set)
@@ -147,7 +174,9 @@ def uncovered_items(
             bit = int(m["bit"]) if m["bit"] is not None else -1
             toggles[(p.file, p.line, m["sig"], p.hier)][bit].add(m["dir"])
             continue
-        items.append(_item(p, _describe(p), lines))
+        phrase = words.phrase(p.metric, p.file, p.line, p.col, p.comment, p.lines)
+        hiers_at[(p.file, phrase.line)] |= hiers_at[(p.file, p.line)]  # an else's own line
+        items.append(_item(replace(p, line=phrase.line), phrase.detail, lines))
     for (file, line, sig, hier), bit_dirs in toggles.items():
         point = Point("toggle", file, line, "", hier, 0)
         by_dirs: dict[tuple[str, ...], list[int]] = defaultdict(list)
@@ -156,20 +185,18 @@ def uncovered_items(
         for dirs, bits in sorted(by_dirs.items()):
             how = "never toggled" if len(dirs) == 2 else f"never toggled {dirs[0]}"
             items.append(_item(point, f"{_bit_ranges(sig, bits)} {how}", lines))
-    items.sort(key=lambda i: (_KIND_ORDER.get(i.kind, 9), i.file, i.line, i.detail))
-    return items[:limit], max(0, len(items) - limit)
-
-
-def _describe(p: Point) -> str:
-    if p.metric == "line":
-        span = f" (lines {p.lines})" if p.lines else ""
-        label = "block" if p.comment in ("", "block") else f"'{p.comment}' block"
-        return f"{label} never executed{span}"
-    if p.metric == "branch":
-        return f"'{p.comment}' branch never taken"
-    if p.metric == "expr":
-        return f"expression term {p.comment} never seen"
-    return f"{p.comment or p.metric} never hit"
+    grouped: dict[tuple[str, str, int, str], list[UncoveredItem]] = defaultdict(list)
+    for item in items:
+        grouped[(item.kind, item.file, item.line, item.detail)].append(item)
+    merged = []
+    for (_, file, line, _), group in grouped.items():
+        where = tuple(sorted(i.instance for i in group))
+        merged.append(group[0].model_copy(update={
+            "instance": where[0], "instances": where,
+            "copies": len(hiers_at.get((file, line), ())) or 1,
+        }))
+    merged.sort(key=lambda i: (_KIND_ORDER.get(i.kind, 9), i.file, i.line, i.detail))
+    return merged[:limit], max(0, len(merged) - limit)
 
 
 def _item(p: Point, detail: str, lines: Mapping[str, list[str]]) -> UncoveredItem:

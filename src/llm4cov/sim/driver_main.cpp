@@ -9,11 +9,15 @@
 //   $fatal, DIDNOTCONVERGE    -> coverage written, exit 1            (end=fatal)
 //   simulated-time limit      -> coverage written                    (end=sim_time_limit)
 //   SIGTERM (wall-clock kill) -> coverage written if the loop regains control
-// Outputs go to paths given in environment variables, which the testbench cannot read,
-// so it cannot forge them:
-//   LLM4COV_COVERAGE_FILE  coverage.dat path
-//   LLM4COV_END_FILE       one line: end=<reason> time=<ticks> precision=<exp> errors=<n>
-//                          file=<f> line=<l>
+// The end record goes to an inherited pipe whose file descriptor number the evaluator
+// passes in the environment; the testbench cannot name it (no /proc in the sandbox, and
+// Verilator's $fopen handles are its own), and the parent accepts exactly one record.
+// The descriptor is marked close-on-exec and the variables are removed at start-up.
+//   LLM4COV_END_FD         fd of the record pipe; one line, fields in this order:
+//                          llm4cov-end/1 end=<reason> time=<ticks> precision=<exp>
+//                          errors=<n> line=<l> coverage=<bytes of coverage.dat>
+//                          file=<hex of the source file name>
+//   LLM4COV_COVERAGE_FILE  coverage.dat path (a random name in the work dir)
 //   LLM4COV_STOP_SITES     ';'-separated file:line list of $stop statements
 //   LLM4COV_SIM_TIME_LIMIT simulated-time limit in seconds (float, 0 = none)
 //   LLM4COV_MAX_TIME_SLOTS limit on time advances (0 = none): bounds a free-running clock
@@ -21,6 +25,10 @@
 #include "verilated.h"
 #include "verilated_cov.h"
 #include "Vllm4cov_top.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <csignal>
@@ -36,6 +44,8 @@ VerilatedContext* g_ctx = nullptr;
 int g_tb_errors = 0;
 bool g_written = false;
 std::set<std::string> g_stop_sites;
+int g_end_fd = -1;
+std::string g_coverage_file = "coverage.dat";
 
 void onTerminate(int) { g_terminate = 1; }
 
@@ -55,18 +65,50 @@ void loadStopSites() {
     }
 }
 
+// Takes the outputs' names from the environment and hides them from the simulation.
+void takeOutputs() {
+    g_coverage_file = envOr("LLM4COV_COVERAGE_FILE", "coverage.dat");
+    const std::string fd = envOr("LLM4COV_END_FD", "");
+    if (!fd.empty()) {
+        g_end_fd = std::atoi(fd.c_str());
+        if (fcntl(g_end_fd, F_SETFD, FD_CLOEXEC) != 0) g_end_fd = -1;
+    }
+    unsetenv("LLM4COV_END_FD");
+    unsetenv("LLM4COV_COVERAGE_FILE");
+}
+
+std::string hex(const char* text) {
+    static const char digits[] = "0123456789abcdef";
+    std::string out;
+    for (const char* p = text ? text : ""; *p && out.size() < 1024; ++p) {
+        const unsigned char c = static_cast<unsigned char>(*p);
+        out += digits[c >> 4];
+        out += digits[c & 15];
+    }
+    return out;
+}
+
 void writeResults(const char* reason, const char* file, int line) {
     if (g_written || !g_ctx) return;
     g_written = true;
-    g_ctx->coveragep()->write(envOr("LLM4COV_COVERAGE_FILE", "coverage.dat"));
-    std::FILE* f = std::fopen(envOr("LLM4COV_END_FILE", "llm4cov_end.txt").c_str(), "w");
-    if (f) {
-        std::fprintf(f, "end=%s time=%llu precision=%d errors=%d file=%s line=%d\n", reason,
-                     static_cast<unsigned long long>(g_ctx->time()), g_ctx->timeprecision(),
-                     g_tb_errors, file ? file : "", line);
-        std::fclose(f);
-    }
+    g_ctx->coveragep()->write(g_coverage_file);
+    struct stat st {};
+    const long long cov_bytes =
+        stat(g_coverage_file.c_str(), &st) == 0 ? static_cast<long long>(st.st_size) : -1;
     std::fflush(stdout);
+    if (g_end_fd < 0) return;
+    char record[2048];
+    const int n = std::snprintf(
+        record, sizeof record,
+        "llm4cov-end/1 end=%s time=%llu precision=%d errors=%d line=%d coverage=%lld file=%s\n",
+        reason, static_cast<unsigned long long>(g_ctx->time()), g_ctx->timeprecision(),
+        g_tb_errors, line, cov_bytes, hex(file).c_str());
+    if (n > 0 && n < static_cast<int>(sizeof record)) {
+        const ssize_t written = write(g_end_fd, record, static_cast<size_t>(n));  // one write
+        (void)written;
+    }
+    close(g_end_fd);
+    g_end_fd = -1;
 }
 }  // namespace
 
@@ -100,11 +142,15 @@ void vl_fatal(const char* filename, int linenum, const char* hier, const char* m
 int main(int argc, char** argv, char**) {
     Verilated::debug(0);
     std::signal(SIGTERM, onTerminate);
+    takeOutputs();
     loadStopSites();
     const std::unique_ptr<VerilatedContext> contextp{new VerilatedContext};
     g_ctx = contextp.get();
     contextp->threads(1);
     contextp->commandArgs(argc, argv);
+#if VM_TRACE
+    contextp->traceEverOn(true);  // llm4cov --trace: $dumpfile/$dumpvars may open a dump
+#endif
     const std::unique_ptr<Vllm4cov_top> topp{new Vllm4cov_top{contextp.get(), ""}};
 
     const long double limit_s = std::strtold(envOr("LLM4COV_SIM_TIME_LIMIT", "0").c_str(), nullptr);

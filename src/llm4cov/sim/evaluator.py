@@ -24,20 +24,37 @@ import logging
 import re
 import secrets
 import shutil
-import tempfile
 import time
 from pathlib import Path, PurePosixPath
 
 from llm4cov.sim import coverage as cov
-from llm4cov.sim import precheck
+from llm4cov.sim import hints, isolation, precheck, workdirs
 from llm4cov.sim.artifacts import ArtifactStore
-from llm4cov.sim.build import DRIVER, DRIVER_HOOKS, TOP_PREFIX, cflags, run_build
-from llm4cov.sim.cache import ResultCache, cache_root, cacheable, result_key
+from llm4cov.sim.build import (
+    DRIVER,
+    DRIVER_HOOKS,
+    TOP_PREFIX,
+    build_sandbox,
+    cflags,
+    run_build,
+    run_sandbox,
+)
+from llm4cov.sim.cache import (
+    BUILD_DIR,
+    ResultCache,
+    cache_root,
+    cacheable,
+    evict_build_store,
+    result_key,
+)
 from llm4cov.sim.config import SimConfig
+from llm4cov.sim.exclusions import excluded_note, parse_rules, split_points
+from llm4cov.sim.feedback_terms import sim_time_text
+from llm4cov.sim.instances import plan_per_instance
 from llm4cov.sim.logs import bound, clean_build_log, scrub_paths
 from llm4cov.sim.observation import EndReason, Observation, Status
 from llm4cov.sim.process import Limits, ProcessResult, run_limited
-from llm4cov.sim.sandbox import check_testbench
+from llm4cov.sim.sandbox import check_testbench, source_arg
 from llm4cov.sim.structure import (
     StructureError,
     TestbenchPlan,
@@ -46,12 +63,31 @@ from llm4cov.sim.structure import (
     stop_sites,
 )
 from llm4cov.sim.toolchain import Toolchain, find_toolchain
-from llm4cov.tasks.hdl import COMPILED_SUFFIXES
+from llm4cov.tasks.hdl import (
+    COMPILED_SUFFIXES,
+    compile_order,
+    define_args,
+    module_parameters,
+    search_dirs,
+)
 from llm4cov.tasks.model import SourceFile, Task
 
 log = logging.getLogger(__name__)
 
-_END_LINE = re.compile(r"(\w+)=(\S*)")
+#: The driver's end record (``driver_main.cpp``): one line, fixed fields in fixed order.
+_END_RECORD = re.compile(
+    rb"llm4cov-end/1 end=(?P<end>[a-z_]+) time=(?P<time>\d{1,20}) "
+    rb"precision=(?P<precision>-?\d{1,3}) errors=(?P<errors>\d{1,10}) "
+    rb"line=(?P<line>-?\d{1,10}) coverage=(?P<coverage>-?\d{1,20}) "
+    rb"file=(?P<file>(?:[0-9a-f]{2}){0,1024})\n"
+)
+_END_REASONS = frozenset({"finish", "stop", "no_events", "fatal", "sim_time_limit",
+                          "wall_timeout"})
+END_FD_ENV = "LLM4COV_END_FD"
+NO_SANDBOX_NOTE = (
+    "built and run WITHOUT the OS sandbox (--no-sandbox): only the static check stood "
+    "between this testbench and the host"
+)
 
 
 class Evaluator:
@@ -59,19 +95,24 @@ class Evaluator:
 
     Raises:
         ToolchainError: at construction, when the simulator toolchain is missing.
+        SandboxUnavailable: at construction, when ``config.sandbox`` is on and the OS
+            sandbox cannot run here (the message names the fix, or ``--no-sandbox``).
     """
 
     def __init__(self, config: SimConfig | None = None, toolchain: Toolchain | None = None):
         self.config = config or SimConfig()
         self.toolchain = toolchain or find_toolchain()
+        if self.config.sandbox:
+            isolation.require()
         root = cache_root(self.config)
         self._results = (
             ResultCache(root / "results.sqlite3", self.config.cache_max_bytes)
             if self.config.result_cache else None
         )
         self._artifacts = ArtifactStore(
-            root / "build", self.toolchain.verilator_root, self.toolchain.version
+            root / BUILD_DIR, self.toolchain.verilator_root, self.toolchain.version
         )
+        evict_build_store(root / BUILD_DIR)
 
     def evaluate(
         self,
@@ -92,7 +133,7 @@ class Evaluator:
         aux = list(aux_files)
         instance = None if any_instance else task.dut_instance_name
         if self._results is None:
-            return self._evaluate(task, tb, aux, instance)
+            return self._noted(self._evaluate(task, tb, aux, instance))
         key = result_key(
             task, tb, aux, instance, self.config, self.toolchain.version,
             self.toolchain.z3 is not None,
@@ -100,16 +141,26 @@ class Evaluator:
         hit = self._results.get(key)
         if hit is not None:
             return hit
-        obs = self._evaluate(task, tb, aux, instance)
+        obs = self._noted(self._evaluate(task, tb, aux, instance))
         if cacheable(obs):
             self._results.put(key, obs)
         return obs
+
+    def _noted(self, obs: Observation) -> Observation:
+        """``obs``, with a note when it was produced without the OS sandbox."""
+        if self.config.sandbox:
+            return obs
+        return obs.model_copy(update={"notes": [*obs.notes, NO_SANDBOX_NOTE]})
 
     def _evaluate(
         self, task: Task, tb: SourceFile, aux: list[SourceFile], instance: str | None
     ) -> Observation:
         base = self._base_fields()
-        reasons = check_testbench(tb.content, tb.name)
+        reasons = check_testbench(
+            tb.content, tb.name, task, command=self.preprocess_command(task, tb),
+            aux_files=aux, env=self.toolchain.env(), workdir_root=self.config.workdir_root,
+            sandbox=build_sandbox(self.toolchain) if self.config.sandbox else None,
+        ) if self.config.static_check else []
         if reasons:
             return Observation(
                 status=Status.REJECTED,
@@ -120,7 +171,7 @@ class Evaluator:
             plan = plan_testbench(task.rtl_files, tb, task.dut_module_name, instance)
         except StructureError as exc:
             return Observation(status=Status.COMPILE_ERROR, log=str(exc), **base)
-        workdir = Path(tempfile.mkdtemp(prefix="llm4cov-", dir=self.config.workdir_root))
+        workdir = workdirs.create(self.config.workdir_root)
         try:
             return self._simulate(task, tb, aux, plan, workdir, base)
         except OSError as exc:  # fork/exec failure, disk full: infrastructure, not the TB
@@ -132,10 +183,7 @@ class Evaluator:
                 **base,
             )
         finally:
-            if self.config.keep_workdir:
-                log.info("kept work dir %s", workdir)
-            else:
-                shutil.rmtree(workdir, ignore_errors=True)
+            workdirs.release(workdir, keep=self.config.keep_workdir)
 
     def _base_fields(self) -> dict:
         return {
@@ -147,12 +195,16 @@ class Evaluator:
     # -- build -----------------------------------------------------------------------
 
     def verilate_command(
-        self, task: Task, tb: SourceFile, plan: TestbenchPlan, fsm: bool = False
+        self, task: Task, tb: SourceFile, plan: TestbenchPlan, fsm: bool = False,
+        drop: tuple[str, ...] = (),
     ) -> list[str]:
-        """The Verilator step of the build (run in the work dir; make follows)."""
+        """The Verilator step of the build (run in the work dir; make follows);
+        ``drop``: coverage options left out (after a tool failure)."""
         cfg = self.config
-        flags = [f for f in cfg.coverage_options() if fsm or f != "--coverage-fsm"]
-        sources = [f.name for f in task.rtl_files if f.name.endswith(COMPILED_SUFFIXES)]
+        flags = [f for f in cfg.coverage_options()
+                 if (fsm or f != "--coverage-fsm") and f not in drop]
+        sources = [source_arg(f.name)
+                   for f in compile_order(task.rtl_files, task.compile_files)]
         return [
             str(self.toolchain.verilator),
             "--cc", "--exe", "--timing",
@@ -163,27 +215,38 @@ class Evaluator:
             "-o", "sim",
             *flags,
             "-CFLAGS", cflags(cfg),
-            *(f"-I{d}" for d in [".", *_rtl_dirs(task)]),
+            *repo_args(task, tb, plan.tb_top),
             *cfg.extra_verilator_args,
             *sources,
-            tb.name,
+            source_arg(tb.name),
             DRIVER.name,
         ]
 
-    def _build(self, task, tb, plan, workdir: Path, fsm: bool) -> ProcessResult:
+    def preprocess_command(self, task: Task, tb: SourceFile) -> list[str]:
+        """The build's Verilator command as the safety check runs it (``-E`` appended
+        there): the same flags, macros, include dirs and files by construction. The top
+        module and ``-G`` overrides do not change preprocessing; they are stand-ins here,
+        so nothing parses the unchecked testbench first."""
+        plain = task.model_copy(update={"parameters": {}})
+        stand_in = TestbenchPlan(tb_top=task.dut_module_name, dut_hier="")
+        return self.verilate_command(plain, tb, stand_in, self.config.fsm_coverage)
+
+    def _build(self, task, tb, plan, workdir: Path, drop: tuple[str, ...]) -> ProcessResult:
         return run_build(
-            self.verilate_command(task, tb, plan, fsm),
+            self.verilate_command(task, tb, plan, self.config.fsm_coverage, drop),
             workdir,
             self.toolchain.env(),
             self.config,
             self._artifacts,
+            self.toolchain if self.config.sandbox else None,
         )
 
     def _precheck(self, task, tb, plan, workdir: Path) -> list[precheck.Finding]:
         """The pre-check's sure errors; none if pyslang itself fails (Verilator decides)."""
-        dirs = [workdir, *(workdir / d for d in _rtl_dirs(task))]
+        dirs = [workdir / d for d in search_dirs(task.rtl_files, task.include_dirs)]
         try:
-            return precheck.precheck(task.rtl_files, tb, plan.tb_top, dirs)
+            return precheck.precheck(task.rtl_files, tb, plan.tb_top, dirs,
+                                     defines=task.defines, compile_files=task.compile_files)
         except Exception as exc:  # an optimization must never break a call
             log.warning("pre-check failed (%s: %s); leaving the verdict to Verilator",
                         type(exc).__name__, exc)
@@ -207,24 +270,41 @@ class Evaluator:
                 **base,
             )
 
-        fsm = self.config.fsm_coverage
+        rewrite = self._rewrite_sources(task, tb, plan, workdir)
+        notes.extend(rewrite.notes)
+        notes.extend(hints.missing_data_notes(tb, {f.name for f in [*task.rtl_files, *aux]}))
         t0 = time.monotonic()
-        build = self._build(task, tb, plan, workdir, fsm)
-        if fsm and build.returncode != 0 and "Internal Error" in build.output:
-            notes.append("FSM coverage crashed Verilator (internal error); rebuilt without it")
-            fsm = False
-            build = self._build(task, tb, plan, workdir, fsm)
-            base = {**base, "coverage_options": [
-                o for o in base["coverage_options"] if o != "--coverage-fsm"
-            ]}
+        drop: tuple[str, ...] = ()
+        build = self._build(task, tb, plan, workdir, drop)
+        why = _tool_failure(build, [*task.rtl_files, tb])
+        for flag, label in hints.RETRY_WITHOUT:  # each coverage type is dropped once
+            if why is None or flag not in base["coverage_options"]:
+                continue
+            drop = (*drop, flag)
+            build = self._build(task, tb, plan, workdir, drop)
+            fixed = _tool_failure(build, [*task.rtl_files, tb]) is None
+            notes.append(f"Verilator failed ({why}); rebuilt once without {label} coverage "
+                         f"({flag}): " + ("that worked, so its points are not measured"
+                                          if fixed else "the failure persists"))
+            why = None if fixed else why
+        if why is None and build.returncode != 0 and rewrite.caused(build.output):
+            for name, text in rewrite.originals.items():  # build the sources as given
+                _write(workdir / name, text)
+            build = self._build(task, tb, plan, workdir, drop)
+            notes.append("the evaluator's rewrite of the sources (per-instance coverage, "
+                         "testbench workarounds) did not compile; built them as given")
+        base = {**base, "coverage_options": [o for o in base["coverage_options"]
+                                             if o not in drop]}
         build_s = time.monotonic() - t0
         build_log = clean_build_log(build.output, str(workdir))
-        notes.extend(_build_notes(build_log))
+        notes.extend(hints.build_notes(build_log, tb, rewrite.nba_lines))
         if build.timed_out or build.returncode != 0:
-            tool_error = "Internal Error" in build.output
+            tool_error = why is not None
             if tool_error:
-                notes.append("simulator internal error: a tool problem, not the testbench")
-            status = Status.TIMEOUT if build.timed_out else Status.COMPILE_ERROR
+                notes.append(f"simulator failure ({why}): a limitation of the pinned "
+                             "Verilator, not the testbench; not counted against the model")
+            status = (Status.TIMEOUT if build.timed_out
+                      else Status.TOOL_ERROR if tool_error else Status.COMPILE_ERROR)
             if build.timed_out:
                 notes.append(f"compile exceeded {self.config.compile_timeout_s:g} s")
             return Observation(
@@ -237,14 +317,35 @@ class Evaluator:
             )
         return self._run(task, tb, plan, workdir, base, notes, build_log, build_s)
 
+    def _rewrite_sources(self, task, tb, plan, workdir: Path) -> hints.Rewrite:
+        """Write the sources as compiled: the testbench with known-bug workarounds
+        (``hints.testbench_workarounds``) and, when a module related to the DUT is
+        instantiated more than once, one module copy per instance (``instances.py``).
+        Line numbers never change."""
+        notes = plan.notes(task.dut_module_name)
+        fix = hints.testbench_workarounds(tb)
+        new = {tb.name: fix.text} if fix.notes else {}
+        notes.extend(fix.notes)
+        try:
+            per = plan_per_instance(task.rtl_files, SourceFile(name=tb.name, content=fix.text),
+                                    plan.tb_top, plan.dut_hier)
+            new.update(per.sources)
+            notes.extend(per.notes)
+        except Exception as exc:  # the rewrite is a refinement: never break a call
+            log.warning("per-instance rewrite failed (%s: %s)", type(exc).__name__, exc)
+            notes.append("per-instance coverage unavailable for this design; repeated "
+                         "modules are merged per module")
+        for name, text in new.items():
+            _write(workdir / name, text)
+        given = {f.name: f.content for f in [*task.rtl_files, tb]}
+        return hints.Rewrite(notes, fix.nba_lines, {n: given[n] for n in new}, new)
+
     def _run(self, task, tb, plan, workdir, base, notes, build_log, build_s) -> Observation:
         cfg = self.config
-        token = secrets.token_hex(8)
-        cov_file, end_file = f"cov_{token}.dat", f"end_{token}.txt"
+        cov_file = f"cov_{secrets.token_hex(16)}.dat"
         env = {
             "PATH": self.toolchain.env().get("PATH", ""),
             "LLM4COV_COVERAGE_FILE": cov_file,
-            "LLM4COV_END_FILE": end_file,
             "LLM4COV_STOP_SITES": ";".join(stop_sites([*task.rtl_files, tb])),
             "LLM4COV_SIM_TIME_LIMIT": repr(cfg.sim_time_limit_s),
             "LLM4COV_MAX_TIME_SLOTS": str(cfg.max_time_slots),
@@ -258,13 +359,22 @@ class Evaluator:
             timeout_s=cfg.run_timeout_s,
             limits=Limits(cfg.run_cpu_limit_s, cfg.run_memory_bytes, cfg.run_file_bytes),
             output_cap=cfg.output_cap_bytes,
+            sandbox=run_sandbox(self.toolchain) if cfg.sandbox else None,
+            record_env=END_FD_ENV,
         )
-        end = _read_end(workdir / end_file)
+        end, problem = _read_end(run, workdir / cov_file)
         sim_out = scrub_paths(run.output, str(workdir))
         notes.extend(_run_notes(sim_out, tb, self.toolchain.z3 is not None))
-        points = cov.parse_coverage_dat(workdir / cov_file) if (workdir / cov_file).exists() else []
-        report = cov.summarize(points, plan.dut_hier) if points else None
-        status, reason = _classify(run, end, report is not None, cfg, notes)
+        points = cov.parse_coverage_dat(workdir / cov_file) if end.get("coverage", -1) >= 0 else []
+        rtl_names = {f.name for f in task.rtl_files}
+        points, excluded = split_points(points, parse_rules(cfg.exclusions))
+        if note := excluded_note(cov.dut_points(excluded, plan.dut_hier, rtl_names)):
+            notes.append(note)
+        report = cov.summarize(points, plan.dut_hier, rtl_names) if points else None
+        if report is not None and report.merged:
+            notes.append("instances merged by Verilator (one counter set, counted once): "
+                         + ", ".join(report.merged))
+        status, reason = _classify(run, end, problem, report is not None, cfg, notes)
         sources = {f.name: f.content for f in task.rtl_files}
         uncovered, more = (
             cov.uncovered_items(points, plan.dut_hier, sources, cfg.feedback_limit)
@@ -288,14 +398,21 @@ class Evaluator:
             tb_error_count=int(end.get("errors", 0) or 0),
             build_s=round(build_s, 3),
             run_s=round(run.wall_s, 3),
-            sim_time=_sim_time(end),
+            sim_time=_sim_time(end, tb.content),
             **base,
         )
 
 
-def _rtl_dirs(task: Task) -> list[str]:
-    """Sub-directories of the RTL files (Verilator's ``-I`` list besides ``.``)."""
-    return sorted({str(PurePosixPath(f.name).parent) for f in task.rtl_files} - {"."})
+def repo_args(task: Task, tb: SourceFile, tb_top: str) -> list[str]:
+    """Verilator's ``-I`` list (:func:`search_dirs`), the task's macros (``-D``) and its
+    parameter overrides (``-G``) for those the testbench top declares (Verilator
+    rejects a ``-G`` that names no parameter of the top)."""
+    declared = module_parameters(tb, tb_top) if task.parameters else set()
+    return [
+        *(f"-I{d}" for d in search_dirs(task.rtl_files, task.include_dirs)),
+        *(f"-D{d}" for d in define_args(task.defines)),
+        *(f"-G{k}={v}" for k, v in task.parameters.items() if k in declared),
+    ]
 
 
 def _tb_name(name: str, task: Task) -> str:
@@ -312,23 +429,48 @@ def _write(path: Path, content: str) -> None:
     path.write_text(content, encoding="utf-8", errors="surrogateescape")
 
 
-def _read_end(path: Path) -> dict[str, str]:
-    if not path.exists():
-        return {}
-    return dict(_END_LINE.findall(path.read_text(errors="replace")))
+def _read_end(run: ProcessResult, cov_path: Path) -> tuple[dict, str | None]:
+    """The driver's end record from the run's record pipe, checked strictly.
+
+    Returns ``(record, None)`` for exactly one well-formed record that agrees with how
+    the process ended (exit 0, or 1 after ``$fatal``; no wall-clock kill unless the
+    record says so) and with the coverage file's size; ``({}, None)`` when there is no
+    record (a crash); ``({}, problem)`` for anything else, which then counts as a crash.
+    """
+    if run.record_bytes == 0:
+        return {}, None
+    match = _END_RECORD.fullmatch(run.record) if run.record_bytes == len(run.record) else None
+    if match is None or match["end"].decode() not in _END_REASONS:
+        return {}, "the simulation's end record is malformed or repeated (not trusted)"
+    end: dict = {k: v.decode() for k, v in match.groupdict().items()}
+    end["file"] = bytes.fromhex(end["file"]).decode("utf-8", errors="replace")
+    end["coverage"] = int(end["coverage"])
+    expected = 1 if end["end"] == "fatal" else 0
+    if run.returncode != expected or run.timed_out != (end["end"] == "wall_timeout"):
+        return {}, (f"the end record ({end['end']}) contradicts how the simulation ended "
+                    f"(exit status {run.returncode}{', wall-clock kill' if run.timed_out else ''})")
+    size = cov_path.stat().st_size if cov_path.is_file() else -1
+    if end["coverage"] != size:
+        return {}, "the coverage file does not match the end record (not trusted)"
+    return end, None
 
 
-def _sim_time(end: dict[str, str]) -> str:
+def _sim_time(end: dict[str, str], testbench: str) -> str:
     if "time" not in end:
         return ""
     seconds = int(end["time"]) * 10.0 ** int(end.get("precision", "-12"))
-    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9), ("ps", 1e-12)):
-        if seconds >= scale or unit == "ps":
-            return f"{seconds / scale:g}{unit}"
-    return ""  # pragma: no cover
+    return sim_time_text(seconds, testbench)
 
 
-def _classify(run: ProcessResult, end: dict, has_cov: bool, cfg: SimConfig, notes: list[str]):
+def _classify(
+    run: ProcessResult, end: dict, problem: str | None, has_cov: bool, cfg: SimConfig,
+    notes: list[str],
+):
+    """``(Status, EndReason)`` of a run from its checked end record (``problem``: why
+    a record was not trusted; such a run is a crash whatever the record said)."""
+    if problem:
+        notes.append(problem)
+        return Status.RUNTIME_ERROR, EndReason.CRASHED
     reason = end.get("end")
     if reason in ("finish", "stop", "no_events"):
         if reason == "stop":
@@ -363,16 +505,11 @@ def _classify(run: ProcessResult, end: dict, has_cov: bool, cfg: SimConfig, note
     return Status.RUNTIME_ERROR, EndReason.CRASHED
 
 
-def _build_notes(build_log: str) -> list[str]:
-    notes = []
-    if "COVERIGN" in build_log:
-        notes.append(
-            "Verilator ignores covergroups/coverpoints (COVERIGN): functional coverage the "
-            "testbench prints is not measured; code coverage is reported normally"
-        )
-    if "TIMESCALEMOD" in build_log:
-        notes.append("timescale only in some files (TIMESCALEMOD warning); simulation runs")
-    return notes
+def _tool_failure(build: ProcessResult, files: list[SourceFile]) -> str | None:
+    """Why a failed build is the simulator's fault (``hints.tool_failure``), else None."""
+    if build.returncode == 0 or build.timed_out:
+        return None
+    return hints.tool_failure(build.output, files)
 
 
 def _run_notes(sim_out: str, tb: SourceFile, has_z3: bool) -> list[str]:

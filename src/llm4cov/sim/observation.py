@@ -22,6 +22,11 @@ class Status(StrEnum):
 
     ``success`` is the only status that counts as Sim Pass: the testbench compiled and
     the simulation ended by itself (``$finish``, ``$stop``, or no events left).
+    ``tool_error``: the simulator itself failed on the testbench (an internal error of
+    Verilator, decided from the tool's own output, never from what the testbench
+    prints), also after the retry without the coverage type that triggered it. It is
+    not the model's failure: ``bench`` and ``synth`` count it apart and leave it out of
+    metric denominators.
     """
 
     SUCCESS = "success"
@@ -30,6 +35,7 @@ class Status(StrEnum):
     TIMEOUT = "timeout"
     NO_COVERAGE = "no_coverage"
     REJECTED = "rejected"
+    TOOL_ERROR = "tool_error"
 
 
 class EndReason(StrEnum):
@@ -80,10 +86,12 @@ def overall_percent(metrics: dict[str, MetricCoverage]) -> float:
 class CoverageReport(BaseModel):
     """Coverage of the DUT instance and its subtree.
 
-    ``metrics`` sums every point at or below ``dut_hier``; ``per_instance`` maps each
-    hierarchy seen in ``coverage.dat`` (Verilator merges all instances of a module into
-    one wildcarded hierarchy such as ``tb.dut.stage_*``) to its own metrics.
-    ``overall`` is percent (0-100), see :func:`overall_percent`.
+    ``metrics`` sums every point at or below ``dut_hier`` that comes from the repo's
+    RTL files (IMC's view of one instance: its subtree's own points); ``overall`` is
+    percent (0-100) over them, see :func:`overall_percent`. ``per_instance`` maps each
+    instance hierarchy of that subtree to its own points' metrics (the per-instance
+    tree; :meth:`subtree` sums a branch). Hierarchies are exact unless listed in
+    ``merged`` (instances Verilator still merged, wildcarded like ``tb.dut.u*``).
     """
 
     model_config = ConfigDict(frozen=True)
@@ -92,6 +100,18 @@ class CoverageReport(BaseModel):
     metrics: dict[str, MetricCoverage]
     per_instance: dict[str, dict[str, MetricCoverage]] = Field(default_factory=dict)
     overall: float
+    merged: list[str] = Field(default_factory=list)
+
+    def subtree(self, hier: str) -> dict[str, MetricCoverage]:
+        """Metrics of ``hier`` and every instance below it (sums of ``per_instance``)."""
+        covered: dict[str, int] = {}
+        total: dict[str, int] = {}
+        for inst, metrics in self.per_instance.items():
+            if inst == hier or inst.startswith(hier + "."):
+                for name, m in metrics.items():
+                    covered[name] = covered.get(name, 0) + m.covered
+                    total[name] = total.get(name, 0) + m.total
+        return {n: MetricCoverage(covered=covered[n], total=total[n]) for n in sorted(total)}
 
     def metric_percent(self, metric: str) -> float:
         """Percent for ``metric`` (``overall`` or a metric name); 0 if it has no points."""
@@ -102,20 +122,46 @@ class CoverageReport(BaseModel):
 
 
 class UncoveredItem(BaseModel):
-    """One coverage point the testbench missed, phrased for the model."""
+    """One coverage miss of the DUT subtree (stable data model; wording for the model
+    may be built elsewhere from these fields).
+
+    - ``kind``: ``line`` | ``branch`` | ``expr`` | ``toggle`` | ``fsm`` | ``user``;
+    - ``file``, ``line``: RTL file name (as in the repo) and 1-based line;
+    - ``detail``: what was missed (``'else' branch never taken``, ``q[3] never toggled 0->1``);
+    - ``source``: that RTL source line (stripped, at most 160 characters);
+    - ``instance``: the exact hierarchy of the (first) instance that missed it;
+    - ``instances``: every instance hierarchy that missed it (sorted), and ``copies``:
+      how many instances of the DUT subtree have points on that line (IMC per-instance
+      view: a miss in 1 of 16 S-boxes names that S-box).
+    """
 
     model_config = ConfigDict(frozen=True)
 
-    kind: str  # line | branch | expr | toggle | fsm | user
+    kind: str
     file: str
     line: int
-    detail: str  # e.g. "else branch never taken", "q[3] never toggled 0->1"
-    source: str = ""  # the RTL source line
+    detail: str
+    source: str = ""
     instance: str = ""
+    instances: tuple[str, ...] = ()
+    copies: int = 1
+
+    def where(self) -> str:
+        """Which instances missed it, when the line belongs to several instances:
+        ``in all 4 instances`` or ``in tb.dut.u1, tb.dut.u2``; empty otherwise."""
+        if self.copies <= 1:
+            return ""
+        if len(self.instances) >= self.copies:
+            return f"in all {self.copies} instances"
+        shown = ", ".join(self.instances[:3])
+        more = len(self.instances) - 3
+        return f"in {shown}" + (f" and {more} more" if more > 0 else "")
 
     def render(self) -> str:
-        """One line: ``file:line [kind] detail | source``."""
+        """One line: ``file:line [kind] detail (where) | source``."""
         text = f"{self.file}:{self.line} [{self.kind}] {self.detail}"
+        if self.where():
+            text += f" ({self.where()})"
         return f"{text} | {self.source.strip()}" if self.source.strip() else text
 
 

@@ -1,12 +1,14 @@
 """In-process pre-check: compile errors pyslang is sure about, without starting Verilator.
 
 The testbench is parsed and elaborated together with the RTL, as one compilation unit
-in Verilator's file order, with Verilator's predefined macros and include directories.
+in Verilator's file order (packages first), with Verilator's predefined macros plus the
+task's, and the evaluator's include directories.
 A testbench is rejected (``compile_error``) only when
 
 - pyslang reports at least one error *in the testbench* whose code is in
   :data:`SURE_CODES`, outside the constructs Verilator does not check the way pyslang
-  does (covergroups, properties and sequences, which Verilator ignores; and for
+  does (covergroups, properties and sequences, which Verilator ignores; the scope
+  arguments of :data:`SCOPE_TASKS` such as ``$dumpvars(0, tb)``; and for
   :data:`CALL_EXEMPT_CODES`, system-task arguments: Verilator lets ``$readmemh`` fill a
   ``wire`` array), and
 - nothing makes pyslang's view of the design unreliable (:data:`VETO_CODES` anywhere,
@@ -23,14 +25,14 @@ to Verilator, so the pre-check can only make a call faster, never change its ver
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import pyslang
 from pyslang import ast, parsing, syntax
 
-from llm4cov.tasks.hdl import COMPILED_SUFFIXES
+from llm4cov.tasks.hdl import compile_order, define_args
 from llm4cov.tasks.model import SourceFile
 
 #: pyslang codes trusted to reject a testbench: measured, see the module docstring.
@@ -65,6 +67,9 @@ EXEMPT_REGIONS = frozenset({
 })
 #: Codes that do not count inside a system-task call's arguments.
 CALL_EXEMPT_CODES = frozenset({"AssignToNet"})
+#: System tasks whose arguments name scopes: Verilator accepts scopes that do not exist
+#: (``$dumpvars(0, tb)`` in a top named ``tb_x``), so no finding inside them counts.
+SCOPE_TASKS = frozenset({"$dumpvars", "$dumpports", "$printtimescale"})
 
 #: The macros Verilator predefines with ``--timing`` (``verilator -E --dump-defines``).
 VERILATOR_DEFINES = (
@@ -111,21 +116,25 @@ def diagnose(
     tb: SourceFile,
     top: str,
     include_dirs: Iterable[Path] = (),
+    defines: Mapping[str, str] | None = None,
+    compile_files: Sequence[str] = (),
 ) -> list[Finding]:
     """Every error pyslang reports for ``tb`` elaborated with ``rtl_files`` under ``top``.
 
-    ``include_dirs`` are searched for `` `include`` files (the evaluator passes its work
-    dir, where the files are written, and the RTL's sub-directories, like Verilator's
-    ``-I`` list). Takes milliseconds for RTLLM-sized designs.
+    ``include_dirs`` are searched for `` `include`` files (the evaluator passes the work
+    dir's copies of Verilator's ``-I`` list, where the files are written); ``defines``
+    and ``compile_files`` are the task's (``Task.defines``, ``Task.compile_files``).
+    Takes milliseconds for RTLLM-sized designs.
     """
     sm = pyslang.SourceManager()
     sm.setDisableLocalIncludes(True)
     dirs = [Path(d) for d in include_dirs]
     for d in dirs:
-        sm.addUserDirectories(str(d))
-    compiled = [f for f in rtl_files if f.name.endswith(COMPILED_SUFFIXES)] + [tb]
+        if d.is_dir():
+            sm.addUserDirectories(str(d))
+    compiled = [*compile_order(rtl_files, compile_files), tb]
     buffers = [sm.assignText(f.name, f.content) for f in compiled]
-    bag = _options(top)
+    bag = _options(top, define_args(defines or {}))
     tree = syntax.SyntaxTree.fromBuffers(buffers, sm, bag)
     comp = ast.Compilation(bag)
     comp.addSyntaxTree(tree)
@@ -171,9 +180,12 @@ def precheck(
     tb: SourceFile,
     top: str,
     include_dirs: Iterable[Path] = (),
+    defines: Mapping[str, str] | None = None,
+    compile_files: Sequence[str] = (),
 ) -> list[Finding]:
     """The errors to reject ``tb`` with before Verilator runs; empty when unsure."""
-    return sure_errors(diagnose(rtl_files, tb, top, include_dirs), tb.name)
+    findings = diagnose(rtl_files, tb, top, include_dirs, defines, compile_files)
+    return sure_errors(findings, tb.name)
 
 
 def render(findings: Sequence[Finding]) -> str:
@@ -188,10 +200,10 @@ def render(findings: Sequence[Finding]) -> str:
     return "\n".join(shown)
 
 
-def _options(top: str) -> pyslang.Bag:
+def _options(top: str, defines: Sequence[str] = ()) -> pyslang.Bag:
     version = pyslang.LanguageVersion.v1800_2023
     pp = parsing.PreprocessorOptions()
-    pp.predefines = list(VERILATOR_DEFINES)
+    pp.predefines = [*VERILATOR_DEFINES, *defines]
     pp.languageVersion = version
     lexer = parsing.LexerOptions()
     lexer.languageVersion = version
@@ -204,19 +216,20 @@ def _options(top: str) -> pyslang.Bag:
 
 
 def _regions(tree: syntax.SyntaxTree, tb_buffer) -> tuple[list, list]:
-    """Offset ranges in the testbench of :data:`EXEMPT_REGIONS` and system-task calls."""
+    """Offset ranges in the testbench of :data:`EXEMPT_REGIONS` (and :data:`SCOPE_TASKS`
+    calls), and of the other system-task calls."""
     regions: list[tuple[int, int]] = []
     calls: list[tuple[int, int]] = []
 
     def visit(node: object) -> bool:
         kind = getattr(node, "kind", None)
-        if kind in EXEMPT_REGIONS or (
-            kind == syntax.SyntaxKind.InvocationExpression
-            and node.left.kind == syntax.SyntaxKind.SystemName
-        ):
+        system = (kind == syntax.SyntaxKind.InvocationExpression
+                  and node.left.kind == syntax.SyntaxKind.SystemName)
+        if kind in EXEMPT_REGIONS or system:
             rng = node.sourceRange
             if rng.start.buffer == tb_buffer:
-                (regions if kind in EXEMPT_REGIONS else calls).append(
+                scope = system and node.left.systemIdentifier.valueText in SCOPE_TASKS
+                (regions if kind in EXEMPT_REGIONS or scope else calls).append(
                     (rng.start.offset, rng.end.offset))
         return True
 
@@ -235,7 +248,7 @@ def _code_name(code: pyslang.DiagCode) -> str:
 
 def _display_name(name: str, dirs: Sequence[Path]) -> str:
     """An included file's absolute path as the repo-relative name Verilator would print."""
-    for d in dirs:
+    for d in sorted(dirs, key=lambda d: len(str(d))):  # the work dir itself first
         prefix = str(d).rstrip("/") + "/"
         if name.startswith(prefix):
             return name[len(prefix):]

@@ -1,9 +1,16 @@
 """Running an untrusted subprocess: own process group, rlimits, capped output, timeout.
 
 A timeout is returned as data (``ProcessResult.timed_out``), never raised. On timeout
-the whole process group first gets SIGTERM (the simulation driver then writes its
-coverage), then SIGKILL after ``grace_s``. The child is also killed when the process
-that started it dies (``PR_SET_PDEATHSIG`` on Linux).
+every process the child started first gets SIGTERM (the simulation driver then writes
+its coverage), then the whole process group SIGKILL after ``grace_s``. The child is
+also killed when the process that started it dies (``PR_SET_PDEATHSIG`` on Linux).
+
+With a :class:`Sandbox` the command runs under bubblewrap (:mod:`llm4cov.sim.isolation`);
+the sandbox's own monitor process is then spared the SIGTERM (it would take the
+sandbox down before the simulation could write its coverage). ``record_env`` gives
+the child an inherited pipe for a structured record (the simulation's end record): its
+file descriptor number is put in that environment variable, and what the child writes
+there comes back as ``ProcessResult.record``, apart from its output.
 """
 
 from __future__ import annotations
@@ -16,7 +23,12 @@ import signal
 import subprocess
 import threading
 import time
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from llm4cov.sim import isolation
+from llm4cov.util.procs import child_pids
 
 
 @dataclass(frozen=True)
@@ -29,15 +41,29 @@ class Limits:
 
 
 @dataclass(frozen=True)
+class Sandbox:
+    """Where a sandboxed command may read and write besides its work dir (the ``cwd`` of
+    :func:`run_limited`); see :func:`llm4cov.sim.isolation.wrap` for the fields."""
+
+    readonly: Sequence[Path] = ()
+    writable: Sequence[Path] = ()
+    network: bool = False
+    proc: bool = True
+
+
+@dataclass(frozen=True)
 class ProcessResult:
     """Outcome of :func:`run_limited`. ``output`` is at most ``output_cap`` bytes of
-    stdout+stderr (head and tail), decoded with ``errors="replace"``."""
+    stdout+stderr (head and tail), decoded with ``errors="replace"``; ``record`` the
+    first ``RECORD_CAP`` bytes written to the record pipe, ``record_bytes`` their total."""
 
     returncode: int
     output: str
     timed_out: bool
     wall_s: float
     output_bytes: int
+    record: bytes = field(default=b"", repr=False)
+    record_bytes: int = 0
 
     @property
     def signal_name(self) -> str | None:
@@ -51,6 +77,7 @@ class ProcessResult:
 
 
 _PR_SET_PDEATHSIG = 1  # linux/prctl.h
+RECORD_CAP = 4096
 
 
 def _die_with_parent() -> None:
@@ -85,6 +112,10 @@ class _CappedReader(threading.Thread):
         self.total = 0
 
     def run(self) -> None:
+        with contextlib.suppress(OSError, ValueError):
+            self._drain()
+
+    def _drain(self) -> None:
         while chunk := self.stream.read(65536):
             self.total += len(chunk)
             room = self.half - len(self.head)
@@ -109,6 +140,26 @@ def _kill_group(proc: subprocess.Popen, sig: int) -> None:
         os.killpg(proc.pid, sig)
 
 
+def _descendants(pid: int) -> list[int]:
+    found, todo = [], child_pids(pid)
+    while todo:
+        child = todo.pop()
+        found.append(child)
+        todo += child_pids(child)
+    return found
+
+
+def _terminate(proc: subprocess.Popen, sandboxed: bool) -> None:
+    """SIGTERM to the child and everything it started; a sandbox's monitor (the child
+    itself) is spared, as its death would SIGKILL the sandbox at once."""
+    targets = _descendants(proc.pid)
+    if not sandboxed:
+        targets.insert(0, proc.pid)
+    for pid in targets:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGTERM)
+
+
 def run_limited(
     cmd: list[str],
     cwd: str,
@@ -117,31 +168,60 @@ def run_limited(
     limits: Limits = Limits(),
     output_cap: int = 256 * 1024,
     grace_s: float = 2.0,
+    *,
+    sandbox: Sandbox | None = None,
+    record_env: str | None = None,
 ) -> ProcessResult:
     """Run ``cmd`` in its own session with ``limits``; never raises on timeout.
 
+    With ``sandbox``, ``cmd`` runs under bubblewrap with ``cwd`` as its only writable
+    work dir (and ``env`` adjusted by :func:`llm4cov.sim.isolation.sandbox_env`); a
+    death by signal N is reported as ``returncode == -N`` as without it.
+
     Raises:
         OSError: the executable cannot be started.
+        SandboxUnavailable: ``sandbox`` is given but bwrap is missing.
     """
+    if sandbox is not None:
+        env = isolation.sandbox_env(env)
+        cmd = isolation.wrap(
+            cmd, workdir=Path(cwd), readonly=sandbox.readonly, writable=sandbox.writable,
+            network=sandbox.network, proc=sandbox.proc,
+        )
+    record_read, record_write = os.pipe() if record_env else (-1, -1)
+    if record_env:
+        env = {**env, record_env: str(record_write)}
     start = time.monotonic()
-    proc = subprocess.Popen(
-        cmd,
-        cwd=cwd,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-        preexec_fn=lambda: _apply_limits(limits),
-    )
+    try:
+        proc = subprocess.Popen(
+            cmd,
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            pass_fds=(record_write,) if record_env else (),
+            preexec_fn=lambda: _apply_limits(limits),
+        )
+    except BaseException:
+        if record_env:
+            os.close(record_read)
+        raise
+    finally:
+        if record_env:
+            os.close(record_write)
     reader = _CappedReader(proc.stdout, output_cap)
     reader.start()
+    record = _CappedReader(os.fdopen(record_read, "rb"), 2 * RECORD_CAP) if record_env else None
+    if record:
+        record.start()
     timed_out = False
     try:
         proc.wait(timeout=timeout_s)
     except subprocess.TimeoutExpired:
         timed_out = True
-        _kill_group(proc, signal.SIGTERM)
+        _terminate(proc, sandbox is not None)
         try:
             proc.wait(timeout=grace_s)
         except subprocess.TimeoutExpired:
@@ -151,10 +231,18 @@ def run_limited(
         _kill_group(proc, signal.SIGKILL)  # stray grandchildren (make, g++, z3)
         reader.join(timeout=5)
         proc.stdout.close()
+        if record:
+            record.join(timeout=5)
+            record.stream.close()
+    returncode = proc.returncode
+    if sandbox is not None:
+        returncode = isolation.signal_returncode(returncode)
     return ProcessResult(
-        returncode=proc.returncode,
+        returncode=returncode,
         output=reader.text(),
         timed_out=timed_out,
         wall_s=time.monotonic() - start,
         output_bytes=reader.total,
+        record=bytes(record.head) if record else b"",
+        record_bytes=record.total if record else 0,
     )

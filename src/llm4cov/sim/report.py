@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from llm4cov.sim.observation import Observation
+from llm4cov.sim.observation import Observation, overall_percent
 from llm4cov.tasks.model import Task
 
 
 def coverage_markdown(obs: Observation, task: Task, title: str = "Coverage") -> str:
-    """A Markdown report: status, per-metric and per-instance tables, targets, misses.
+    """A Markdown report: status, per-metric table, the per-instance tree (own points
+    per instance, overall per subtree), targets, misses.
 
     Percentages are percent (0-100).
     """
@@ -28,11 +29,21 @@ def coverage_markdown(obs: Observation, task: Task, title: str = "Coverage") -> 
         for name, m in rep.metrics.items():
             out.append(f"| {name} | {m.covered} | {m.total} | {m.pct:.2f} |")
         if len(rep.per_instance) > 1:
-            out += ["", "| instance (merged per module) | " + " | ".join(rep.metrics) + " |",
-                    "|---|" + "---|" * len(rep.metrics)]
+            out += ["", "Per instance (IMC view): each instance's own points, and the "
+                    "overall of its subtree.", "",
+                    "| instance | " + " | ".join(rep.metrics) + " | subtree overall |",
+                    "|---|" + "---|" * (len(rep.metrics) + 1)]
             for inst, metrics in rep.per_instance.items():
-                cells = [f"{metrics[m].pct:.1f}" if m in metrics else "-" for m in rep.metrics]
-                out.append(f"| {inst} | " + " | ".join(cells) + " |")
+                cells = [f"{metrics[m].covered}/{metrics[m].total}" if m in metrics else "-"
+                         for m in rep.metrics]
+                depth = inst.count(".") - rep.dut_hier.count(".")
+                name = "&nbsp;&nbsp;" * depth + f"`{inst}`"
+                subtree = overall_percent(rep.subtree(inst))
+                out.append(f"| {name} | " + " | ".join(cells) + f" | {subtree:.2f} |")
+        if rep.merged:
+            out.append("")
+            out.append("Merged by Verilator (one counter set for several instances): "
+                       + ", ".join(f"`{h}`" for h in rep.merged))
     if task.targets:
         out += ["", "| target | required | reached | met |", "|---|---|---|---|"]
         for t in task.targets:

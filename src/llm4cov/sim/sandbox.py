@@ -1,127 +1,370 @@
-"""Static safety checks on an untrusted testbench, run before anything is compiled.
+"""Static safety check of an untrusted testbench, on the text Verilator compiles.
 
-The testbench is code written by a model. Rejected (``Status.REJECTED``):
+The testbench is code written by a model. The check is the fast first line; the OS
+sandbox (:mod:`llm4cov.sim.isolation`) is the real guarantee. Rejected
+(``Status.REJECTED``), with one reason per finding (``tb.sv:7: ...``):
 
-- ``$system`` and Verilator's C++ escapes (``$c``, ``$cN``, `` `systemc_* `` blocks),
-  which run arbitrary host code;
+- ``$system`` and Verilator's C++ escapes (``$c``, ``$cN``, ``$cpure``, `` `systemc_*``
+  blocks), which run arbitrary host code; `` `verilator_config`` blocks, which change how
+  every file is compiled and covered;
 - DPI imports and exports (``import "DPI-C"``), which link host functions;
 - file access that could leave the work dir: ``$fopen``, ``$readmem*``, ``$writemem*``,
-  ``$dumpfile`` whose path is absolute, contains ``..``, or is not a string literal
-  (a non-literal path cannot be checked);
-- `` `include `` of an absolute path or one containing ``..``.
+  ``$dumpfile``, ``$dumpports`` whose file name is not one plain string literal (a
+  computed name cannot be checked), uses escape sequences (``"\\057etc"`` is
+  ``"/etc"`` to Verilator: any escape is refused, the decoded name is shown), or is
+  absolute, contains ``..``, starts with ``~`` or holds control characters;
+- `` `include`` of a file outside the work dir (absolute, ``..``, a link out);
+- text that expands past the limits (:class:`CheckLimits`, "preprocessing exceeded
+  limits"): a macro bomb is cut by Verilator's own per-line token limit or by the
+  limits on the child processes, within a second (0.3 s for a 643-byte doubling bomb).
 
-Checks run on pyslang's preprocessed token stream, so comments and strings never
-trigger them and macros (even token pasting) cannot hide a call.
+What is checked is exactly what Verilator compiles: the testbench's part of the
+output of ``verilator -E`` run with the build's own command line (same predefined
+macros such as ``VERILATOR``, same ``-D`` macros, include dirs and file order, so the RTL's
+macros are expanded too), read with Verilator's own lexical rules (:mod:`vlex`).
+Branches Verilator does not take are not checked, because they are not compiled.
+
+The evaluator's own pyslang passes (structure, pre-check) parse the raw testbench in its
+process, with other macros than Verilator's. When the testbench uses the preprocessor,
+those parses are first run in a limited child (:mod:`llm4cov.sim.ppguard`), so a bomb
+that only pyslang would expand is rejected, too.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
+import os
 import re
-from pathlib import PurePosixPath
+import sys
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
 
-import pyslang
-from pyslang import syntax
-
-from llm4cov.tasks.hdl import parse_tree
+from llm4cov.sim import vlex, workdirs
+from llm4cov.sim.process import Limits, Sandbox, run_limited
+from llm4cov.sim.toolchain import Toolchain, find_toolchain
+from llm4cov.tasks.hdl import compile_order, define_args, search_dirs
+from llm4cov.tasks.model import SourceFile, Task
 
 FORBIDDEN_TASKS = {"$system": "runs a host shell command"}
+#: File tasks and the index of their file-name argument (-1: the last one).
 FILE_TASKS = {
-    "$fopen",
-    "$readmemh",
-    "$readmemb",
-    "$writememh",
-    "$writememb",
-    "$dumpfile",
-    "$fdumpfile",
+    "$fopen": 0,
+    "$readmemh": 0,
+    "$readmemb": 0,
+    "$writememh": 0,
+    "$writememb": 0,
+    "$dumpfile": 0,
+    "$dumpports": -1,
 }
 _C_ESCAPE = re.compile(r"^\$c(pure)?\d*$")
-_SYSTEMC_DIRECTIVE = re.compile(r"`systemc_\w+")
+_CPP_DIRECTIVE = re.compile(r"^`systemc_\w*$")
+_CONFIG_DIRECTIVE = "`verilator_config"
+#: A backtick other than a directive that needs no macro: the testbench needs ppguard.
+_USES_MACROS = re.compile(r"`(?!(?:timescale|default_nettype|celldefine|endcelldefine|"
+                          r"resetall|begin_keywords|end_keywords|line)\b)")
+_MISSING_INCLUDE = re.compile(r"%Error: (\S+?:\d+):(?:\d+:)? Cannot find include file: '(.*)'")
+_TOKEN_LIMIT = "Too many preprocessor tokens"
+_KILLED = "%Error: Command Failed"  # bin/verilator: verilator_bin died or did not exit(1)
+_PP_OUT = "llm4cov_pp.sv"
+_CALL_LOOKAHEAD = 256
 
 
-def _unsafe_path(path: str) -> bool:
+@dataclass(frozen=True)
+class CheckLimits:
+    """Bounds on the check itself (bytes and seconds).
+
+    ``expanded_bytes``: the testbench's part of the preprocessed text (the whole output
+    may also hold ``4 x`` the RTL's size). ``memory_bytes``: Verilator ``-E``;
+    ``parse_memory_bytes``: the pyslang guard (the largest benchmark design with its
+    reference testbench parses in under 256 MiB). ``cpu_s``/``timeout_s``: each child."""
+
+    testbench_bytes: int = 1 << 20
+    expanded_bytes: int = 2 << 20
+    memory_bytes: int = 1 << 30
+    parse_memory_bytes: int = 512 << 20
+    cpu_s: int = 10
+    timeout_s: float = 30.0
+
+
+EXCEEDED = "preprocessing exceeded limits"
+
+
+def check_testbench(
+    text: str,
+    name: str = "tb.sv",
+    task: Task | None = None,
+    *,
+    command: Sequence[str] | None = None,
+    aux_files: Sequence[SourceFile] = (),
+    env: Mapping[str, str] | None = None,
+    workdir_root: str | None = None,
+    limits: CheckLimits = CheckLimits(),
+    sandbox: Sandbox | None = None,
+) -> list[str]:
+    """Reasons to reject the testbench ``text`` named ``name`` (empty list = safe to compile).
+
+    ``task`` gives the RTL files, macros (``Task.defines``), include dirs and compile
+    order it is compiled with (None: the testbench alone). ``command`` is the build's
+    Verilator command line (the evaluator passes its own; ``-E`` is appended), run in a
+    scratch dir laid out like the work dir; default: :func:`default_command`. With
+    ``sandbox`` that run is in the OS sandbox too (an included file outside is then
+    judged by its name). The pyslang guard never is: it must see what the evaluator's
+    own process would.
+    Reasons are in source order; each names the file and line, e.g.
+    ``tb.sv:7: $system is not allowed (runs a host shell command)``.
+
+    Raises:
+        ToolchainError: Verilator is missing (only when ``command`` or ``env`` is None).
+        OSError: the scratch dir cannot be written or Verilator cannot be started.
+    """
+    too_big = _oversized(text, name, limits)
+    if too_big:
+        return too_big
+    if command is None or env is None:
+        toolchain = find_toolchain()
+        command = command or default_command(toolchain, task, name)
+        env = env or toolchain.env()
+    with _scratch(text, name, task, aux_files, workdir_root) as scratch:
+        rtl_bytes = sum(len(f.content) for f in task.rtl_files) if task else 0
+        reasons = _verilator_view(list(command), scratch, dict(env), name, rtl_bytes, limits,
+                                  sandbox)
+        if not reasons and _USES_MACROS.search(text):
+            reasons = _pyslang_views(scratch, name, task, limits)
+        return reasons
+
+
+def guard_pyslang(
+    text: str,
+    name: str = "tb.sv",
+    task: Task | None = None,
+    *,
+    aux_files: Sequence[SourceFile] = (),
+    workdir_root: str | None = None,
+    limits: CheckLimits = CheckLimits(),
+) -> list[str]:
+    """Reasons not to parse the untrusted testbench with pyslang in this process (empty:
+    its parses stay within ``limits`` and read no file outside the repo). Only a
+    testbench that uses the preprocessor costs a child process. :func:`check_testbench`
+    includes this; call it before any pyslang parse that comes first (the CLI's).
+    """
+    too_big = _oversized(text, name, limits)
+    if too_big or not _USES_MACROS.search(text):
+        return too_big
+    with _scratch(text, name, task, aux_files, workdir_root) as scratch:
+        return _pyslang_views(scratch, name, task, limits)
+
+
+def _oversized(text: str, name: str, limits: CheckLimits) -> list[str]:
+    size = len(text.encode("utf-8", errors="surrogateescape"))
+    if size <= limits.testbench_bytes:
+        return []
+    return [f"{name}: the testbench has {size} bytes, more than the "
+            f"{limits.testbench_bytes} allowed ({EXCEEDED})"]
+
+
+@contextlib.contextmanager
+def _scratch(text, name, task, aux_files, workdir_root) -> Iterator[Path]:
+    """A temporary dir laid out like the work dir: the RTL, aux files and testbench
+    (a :mod:`workdirs` dir, so a killed check leaks none)."""
+    scratch = workdirs.create(workdir_root)
+    try:
+        rtl = list(task.rtl_files) if task else []
+        for f in [*rtl, *aux_files, SourceFile(name=name, content=text)]:
+            path = scratch / f.name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(f.content, encoding="utf-8", errors="surrogateescape")
+        yield scratch
+    finally:
+        workdirs.release(scratch)
+
+
+def default_command(toolchain: Toolchain, task: Task | None, tb_name: str) -> list[str]:
+    """A Verilator command line for ``task`` + the testbench with the evaluator's
+    preprocessor settings (``--timing``, ``-I`` list, ``-D`` macros, compile order)."""
+    sources: list[str] = []
+    args = ["--timing"]
+    if task is not None:
+        args += [f"-I{d}" for d in search_dirs(task.rtl_files, task.include_dirs)]
+        args += [f"-D{d}" for d in define_args(task.defines)]
+        sources = [f.name for f in compile_order(task.rtl_files, task.compile_files)]
+    return [str(toolchain.verilator), *args, *(source_arg(s) for s in [*sources, tb_name])]
+
+
+def source_arg(name: str) -> str:
+    """A repository file name as a tool argument: ``./-o.sv`` for names that would read
+    as an option (``-``, ``+``), the name itself otherwise."""
+    return f"./{name}" if name.startswith(("-", "+")) else name
+
+
+def unsafe_path(path: str) -> str | None:
+    """Why a (decoded) file name may leave the work dir, or None when it stays inside."""
+    if any(ord(c) < 32 or ord(c) == 127 for c in path):
+        return "control characters in the file name"
     p = PurePosixPath(path)
-    return p.is_absolute() or ".." in p.parts or path.startswith("~")
-
-
-def _string_literal(text: str) -> str | None:
-    text = text.strip()
-    if len(text) >= 2 and text[0] == '"' and text[-1] == '"':
-        return text[1:-1]
+    if p.is_absolute() or ".." in p.parts or path.startswith("~"):
+        return "outside the work dir (absolute or '..' path)"
     return None
 
 
-def check_testbench(text: str, name: str) -> list[str]:
-    """Reasons to reject the testbench ``text`` (empty list = safe to compile).
-
-    Reasons are in line order; each names the file and line, e.g. ``tb.sv:7: $system is not allowed
-    (runs a host shell command)``.
-    """
-    tree = parse_tree(text, name)
-    sm = tree.sourceManager
-    reasons: list[str] = []
-
-    def where(loc: pyslang.SourceLocation) -> str:
-        return f"{name}:{sm.getLineNumber(loc)}"
-
-    def visit(node: object) -> bool:
-        if isinstance(node, pyslang.parsing.Token):
-            _check_token(node, where, reasons)
-            return True
-        kind = node.kind
-        if kind in (syntax.SyntaxKind.DPIImport, syntax.SyntaxKind.DPIExport):
-            reasons.append(f"{where(node.sourceRange.start)}: DPI imports/exports are not allowed")
-        elif kind == syntax.SyntaxKind.InvocationExpression:
-            _check_invocation(node, where, reasons)
-        return True
-
-    tree.root.visit(visit)
-    for match in _SYSTEMC_DIRECTIVE.finditer(text):
-        line = text.count("\n", 0, match.start()) + 1
-        reasons.append(f"{name}:{line}: {match.group(0)} (embedded C++) is not allowed")
-    unique = list(dict.fromkeys(reasons))
-    return sorted(unique, key=lambda r: int(r[len(name) + 1 :].split(":", 1)[0]))
+# -- Verilator's view --------------------------------------------------------------------
 
 
-def _check_token(token: pyslang.parsing.Token, where, reasons: list[str]) -> None:
-    if token.kind == pyslang.parsing.TokenKind.SystemIdentifier:
-        ident = token.valueText
-        if ident in FORBIDDEN_TASKS:
-            reasons.append(
-                f"{where(token.location)}: {ident} is not allowed ({FORBIDDEN_TASKS[ident]})"
-            )
-        elif _C_ESCAPE.match(ident):
-            reasons.append(f"{where(token.location)}: {ident} (embedded C++) is not allowed")
-    for trivia in token.trivia:
-        if trivia.kind != pyslang.parsing.TriviaKind.Directive:
-            continue
-        directive = trivia.syntax()
-        if directive.kind == syntax.SyntaxKind.IncludeDirective:
-            target = str(directive.fileName.valueText).strip('"<>')
-            if _unsafe_path(target):
-                reasons.append(
-                    f"{where(directive.sourceRange.start)}: `include \"{target}\" points "
-                    "outside the work dir (absolute or '..' path)"
-                )
+def _verilator_view(
+    command: list[str], scratch: Path, env: dict, name: str, rtl_bytes: int,
+    limits: CheckLimits, sandbox: Sandbox | None,
+) -> list[str]:
+    cap = limits.expanded_bytes + 4 * rtl_bytes
+    run = run_limited(
+        ["/bin/sh", "-c", f'exec "$@" > {_PP_OUT}', "sh", *command, "-E"],
+        cwd=str(scratch),
+        env=env,
+        timeout_s=limits.timeout_s,
+        limits=Limits(limits.cpu_s, limits.memory_bytes, cap),
+        output_cap=64 * 1024,
+        sandbox=sandbox,
+    )
+    out_path = scratch / _PP_OUT
+    out_size = out_path.stat().st_size if out_path.exists() else 0
+    errors = run.output
+    # Verilator's own errors exit 1; its wrapper reports a killed or crashed run otherwise
+    killed = run.returncode not in (0, 1) or _KILLED in errors
+    if run.timed_out or killed or out_size >= cap or _TOKEN_LIMIT in errors:
+        why = "Verilator's limit of tokens on a line" if _TOKEN_LIMIT in errors else (
+            f"{limits.timeout_s:g} s, {limits.cpu_s} s CPU, {limits.memory_bytes >> 20} MiB "
+            f"or {cap >> 20} MiB of output; exit {run.returncode}")
+        return [f"{name}: {EXCEEDED} ({why})"]
+    reasons = [  # not found here, but the build's cwd differs: judge the name
+        f"{at}: `include \"{target}\" points {why}"
+        for at, target in _MISSING_INCLUDE.findall(errors)
+        if at.startswith(f"{name}:") and (why := unsafe_path(target))
+    ]
+    pp = out_path.read_text(encoding="utf-8", errors="surrogateescape")
+    markers = vlex.line_markers(pp)
+    start = next((m for m in markers if m.level == 1
+                  and os.path.normpath(m.file) == os.path.normpath(name)), None)
+    if start is None:  # Verilator stopped before the testbench: nothing is built
+        return reasons if run.returncode != 0 else [
+            f"{name}: the testbench is missing from Verilator's preprocessed output"]
+    part = pp[start.offset:]
+    if len(part) > limits.expanded_bytes:
+        return [f"{name}: {EXCEEDED} (expands to more than "
+                f"{limits.expanded_bytes >> 20} MiB)"]
+    inside = [_shift(m, start.offset) for m in markers if m.offset >= start.offset]
+    where = vlex.SourceMap(part, inside, name).where
+    reasons += _outside_files(inside, scratch, where)
+    reasons += _scan(list(vlex.tokens(part)), where)
+    return list(dict.fromkeys(reasons))
 
 
-def _check_invocation(node, where, reasons: list[str]) -> None:
-    if node.left.kind != syntax.SyntaxKind.SystemName:
-        return
-    ident = node.left.systemIdentifier.valueText
-    if ident not in FILE_TASKS:
-        return
-    args = [a for a in (node.arguments.parameters if node.arguments else []) if hasattr(a, "kind")
-            and a.kind == syntax.SyntaxKind.OrderedArgument]
-    if not args:
-        return
-    path = _string_literal(str(args[0]))
-    loc = where(node.sourceRange.start)
-    if path is None:
-        reasons.append(
-            f"{loc}: {ident} needs a string-literal file name (a computed path cannot be "
-            "checked to stay inside the work dir)"
-        )
-    elif _unsafe_path(path):
-        reasons.append(
-            f"{loc}: {ident}(\"{path}\") points outside the work dir (absolute or '..' path)"
-        )
+def _shift(marker: vlex.LineMarker, by: int) -> vlex.LineMarker:
+    return vlex.LineMarker(marker.offset - by, marker.line, marker.file, marker.level)
+
+
+def _outside_files(markers, scratch: Path, where) -> list[str]:
+    """Reasons for the included files (markers entering a file) outside the scratch dir."""
+    root = os.path.realpath(scratch)
+    reasons = []
+    for m in (m for m in markers if m.level == 1):
+        real = os.path.realpath(os.path.join(root, m.file))
+        if os.path.commonpath([root, real]) != root:
+            at = where(max(0, m.offset - 1))  # the line of the `include
+            reasons.append(f"{at}: `include of \"{m.file}\" reads a file outside the work dir")
+    return reasons
+
+
+def _scan(toks: list[vlex.Token], where) -> list[str]:
+    reasons = []
+    for i, tok in enumerate(toks):
+        at = where(tok.offset)
+        if tok.kind == "sys":
+            if tok.text in FORBIDDEN_TASKS:
+                reasons.append(f"{at}: {tok.text} is not allowed ({FORBIDDEN_TASKS[tok.text]})")
+            elif _C_ESCAPE.match(tok.text):
+                reasons.append(f"{at}: {tok.text} (embedded C++) is not allowed")
+            elif tok.text in FILE_TASKS:
+                why = _file_argument(toks, i, FILE_TASKS[tok.text])
+                if why:
+                    reasons.append(f"{at}: {tok.text}{why}")
+        elif tok.kind == "dir":
+            if _CPP_DIRECTIVE.match(tok.text):
+                reasons.append(f"{at}: {tok.text} (embedded C++) is not allowed")
+            elif tok.text == _CONFIG_DIRECTIVE:
+                reasons.append(f"{at}: {tok.text} is not allowed (it changes how every file "
+                               "is compiled and covered)")
+        elif (tok.kind == "id" and tok.text in ("import", "export") and i + 1 < len(toks)
+              and toks[i + 1].kind == "str"):
+            reasons.append(f"{at}: DPI imports/exports are not allowed")
+    return reasons
+
+
+def _file_argument(toks: list[vlex.Token], i: int, index: int) -> str | None:
+    """Why the file-name argument of the call at ``toks[i]`` is unsafe (None: safe or no
+    call). The text returned follows the task name in the reason."""
+    args = _arguments(toks, i)
+    if args is None:
+        return None
+    arg = args[index] if args and -len(args) <= index < len(args) else []
+    if len(arg) != 1 or arg[0].kind != "str":
+        return (" needs a string-literal file name (a computed path cannot be checked to "
+                "stay inside the work dir)")
+    literal = arg[0].text
+    value = vlex.string_value(literal)
+    if "\\" in literal:
+        return f"({literal}) uses escape sequences in its file name (decodes to {value!r})"
+    why = unsafe_path(value)
+    return f"(\"{value}\") points {why}" if why else None
+
+
+def _arguments(toks: list[vlex.Token], i: int) -> list[list[vlex.Token]] | None:
+    """Arguments of a call whose name is ``toks[i]``: None when no ``(`` follows, ``[]``
+    when the list is longer than the lookahead (cannot be checked)."""
+    if i + 1 >= len(toks) or toks[i + 1].text != "(":
+        return None
+    args: list[list[vlex.Token]] = []
+    current: list[vlex.Token] = []
+    depth = 0
+    for tok in toks[i + 2 : i + 2 + _CALL_LOOKAHEAD]:
+        if tok.kind == "punct":
+            if tok.text == "(":
+                depth += 1
+            elif tok.text == ")" and depth:
+                depth -= 1
+            elif depth == 0:
+                args.append(current)
+                if tok.text == ")":
+                    return args
+                current = []
+                continue
+        current.append(tok)
+    return []
+
+
+# -- pyslang's views ---------------------------------------------------------------------
+
+
+def _pyslang_views(scratch: Path, name: str, task: Task | None, limits: CheckLimits) -> list[str]:
+    """Run the evaluator's own pyslang parses of the testbench in a limited child."""
+    spec = {
+        "tb": name,
+        "rtl": [f.name for f in task.rtl_files] if task else [],
+        "include_dirs": search_dirs(task.rtl_files, task.include_dirs) if task else ["."],
+        "defines": dict(task.defines) if task else {},
+        "compile_files": list(task.compile_files) if task else [],
+        "top": task.dut_module_name if task else "",
+    }
+    run = run_limited(
+        [sys.executable, "-m", "llm4cov.sim.ppguard", json.dumps(spec)],
+        cwd=str(scratch),
+        env=dict(os.environ),
+        timeout_s=limits.timeout_s,
+        limits=Limits(limits.cpu_s, limits.parse_memory_bytes),
+        output_cap=64 * 1024,
+    )
+    last = run.output.strip().splitlines()[-1:] if run.output.strip() else []
+    if run.timed_out or run.returncode != 0 or not last:
+        return [f"{name}: {EXCEEDED} (the pyslang parse of the testbench went past "
+                f"{limits.cpu_s} s CPU or {limits.parse_memory_bytes >> 20} MiB)"]
+    return [f"{name}: `include of \"{path}\" reads a file outside the work dir"
+            for path in json.loads(last[0])]

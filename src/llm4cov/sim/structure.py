@@ -21,10 +21,32 @@ class StructureError(ValueError):
 
 @dataclass(frozen=True)
 class TestbenchPlan:
-    """Where the testbench's top is and where the DUT instance lies below it."""
+    """Where the testbench's top is and where the DUT instance lies below it.
+
+    ``other_copies``: hierarchies of further instances of the DUT module;
+    ``helpers``: modules the testbench declares and instantiates below its top. Neither
+    ever counts as DUT coverage; the observation says so."""
 
     tb_top: str
     dut_hier: str
+    other_copies: tuple[str, ...] = ()
+    helpers: tuple[str, ...] = ()
+
+    def notes(self, dut_module: str) -> list[str]:
+        """Notes for the observation about extra DUT copies and testbench modules."""
+        notes = []
+        if self.other_copies:
+            notes.append(
+                f"the testbench instantiates the DUT module `{dut_module}` "
+                f"{len(self.other_copies) + 1} times; only `{self.dut_hier}` is measured "
+                f"(not {', '.join(self.other_copies)})"
+            )
+        if self.helpers:
+            notes.append(
+                "testbench module(s) " + ", ".join(f"`{h}`" for h in self.helpers)
+                + " are not part of the DUT: their coverage never counts"
+            )
+        return notes
 
 
 def plan_testbench(
@@ -60,8 +82,10 @@ def plan_testbench(
             + (f"; instantiate it as `{dut_module} {dut_instance} (...)`" if dut_instance else "")
         )
     top, paths = with_dut[0]
+    used = {mtype for d in decls for mtype, _ in d.instances}
+    helpers = tuple(sorted((tb_names & used) - {top}))
     if dut_instance is None:
-        return TestbenchPlan(top, paths[0])
+        return TestbenchPlan(top, paths[0], tuple(paths[1:]), helpers)
     named = [p for p in paths if p.rsplit(".", 1)[-1] == dut_instance]
     if not named:
         found = ", ".join(p.rsplit(".", 1)[-1] for p in paths)
@@ -69,7 +93,8 @@ def plan_testbench(
             f"{tb.name}: `{dut_module}` is instantiated as `{found}`, but the task requires "
             f"the instance name `{dut_instance}` (coverage is measured on {top}.{dut_instance})"
         )
-    return TestbenchPlan(top, min(named, key=lambda p: p.count(".")))
+    dut = min(named, key=lambda p: p.count("."))
+    return TestbenchPlan(top, dut, tuple(p for p in paths if p != dut), helpers)
 
 
 def stop_sites(files: list[SourceFile]) -> list[str]:

@@ -75,6 +75,26 @@ def find_toolchain() -> Toolchain:
     return Toolchain(root, script, version, shutil.which("ccache"), z3)
 
 
+@functools.cache
+def ccache_dir(ccache: str) -> Path | None:
+    """The cache directory ``ccache`` writes to (``ccache --get-config cache_dir``,
+    created if missing); None when it cannot be told (ccache is then left out of
+    sandboxed builds)."""
+    try:
+        out = subprocess.run([ccache, "--get-config", "cache_dir"], capture_output=True,
+                             text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if out.returncode != 0 or not out.stdout.strip().startswith("/"):
+        return None
+    path = Path(out.stdout.strip())
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return None
+    return path
+
+
 def _beside_python(name: str) -> str | None:
-    candidate = Path(sys.executable).parent / name
+    candidate = Path(os.path.abspath(sys.executable)).parent / name
     return str(candidate) if candidate.exists() else None

@@ -66,7 +66,9 @@ log = logging.getLogger(__name__)
 
 Simulate = Callable[[Task, str], Awaitable[Observation]]
 PROBE_MODEL = "random"
-PROBE_SKIPS = (Status.COMPILE_ERROR, Status.NO_COVERAGE, Status.REJECTED)
+PROBE_SKIPS = (Status.COMPILE_ERROR, Status.NO_COVERAGE, Status.REJECTED, Status.TOOL_ERROR)
+"""Probe statuses that skip a repo (``tool_error``: the simulator cannot handle the
+design; the repo is skipped with that reason, counted apart from model failures)."""
 PROGRESS_GROUP = "repos"
 
 
@@ -277,11 +279,13 @@ class SynthRun:
         s0 = StateInfo(id=INITIAL_STATE)
         ints = await gather_all(self._sample(task, Role.INTERMEDIATE, s0, k)
                                 for k in range(cfg.selection.candidates))
-        chosen = select_states([r.observation for r in ints], cfg.selection,
+        usable = [r for r in ints if not r.observation.tool_error]  # tool failures: no state
+        chosen = select_states([r.observation for r in usable], cfg.selection,
                                derive_seed(cfg.seed, task.id, "select"))
-        states = [StateInfo(id=ints[c.index].state_id, testbench=ints[c.index].testbench,
-                            observation=ints[c.index].observation, model=ints[c.index].model,
-                            selected_as=c.reason, cov=ints[c.index].observation.cov())
+        states = [StateInfo(id=usable[c.index].state_id, testbench=usable[c.index].testbench,
+                            observation=usable[c.index].observation,
+                            model=usable[c.index].model, selected_as=c.reason,
+                            cov=usable[c.index].observation.cov())
                   for c in chosen]
         trans = await gather_all(self._sample(task, Role.TRANSITION, s, m)
                                  for s in states for m in range(cfg.transitions))
@@ -294,6 +298,7 @@ class SynthRun:
         for point in points:
             self.points.append(point.model_dump(mode="json"))
         counts = {"samples": len(ints) + len(trans), "states": len(states),
+                  "tool_failures": sum(r.observation.tool_error for r in [*ints, *trans]),
                   "points": len(points),
                   "kept": sum(p.verdict is Verdict.KEPT for p in points)}
         for key in [k for k in self._cached if k[0] == task.id]:
@@ -303,6 +308,9 @@ class SynthRun:
 
     def _judge(self, task: Task, state: StateInfo, rows: list[SampleRow],
                kind: PointKind) -> list[DataPoint]:
+        """Data points of ``rows`` from ``state``; samples the simulator failed on
+        (``tool_error``) are no data point (neither kept nor rejected)."""
+        rows = [r for r in rows if not r.observation.tool_error]
         verdicts = judge_transitions(state.cov, [r.observation for r in rows],
                                      self.config.rejection)
         models = {Role.INTERMEDIATE.value: self.policies[Role.INTERMEDIATE].name,
@@ -371,7 +379,8 @@ class SynthRun:
 
 def run_summary(out_dir: Path | str) -> dict[str, Any]:
     """Counts of a run directory from its files: repos by status and reason, data points
-    by kind and verdict, simulator calls and tokens spent."""
+    by kind and verdict, simulator calls, tool failures (samples the simulator itself
+    failed on; never data points) and tokens spent."""
     out = Path(out_dir)
     repos: dict[str, int] = {}
     for row in iter_jsonl(out / "repos.jsonl"):
@@ -381,9 +390,10 @@ def run_summary(out_dir: Path | str) -> dict[str, Any]:
     for row in iter_jsonl(out / "points.jsonl"):
         key = f"{row['kind']}:{row['verdict']}"
         points[key] = points.get(key, 0) + 1
-    sims = tokens = 0
+    sims = tokens = tool_failures = 0
     for row in iter_jsonl(out / "samples.jsonl"):
         sims += int(row["simulated"])
         tokens += row["prompt_tokens"] + row["completion_tokens"]
+        tool_failures += bool(row["observation"].get("tool_error"))
     return {"repos": dict(sorted(repos.items())), "points": dict(sorted(points.items())),
-            "sim_calls": sims, "tokens": tokens}
+            "sim_calls": sims, "tool_failures": tool_failures, "tokens": tokens}

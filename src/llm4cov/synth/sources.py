@@ -178,7 +178,7 @@ def record_task(record: dict[str, Any], fmt: RepoFormat) -> Task:
 
 
 def _check_dut(task: Task) -> Task:
-    declared = {d.name for d in module_decls(task.rtl_files)}
+    declared = {d.name for d in module_decls(task.rtl_files, task.include_dirs, task.defines)}
     if task.dut_module_name not in declared:
         raise RepoSkip("dut_not_declared",
                        f"{task.dut_module_name!r} is not declared in the RTL files")

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 import re
+import shlex
 from collections.abc import Iterator
 from enum import StrEnum
 from pathlib import Path, PurePosixPath
@@ -30,6 +31,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from llm4cov.tasks.filelist import parse_args
 from llm4cov.tasks.hdl import COMPILED_SUFFIXES, HDL_SUFFIXES, module_decls, top_modules
 from llm4cov.tasks.loaders import iter_tasks
 from llm4cov.tasks.model import ReferenceTestbench, SourceFile, Target, Task, TaskError
@@ -49,6 +51,8 @@ _PROMPT_INSTANCE = (
 )
 # CVDP's harness check: assert metrics ["uut"]["Average"] >= float(os.getenv("TARGET"))
 _HARNESS_INSTANCE = re.compile(r"metrics\s*\[\s*[\"'](\w+)[\"']\s*\]\s*\[\s*[\"']Average")
+# process.py: cmd = "xrun -coverage all /src/gf_multiplier.sv /code/verif/tb.sv ..."
+_XRUN = re.compile(r"""["']((?:xrun|irun|vcs|verilator)\s[^"']*)["']""")
 _ENV_LINE = re.compile(r"^\s*(\w+)\s*=\s*(.*?)\s*$", re.MULTILINE)
 
 
@@ -105,6 +109,28 @@ def _reference_tb(
     return ReferenceTestbench(name=main.name, content=main.content, aux_files=aux), pairs
 
 
+def harness_build(harness: dict[str, str], rtl_names: set[str]) -> dict[str, Any]:
+    """The build fields of a raw CVDP task from the harness's ``xrun`` command line
+    (``+incdir+``, ``+define+``/``-define``, ``-pvalue+``/``-G`` and the order of the
+    ``/src/...`` sources; ``filelist.parse_args``): ``{}`` when there is none."""
+    match = next((m for name, text in sorted(harness.items()) if name.endswith(".py")
+                  for m in [_XRUN.search(text)] if m), None)
+    if match is None:
+        return {}
+    fl = parse_args(shlex.split(match.group(1))[1:], Path("/"), origin="harness xrun command")
+
+    def in_src(path: Path) -> str | None:
+        text = path.as_posix()
+        return "." if text == "/src" else (text[5:] if text.startswith("/src/") else None)
+
+    return {
+        "include_dirs": [d for p in fl.include_dirs if (d := in_src(p))],
+        "defines": fl.defines,
+        "parameters": fl.parameters,
+        "compile_files": [n for p in fl.sources if (n := in_src(p)) in rtl_names],
+    }
+
+
 def cvdp_raw_task(record: dict[str, Any]) -> Task:
     """The task of one raw CVDP cid012 record (see the module docstring).
 
@@ -131,16 +157,17 @@ def cvdp_raw_task(record: dict[str, Any]) -> Task:
 
     rtl = [SourceFile(name=name.removeprefix("src/"), content=content)
            for name, content in sorted(harness.items())
-           if name.startswith("src/") and name.lower().endswith(COMPILED_SUFFIXES)]
-    if not rtl:
+           if name.startswith("src/") and name.lower().endswith(HDL_SUFFIXES)]
+    if not any(f.name.lower().endswith(COMPILED_SUFFIXES) for f in rtl):
         raise TaskError(f"{rid}: the harness has no src/*.sv or src/*.v files")
+    build = harness_build(harness, {f.name for f in rtl})
     env = parse_env(harness.get("src/.env", ""))
     try:
         target = float(env["TARGET"])
     except (KeyError, ValueError) as exc:
         raise TaskError(f"{rid}: no numeric TARGET in src/.env") from exc
 
-    decls = module_decls(rtl)
+    decls = module_decls(rtl, build.get("include_dirs", ()), build.get("defines"))
     ref, ref_pairs = _reference_tb(out_context, {d.name for d in decls})
     ref_modules = sorted({m for m, _ in ref_pairs})
     tops = top_modules(decls)
@@ -172,6 +199,7 @@ def cvdp_raw_task(record: dict[str, Any]) -> Task:
         dut_instance_name=instance,
         targets=[Target(inst_name=instance, metric="overall", target_percentage=target)],
         reference_tb=ref,
+        **build,
         difficulty=_difficulty(categories),
         is_agentic=False,
         meta={
@@ -220,7 +248,8 @@ def cvdp_ecov_task(record: dict[str, Any]) -> Task:
         raise TaskError(f"{rid}: not a CVDP-ECov record (missing {', '.join(missing)})")
     fields = {k: record[k] for k in ("spec_files", "rtl_files", "dut_module_name",
                                      "dut_instance_name", "instruction", "targets",
-                                     "difficulty", "is_agentic") if k in record}
+                                     "difficulty", "is_agentic", "include_dirs", "defines",
+                                     "parameters", "compile_files") if k in record}
     try:
         return Task(id=_task_id(rid), source="cvdp", **fields,
                     meta={"upstream_id": rid, "target_source": TARGET_SOURCE})

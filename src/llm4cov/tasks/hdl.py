@@ -1,21 +1,30 @@
 """SystemVerilog structure via pyslang: modules, instances, top detection, DUT ports.
 
-Everything here works on the syntax tree (no elaboration) unless it says otherwise,
-so a testbench with semantic errors still yields its module and instance structure.
+The RTL is read the way Verilator reads it: the compiled files (packages first) form
+one compilation unit, with the task's macros, and `` `include`` files are searched in
+Verilator's ``-I`` list (:func:`search_dirs`; never next to the including file, as
+Verilator does not look there). So a port sized by a macro from an included header,
+or a module inside `` `ifdef``, comes out as the compiler sees it. Module and
+instance structure is syntax-level (no elaboration), so a testbench with semantic
+errors still yields it; ports are elaborated.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import re
+import tempfile
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
 
 import pyslang
-from pyslang import ast, syntax
+from pyslang import ast, parsing, syntax
 
-from llm4cov.tasks.model import SourceFile
+from llm4cov.tasks.model import SourceFile, Task
 
 HDL_SUFFIXES = (".v", ".sv", ".vh", ".svh")
 COMPILED_SUFFIXES = (".v", ".sv")
+_INCLUDE = re.compile(r'^[ \t]*`include\s+"([^"]+)"', re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -33,52 +42,285 @@ class ModuleDecl:
 
 @dataclass(frozen=True)
 class Port:
-    """A DUT port after elaboration with default parameters; ``width`` in bits."""
+    """A DUT port after elaboration; ``width`` in bits (of one element for an
+    unpacked array).
+
+    ``type_text`` declares a variable of the port's type in a testbench (a package type
+    name such as ``pkg::op_e``, else ``logic [W-1:0]``); ``cast`` says values must be
+    cast to it (``T'(...)``); ``unpacked`` holds the unpacked dimensions as
+    ``(left, right)`` pairs, outermost first.
+    """
 
     name: str
     direction: str  # "input" | "output" | "inout"
     width: int
     signed: bool = False
+    type_text: str = ""
+    cast: bool = False
+    unpacked: tuple[tuple[int, int], ...] = ()
+
+    def declaration(self) -> str:
+        """``<type> <name> [<dims>]``: a testbench variable that connects to the port."""
+        dims = "".join(f" [{a}:{b}]" for a, b in self.unpacked)
+        return f"{self.type_text or _vector(self.width, self.signed)} {self.name}{dims}"
+
+
+def _vector(width: int, signed: bool) -> str:
+    return "logic" + (" signed" if signed else "") + (f" [{width - 1}:0]" if width > 1 else "")
 
 
 def parse_tree(text: str, name: str) -> syntax.SyntaxTree:
-    """Parse one source text into a pyslang syntax tree (never raises on bad code)."""
+    """Parse one source text alone into a pyslang syntax tree (never raises)."""
     return syntax.SyntaxTree.fromText(text, name)
 
 
-def module_decls(files: Iterable[SourceFile]) -> list[ModuleDecl]:
-    """Every module declared in ``files`` (syntax level), in file order."""
-    decls: list[ModuleDecl] = []
+def include_names(text: str) -> list[str]:
+    """The file names of the `` `include "..."`` directives in ``text``, in order."""
+    return _INCLUDE.findall(text)
+
+
+def search_dirs(files: Sequence[SourceFile], include_dirs: Iterable[str] = ()) -> list[str]:
+    """Verilator's ``-I`` list for a repository, relative to its root, in search order.
+
+    The explicit ``include_dirs``, then the directories that make an `` `include``
+    resolve when it names a file by a path below one (`` `include "cc/a.svh"`` with the
+    file at ``inc/cc/a.svh`` adds ``inc``), then ``.`` and every RTL file's directory.
+    """
+    names = {f.name for f in files}
+    dirs = list(dict.fromkeys(str(PurePosixPath(d)) for d in include_dirs))
     for f in files:
-        tree = parse_tree(f.content, f.name)
-        decls.extend(_decls_in_tree(tree, f.name))
-    return decls
+        for inc in include_names(f.content):
+            if any(_join(d, inc) in names for d in [*dirs, "."]):
+                continue
+            for name in sorted(names):
+                if name.endswith("/" + inc):
+                    dirs.append(name[: -len(inc) - 1])
+                    break
+    dirs += [".", *sorted({str(PurePosixPath(f.name).parent) for f in files} - {"."})]
+    return list(dict.fromkeys(dirs))
 
 
-def _decls_in_tree(tree: syntax.SyntaxTree, file_name: str) -> list[ModuleDecl]:
-    found: list[ModuleDecl] = []
+def _join(directory: str, name: str) -> str:
+    return str(PurePosixPath(directory) / name)
+
+
+def compile_order(
+    files: Sequence[SourceFile], compile_files: Sequence[str] = ()
+) -> list[SourceFile]:
+    """The files to compile (``compile_files`` if given, else every ``.v``/``.sv``),
+    reordered so a file declaring a package comes before the files that use it
+    (stable otherwise; a package cycle keeps the given order)."""
+    by_name = {f.name: f for f in files}
+    chosen = ([by_name[n] for n in compile_files] if compile_files
+              else [f for f in files if f.name.endswith(COMPILED_SUFFIXES)])
+    declared: dict[str, str] = {}
+    used: dict[str, set[str]] = {}
+    for f in chosen:
+        decl, refs = _packages(f)
+        for pkg in decl:
+            declared.setdefault(pkg, f.name)
+        used[f.name] = refs - decl
+    ordered: list[SourceFile] = []
+    done: set[str] = set()
+    pending = list(chosen)
+    while pending:
+        ready = next((f for f in pending if all(
+            declared.get(p, f.name) in done | {f.name} for p in used[f.name])), pending[0])
+        ordered.append(ready)
+        done.add(ready.name)
+        pending.remove(ready)
+    return ordered
+
+
+def _packages(f: SourceFile) -> tuple[set[str], set[str]]:
+    """(packages declared in ``f``, package names ``f`` refers to) from its syntax."""
+    declared: set[str] = set()
+    refs: set[str] = set()
+    if "package" not in f.content and "::" not in f.content:
+        return declared, refs
 
     def visit(node: object) -> bool:
-        if getattr(node, "kind", None) == syntax.SyntaxKind.ModuleDeclaration:
-            insts: list[tuple[str, str]] = []
-
-            def inner(n: object) -> bool:
-                if getattr(n, "kind", None) == syntax.SyntaxKind.HierarchyInstantiation:
-                    for inst in n.instances:
-                        if not hasattr(inst, "decl"):
-                            continue  # the comma tokens between `m a(...), b(...);`
-                        decl = inst.decl
-                        name = decl.name.valueText if decl is not None else ""
-                        insts.append((n.type.valueText, name))
-                return True
-
-            node.visit(inner)
-            loc = tree.sourceManager.getLineNumber(node.header.name.location)
-            found.append(ModuleDecl(node.header.name.valueText, file_name, loc, tuple(insts)))
+        kind = getattr(node, "kind", None)
+        if kind == syntax.SyntaxKind.PackageDeclaration:
+            declared.add(node.header.name.valueText)
+        elif kind == syntax.SyntaxKind.PackageImportItem:
+            refs.add(node.package.valueText)
+        elif kind == syntax.SyntaxKind.ScopedName and node.separator.valueText == "::":
+            left = getattr(node.left, "identifier", None)
+            if left is not None:
+                refs.add(left.valueText)
         return True
 
-    tree.root.visit(visit)
-    return found
+    parse_tree(f.content, f.name).root.visit(visit)
+    return declared, refs
+
+
+def module_parameters(f: SourceFile, module: str) -> set[str]:
+    """Names of the overridable parameters (not ``localparam``) of ``module`` in ``f``."""
+    names: set[str] = set()
+
+    def in_module(node: object) -> bool:
+        if getattr(node, "kind", None) == syntax.SyntaxKind.ModuleDeclaration:
+            if node.header.name.valueText == module:
+                node.visit(param)
+            return False
+        return True
+
+    def param(node: object) -> bool:
+        if (getattr(node, "kind", None) == syntax.SyntaxKind.ParameterDeclaration
+                and node.keyword.valueText != "localparam"):
+            names.update(d.name.valueText for d in node.declarators if hasattr(d, "name"))
+        return True
+
+    parse_tree(f.content, f.name).root.visit(in_module)
+    return names
+
+
+def define_args(defines: Mapping[str, str]) -> list[str]:
+    """``NAME=VALUE`` (or ``NAME`` for an empty value), as pyslang and Verilator take them."""
+    return [f"{k}={v}" if v != "" else k for k, v in defines.items()]
+
+
+class Design:
+    """The RTL parsed as one compilation unit (see the module docstring).
+
+    Build it with :func:`parse_design` or :func:`task_design`.
+    """
+
+    def __init__(self, tree: syntax.SyntaxTree, root: str):
+        self.tree = tree
+        self._root = root.rstrip("/") + "/"
+
+    def _name(self, location: pyslang.SourceLocation) -> str:
+        name = self.tree.sourceManager.getFileName(location)
+        return name.removeprefix(self._root)
+
+    def decls(self) -> list[ModuleDecl]:
+        """Every module declared, in compilation order."""
+        found: list[ModuleDecl] = []
+        sm = self.tree.sourceManager
+
+        def visit(node: object) -> bool:
+            if getattr(node, "kind", None) == syntax.SyntaxKind.ModuleDeclaration:
+                loc = node.header.name.location
+                found.append(ModuleDecl(node.header.name.valueText, self._name(loc),
+                                        sm.getLineNumber(loc), _instances(node)))
+            return True
+
+        self.tree.root.visit(visit)
+        return found
+
+    def ports(self, module: str, parameters: Mapping[str, str] | None = None) -> list[Port]:
+        """Ports of ``module`` elaborated as the top with ``parameters`` overridden.
+
+        Raises:
+            ValueError: the module is not declared (with the compiler's view of the
+                macros) or has an interface port (a testbench cannot drive it as a signal).
+        """
+        options = ast.CompilationOptions()
+        options.topModules = {module}
+        options.paramOverrides = [f"{k}={v}" for k, v in (parameters or {}).items()]
+        comp = ast.Compilation(pyslang.Bag([options]))
+        comp.addSyntaxTree(self.tree)
+        tops = [i for i in comp.getRoot().topInstances if i.name == module]
+        if not tops:
+            raise ValueError(f"module {module!r} is not declared in the RTL files")
+        ports: list[Port] = []
+        for p in tops[0].body.portList:
+            if p.kind == ast.SymbolKind.InterfacePort:
+                raise ValueError(f"port {p.name!r} of {module!r} is an interface port")
+            if p.kind == ast.SymbolKind.Port:
+                ports.append(_port(p))
+        return ports
+
+
+def _instances(module: object) -> tuple[tuple[str, str], ...]:
+    insts: list[tuple[str, str]] = []
+
+    def inner(n: object) -> bool:
+        if getattr(n, "kind", None) == syntax.SyntaxKind.HierarchyInstantiation:
+            for inst in n.instances:
+                if not hasattr(inst, "decl"):
+                    continue  # the comma tokens between `m a(...), b(...);`
+                decl = inst.decl
+                insts.append((n.type.valueText, decl.name.valueText if decl is not None else ""))
+        return True
+
+    module.visit(inner)
+    return tuple(insts)
+
+
+def _port(p: ast.PortSymbol) -> Port:
+    direction = {"In": "input", "Out": "output", "InOut": "inout"}.get(
+        p.direction.name, p.direction.name.lower())
+    ty = p.type
+    dims: list[tuple[int, int]] = []
+    while ty.isUnpackedArray and getattr(ty, "range", None) is not None:
+        dims.append((ty.range.left, ty.range.right))
+        ty = ty.elementType
+    width = max(1, int(ty.bitWidth))
+    text = str(ty)
+    if ty.isAlias and "::" in text and "." not in text and "$" not in text:
+        type_text, cast = text, True  # a package type: enum, struct, typedef'd vector
+    elif ty.isIntegral:
+        type_text, cast = _vector(width, ty.isSigned), False
+    else:
+        type_text, cast = text, False  # real, string, ...
+    return Port(p.name, direction, width, bool(ty.isSigned), type_text, cast, tuple(dims))
+
+
+def parse_design(
+    files: Sequence[SourceFile],
+    include_dirs: Iterable[str] = (),
+    defines: Mapping[str, str] | None = None,
+    compile_files: Sequence[str] = (),
+) -> Design:
+    """Parse ``files`` as Verilator compiles them (see the module docstring).
+
+    Never raises on bad code: pyslang recovers and its diagnostics are not checked here.
+    """
+    predefines = define_args(defines or {})
+    order = compile_order(files, compile_files)
+    with tempfile.TemporaryDirectory(prefix="llm4cov-hdl-") as tmp:
+        root = Path(tmp)
+        for f in files:
+            path = root / f.name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(f.content, encoding="utf-8", errors="surrogateescape")
+        sm = pyslang.SourceManager()
+        sm.setDisableLocalIncludes(True)
+        for d in search_dirs(files, include_dirs):
+            if (root / d).is_dir():
+                sm.addUserDirectories(str(root / d))
+        pp = parsing.PreprocessorOptions()
+        pp.predefines = predefines
+        buffers = [sm.assignText(str(root / f.name), f.content) for f in order]
+        tree = (syntax.SyntaxTree.fromBuffers(buffers, sm, pyslang.Bag([pp])) if buffers
+                else syntax.SyntaxTree.fromText("", "empty.sv"))
+    return Design(tree, str(root))
+
+
+def task_design(task: Task) -> Design:
+    """The design of ``task`` with its include dirs, macros and compile list."""
+    return parse_design(task.rtl_files, task.include_dirs, task.defines, task.compile_files)
+
+
+def task_ports(task: Task) -> list[Port]:
+    """The DUT's ports as the compiler elaborates them with the task's parameters.
+
+    Raises:
+        ValueError: see :meth:`Design.ports`.
+    """
+    return task_design(task).ports(task.dut_module_name, task.parameters)
+
+
+def module_decls(
+    files: Iterable[SourceFile],
+    include_dirs: Iterable[str] = (),
+    defines: Mapping[str, str] | None = None,
+) -> list[ModuleDecl]:
+    """Every module declared in ``files`` compiled together (syntax level)."""
+    return parse_design(list(files), include_dirs, defines).decls()
 
 
 def top_modules(decls: list[ModuleDecl]) -> list[str]:
@@ -113,27 +355,16 @@ def instance_paths(decls: list[ModuleDecl], top: str, module: str) -> list[str]:
     return paths
 
 
-def dut_ports(rtl_files: Iterable[SourceFile], module: str) -> list[Port]:
-    """Ports of ``module`` elaborated as a top with its default parameters.
+def dut_ports(
+    rtl_files: Iterable[SourceFile],
+    module: str,
+    include_dirs: Iterable[str] = (),
+    defines: Mapping[str, str] | None = None,
+    parameters: Mapping[str, str] | None = None,
+) -> list[Port]:
+    """Ports of ``module`` elaborated as a top (default parameters unless overridden).
 
     Raises:
         ValueError: the module is not declared in ``rtl_files``.
     """
-    options = ast.CompilationOptions()
-    options.topModules = {module}
-    comp = ast.Compilation(pyslang.Bag([options]))
-    for f in rtl_files:
-        if f.name.endswith(HDL_SUFFIXES):
-            comp.addSyntaxTree(parse_tree(f.content, f.name))
-    tops = [i for i in comp.getRoot().topInstances if i.name == module]
-    if not tops:
-        raise ValueError(f"module {module!r} is not declared in the RTL files")
-    ports: list[Port] = []
-    for p in tops[0].body.portList:
-        if p.kind != ast.SymbolKind.Port:
-            continue
-        direction = {"In": "input", "Out": "output", "InOut": "inout"}.get(
-            p.direction.name, p.direction.name.lower()
-        )
-        ports.append(Port(p.name, direction, max(1, int(p.type.bitWidth)), p.type.isSigned))
-    return ports
+    return parse_design(list(rtl_files), include_dirs, defines).ports(module, parameters)

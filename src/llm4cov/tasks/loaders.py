@@ -4,22 +4,27 @@ Directory layout: every ``*.v``/``*.sv``/``*.vh``/``*.svh`` file (recursively) i
 every ``*.md``/``*.txt``/``*.rst`` file is spec. The DUT is the single module that no
 other module instantiates (pyslang); ask with ``top=`` when there are several.
 Files that are not valid UTF-8 are decoded as Latin-1 (byte-exact) and the task's
-``meta["notes"]`` says so.
+``meta["notes"]`` says so. A link to a file outside the directory is not loaded (a
+warning and a note say so); links to directories are not followed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import logging
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 from pydantic import ValidationError
 
-from llm4cov.tasks.hdl import HDL_SUFFIXES, module_decls, top_modules
+from llm4cov.tasks.filelist import parse_filelist, resolve_repo
+from llm4cov.tasks.hdl import HDL_SUFFIXES, parse_design, top_modules
 from llm4cov.tasks.model import SourceFile, Task, TaskError
 from llm4cov.util.jsonl import iter_json_objects
 
 SPEC_SUFFIXES = (".md", ".txt", ".rst")
 _SKIP_DIRS = {".git", "obj_dir", "__pycache__", "node_modules"}
+
+log = logging.getLogger(__name__)
 
 
 def read_text(path: Path, notes: list[str] | None = None, label: str | None = None) -> str:
@@ -40,12 +45,25 @@ def task_from_dir(
     top: str | None = None,
     instance: str = "dut",
     task_id: str | None = None,
+    *,
+    include_dirs: Iterable[Path | str] = (),
+    defines: Mapping[str, str] | None = None,
+    parameters: Mapping[str, str] | None = None,
+    filelist: Path | str | None = None,
 ) -> Task:
-    """Build a task from a directory of RTL and spec files.
+    """Build a task from a directory of RTL and spec files (links to files outside it
+    are refused, see :func:`_repo_files`).
+
+    ``include_dirs`` (absolute, or relative to ``directory``), ``defines`` and
+    ``parameters`` become the task's (``Task.include_dirs``...). With ``filelist`` the
+    RTL is what the list compiles (``filelist.py``; its files must lie below
+    ``directory``) and its options add to these; spec files still come from
+    ``directory``. Module structure is read with the include dirs and macros.
 
     Raises:
         TaskError: the directory is missing or has no RTL, ``top`` is not declared,
-            or the top module is ambiguous (the message lists the candidates).
+            or the top module is ambiguous (the message lists the candidates), an
+            include dir lies outside the directory, or the filelist is unusable.
     """
     root = Path(directory)
     if not root.is_dir():
@@ -53,18 +71,19 @@ def task_from_dir(
     notes: list[str] = []
     rtl: list[SourceFile] = []
     spec: list[SourceFile] = []
-    for path in sorted(p for p in root.rglob("*") if p.is_file()):
-        rel = path.relative_to(root)
-        if _SKIP_DIRS & set(rel.parts[:-1]):
-            continue
+    for rel, path in _repo_files(root, notes):
         suffix = path.suffix.lower()
         if suffix in HDL_SUFFIXES:
             rtl.append(SourceFile(name=rel.as_posix(), content=read_text(path, notes, str(rel))))
         elif suffix in SPEC_SUFFIXES:
             spec.append(SourceFile(name=rel.as_posix(), content=read_text(path, notes, str(rel))))
+    build = _build_inputs(root, include_dirs, defines, parameters, filelist, notes)
+    if filelist is not None:
+        rtl = build.pop("rtl")
     if not rtl:
         raise TaskError(f"{root}: no RTL files ({', '.join(HDL_SUFFIXES)}) found")
-    decls = module_decls(rtl)
+    decls = parse_design(rtl, build["include_dirs"], build["defines"],
+                         build["compile_files"]).decls()
     declared = [d.name for d in decls]
     if top is not None:
         if top not in declared:
@@ -89,7 +108,70 @@ def task_from_dir(
         dut_module_name=dut,
         dut_instance_name=instance,
         meta={"notes": notes, "path": str(root)},
+        **build,
     )
+
+
+def filelist_root(filelist: Path | str) -> Path:
+    """The deepest directory holding every file a filelist compiles (and its include
+    dirs): the repository root when no RTL directory is given.
+
+    Raises:
+        TaskError: the list is unusable (see ``filelist.py``).
+    """
+    return resolve_repo(parse_filelist(filelist), read_text).root
+
+
+def _build_inputs(
+    root: Path,
+    include_dirs: Iterable[Path | str],
+    defines: Mapping[str, str] | None,
+    parameters: Mapping[str, str] | None,
+    filelist: Path | str | None,
+    notes: list[str],
+) -> dict:
+    """The task's build fields from the loader's options (and the RTL, with a list)."""
+    build: dict = {"include_dirs": [], "defines": {}, "parameters": {}, "compile_files": []}
+    if filelist is not None:
+        fl = parse_filelist(filelist)
+        repo = resolve_repo(fl, lambda p: read_text(p, notes), root.resolve())
+        build.update(rtl=repo.rtl, include_dirs=repo.include_dirs, defines=fl.defines,
+                     parameters=fl.parameters, compile_files=repo.compile_files)
+        if fl.ignored:
+            notes.append(f"filelist options ignored: {' '.join(fl.ignored)}")
+    for d in include_dirs:
+        path = (root / d).resolve()
+        try:
+            build["include_dirs"].append(path.relative_to(root.resolve()).as_posix())
+        except ValueError:
+            raise TaskError(f"include dir {d} lies outside {root}") from None
+    build["defines"] = {**build["defines"], **(defines or {})}
+    build["parameters"] = {**build["parameters"], **(parameters or {})}
+    return build
+
+
+def _repo_files(root: Path, notes: list[str]) -> list[tuple[Path, Path]]:
+    """``(name relative to root, path)`` of every regular file below ``root``, sorted,
+    without :data:`_SKIP_DIRS` and without following links to directories. A link to a
+    file is read as that file when the file lies inside ``root`` too; an RTL or spec
+    file that links outside is refused (its text would reach compile logs and prompts):
+    left out, with a warning and a note in ``notes``.
+    """
+    real_root = root.resolve()
+    found = []
+    for path in root.rglob("*"):
+        rel = path.relative_to(root)
+        if _SKIP_DIRS & set(rel.parts[:-1]) or not path.is_file():
+            continue
+        loaded = path.suffix.lower() in (*HDL_SUFFIXES, *SPEC_SUFFIXES)
+        if loaded and path.is_symlink() and not path.resolve().is_relative_to(real_root):
+            why = (f"{rel.as_posix()} is a symbolic link to a file outside {root}: not "
+                   "loaded (links out of the repository are refused; copy the file in)")
+            log.warning("%s", why)
+            notes.append(why)
+            continue
+        found.append((rel, path))
+    return sorted(found)
 
 
 def iter_tasks(path: Path | str) -> Iterator[Task]:

@@ -7,10 +7,13 @@ model and the coverage targets (``../shared/benchmarks/README.md``, "Task schema
 
 from __future__ import annotations
 
+import re
 from pathlib import PurePosixPath
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_$]*")
 
 
 class TaskError(ValueError):
@@ -90,6 +93,38 @@ class Task(BaseModel):
     difficulty: str | None = None
     is_agentic: bool = False
     meta: dict[str, Any] = Field(default_factory=dict)
+    include_dirs: list[str] = Field(default_factory=list)
+    """Extra `` `include`` search directories, relative to the repository root (POSIX),
+    searched before the inferred ones (Verilator ``-I``/``+incdir+``)."""
+    defines: dict[str, str] = Field(default_factory=dict)
+    """Preprocessor macros, ``NAME -> value`` (``""`` = defined without a value), as
+    Verilator ``+define+NAME=VALUE``; they apply to the RTL and the testbench."""
+    parameters: dict[str, str] = Field(default_factory=dict)
+    """Parameter overrides of the DUT, ``NAME -> SystemVerilog expression``: structure
+    detection elaborates the DUT with them, the testbench must instantiate the DUT with
+    them, and Verilator gets them as ``-GNAME=VALUE`` (they reach a testbench top that
+    declares a parameter of that name)."""
+    compile_files: list[str] = Field(default_factory=list)
+    """The RTL files to compile, in filelist order (names of ``rtl_files``); empty =
+    every ``*.v``/``*.sv`` RTL file. Other RTL files are only `` `include``d. Packages
+    are compiled before their users whatever this order."""
+
+    @field_validator("include_dirs")
+    @classmethod
+    def _relative_dirs(cls, dirs: list[str]) -> list[str]:
+        for d in dirs:
+            path = PurePosixPath(d)
+            if path.is_absolute() or ".." in path.parts:
+                raise ValueError(f"include dir must be relative to the repository: {d!r}")
+        return [str(PurePosixPath(d)) for d in dirs]
+
+    @field_validator("defines", "parameters")
+    @classmethod
+    def _identifiers(cls, values: dict[str, str]) -> dict[str, str]:
+        for name in values:
+            if not _IDENTIFIER.fullmatch(name):
+                raise ValueError(f"not a SystemVerilog identifier: {name!r}")
+        return values
 
     @field_validator("rtl_files")
     @classmethod
@@ -99,11 +134,27 @@ class Task(BaseModel):
         return files
 
     def model_post_init(self, __context: Any) -> None:
+        names = {f.name for f in self.rtl_files}
+        unknown = [n for n in self.compile_files if n not in names]
+        if unknown:
+            raise ValueError(f"compile_files not among rtl_files: {', '.join(unknown)}")
         if not self.instruction:
             text = DEFAULT_INSTRUCTION.format(
                 module=self.dut_module_name, instance=self.dut_instance_name
             )
+            if self.parameters:
+                overrides = ", ".join(f".{k}({v})" for k, v in self.parameters.items())
+                text += f" Instantiate the DUT with the parameters #({overrides})."
             object.__setattr__(self, "instruction", text)
+
+    def build_settings(self) -> dict[str, Any]:
+        """What besides the files decides how the RTL compiles (for cache keys)."""
+        return {
+            "include_dirs": self.include_dirs,
+            "defines": self.defines,
+            "parameters": self.parameters,
+            "compile_files": self.compile_files,
+        }
 
     def target_for(self, metric: str = "overall") -> float | None:
         """The target percentage for ``metric`` on the DUT instance, or None."""

@@ -107,9 +107,13 @@ def prepare_stage(config: TrainConfig) -> PreparedStage:
 
     Raises:
         DatasetError: unusable data, or no sample fits ``max_length``.
+        ModelNotFetched: ``init`` names a registered model not fetched yet.
         ValueError: bad batch arithmetic for the number of devices, or bf16 unsupported.
     """
-    tokenizer, total, split = load_split(config.data, config.init, config.max_length)
+    from llm4cov.models import resolve_model
+
+    init = resolve_model(config.init)  # a fetched model's name -> its checkpoint
+    tokenizer, total, split = load_split(config.data, init, config.max_length)
     import torch
     from accelerate import PartialState
     from datasets import Dataset
@@ -123,7 +127,7 @@ def prepare_stage(config: TrainConfig) -> PreparedStage:
     precision = resolve_precision(config.precision)
     args = _sft_args(config, precision, grad_accumulation)  # before the model: ZeRO-3 init
     model = AutoModelForCausalLM.from_pretrained(
-        config.init, dtype=torch.float32, attn_implementation=config.attn_implementation
+        init, dtype=torch.float32, attn_implementation=config.attn_implementation
     )  # fp32 master weights; bf16 is autocast (an lr of 1e-5 vanishes in bf16 weights)
     init_fp = fingerprint(model) if devices == 1 else None
     trainer = SFTTrainer(

@@ -1,0 +1,98 @@
+"""``llm4cov formal``: formal-guided coverage closure of one design (+ ``warmup``)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import typer
+
+from llm4cov.cli import common
+
+formal_app = typer.Typer(add_completion=False)  # help: the callback's docstring
+
+
+@formal_app.callback(invoke_without_command=True)
+def formal(
+    ctx: typer.Context,
+    rtl: Path = typer.Option(None, "--rtl", help="Directory of RTL (and spec) files."),
+    tb: Path = typer.Option(None, "--tb", help="Testbench whose holes to close (default: "
+                            "the built-in random testbench)."),
+    tasks: Path = typer.Option(None, "--tasks", help="Task JSONL file (instead of --rtl)."),
+    task_id: str = typer.Option(None, "--id", help="Task id in --tasks."),
+    top: str = typer.Option(None, "--top", help="DUT module when the RTL has several tops."),
+    instance: str = typer.Option(None, "--instance", help="Required DUT instance name "
+                                 "(default: dut; with --rtl only)."),
+    out: Path = typer.Option(Path("formal_tb.sv"), "--out",
+                             help="Where to write the closing testbench."),
+    as_json: bool = typer.Option(False, "--json", help="Print the classification as JSON."),
+    cover_depth: int = typer.Option(30, "--cover-depth", min=1,
+                                    help="BMC depth of the cover job, clock cycles."),
+    prove_depth: int = typer.Option(10, "--prove-depth", min=1,
+                                    help="k of the k-induction prove jobs."),
+    job_timeout: float = typer.Option(120.0, "--job-timeout", min=1.0,
+                                      help="Wall-clock limit of each SBY job, seconds."),
+    prove_budget: float = typer.Option(45.0, "--prove-budget", min=0.0,
+                                       help="Wall seconds for all prove jobs of the design."),
+    incdir: list[Path] = common.INCDIR,
+    define: list[str] = common.DEFINE,
+    filelist: Path = common.FILELIST,
+    param: list[str] = common.PARAM,
+    seed: int = common.SEED,
+    no_cache: bool = common.NO_CACHE,
+    no_sandbox: bool = common.NO_SANDBOX,
+) -> None:
+    """Close the coverage holes of a testbench with formal witnesses; classify every hole
+    reached / unreachable (proven) / unknown and write the closing testbench.
+
+    Exit code 0 when the closing testbench passes simulation, 1 when it does not, 2 for
+    bad input, 3 when the simulator or the formal tools are missing.
+
+    Example: llm4cov formal --rtl tests/fixtures/formal_lock --out closing_tb.sv
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    from llm4cov.formal import FormalConfig, close, find_tools
+    from llm4cov.formal.report import markdown, summary
+    from llm4cov.tasks.loaders import read_text
+
+    task = common.resolve_task(rtl, tasks, task_id, top, instance,
+                               common.repo_options(incdir, define, filelist, param))
+    text = read_text(tb, []) if tb is not None else None
+    tools = find_tools()
+    sim_config = common.sim_config(300.0, 60.0, seed, False, no_cache, no_sandbox)
+    evaluator = common.evaluator(replace(sim_config, feedback_limit=100_000))
+    config = FormalConfig(cover_depth=cover_depth, prove_depth=prove_depth,
+                          job_timeout_s=job_timeout, prove_budget_s=prove_budget,
+                          sandbox=not no_sandbox, cache=not no_cache)
+    with common.console.status(f"formal closure of {task.dut_module_name} ..."):
+        closure = close(task, text, evaluator, config, tools=tools)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(closure.testbench, encoding="utf-8")
+    if as_json:
+        typer.echo(json.dumps({**summary(closure), "testbench_file": str(out)}, indent=2))
+    else:
+        typer.echo(markdown(closure) + f"\nClosing testbench: {out}")
+    raise typer.Exit(0 if closure.after.sim_pass else 1)
+
+
+@formal_app.command("warmup")
+def warmup_cmd() -> None:
+    """Compile the WebAssembly formal tools once (minutes on a small machine; cached in
+    the user's cache dir). Exit 3 when the tools are missing or broken.
+
+    Example: llm4cov formal warmup
+    """
+    from llm4cov.formal import FormalToolError, warmup
+
+    with common.console.status("compiling the WebAssembly formal tools (first run only) ..."):
+        ok, log = warmup()
+    typer.echo(log)
+    if not ok:
+        raise FormalToolError(f"formal tools failed to start:\n{log}")
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(formal_app, name="formal",
+                  short_help="Formal closure: reach holes, prove the rest unreachable.")

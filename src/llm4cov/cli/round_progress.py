@@ -1,0 +1,97 @@
+"""Live console progress of ``llm4cov gen`` within and between agent rounds.
+
+Within a round the status line says what is running and for how long (``round 2/3:
+simulating (build, run, coverage) 41 s``), updated every second; long Verilator builds
+are no longer silent. The simulation runs in an executor worker, so its build, run and
+coverage steps are shown as one phase. After each round one line is printed, numbered
+from 1 like every file ``gen`` writes; a round that did not compile prints the first
+error line and the path of its full log (``OUT/rounds/round_<k>.log``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
+
+from rich.console import Console
+from rich.status import Status as RichStatus
+
+from llm4cov.agent.loop import RoundRecord
+from llm4cov.sim.observation import Observation, Status
+from llm4cov.tasks.model import Task
+
+_ERROR_MARKERS = ("%Error", "error:", "Error:", "Rejected", "syntax error")
+
+
+def first_error_line(log: str) -> str:
+    """The first line of ``log`` that reports an error (else its first non-empty line),
+    at most 200 characters."""
+    lines = [line.strip() for line in log.splitlines() if line.strip()]
+    hit = next((line for line in lines if any(m in line for m in _ERROR_MARKERS)), None)
+    return (hit or (lines[0] if lines else ""))[:200]
+
+
+class RoundProgress:
+    """Status line and per-round lines of one agent run (``rounds`` rounds, files in
+    ``out``)."""
+
+    def __init__(self, console: Console, status: RichStatus, rounds: int, out: Path,
+                 model: str):
+        self.console = console
+        self.status = status
+        self.rounds = rounds
+        self.out = out
+        self.model = model
+        self.round = 1
+        self._phase = ""
+        self._since = time.monotonic()
+
+    def _show(self, phase: str) -> None:
+        self._phase, self._since = phase, time.monotonic()
+        self._tick()
+
+    def _tick(self) -> None:
+        elapsed = time.monotonic() - self._since
+        self.status.update(f"round {self.round}/{self.rounds}: {self._phase} {elapsed:.0f} s")
+
+    @contextlib.contextmanager
+    def ticking(self) -> Iterator[None]:
+        """Refresh the elapsed time every second while the body runs (in an event loop)."""
+        async def tick() -> None:
+            while True:
+                await asyncio.sleep(1)
+                self._tick()
+
+        task = asyncio.get_running_loop().create_task(tick())
+        try:
+            yield
+        finally:
+            task.cancel()
+
+    def wrap(self, simulate: Callable[[Task, str], Awaitable[Observation]]
+             ) -> Callable[[Task, str], Awaitable[Observation]]:
+        """``simulate`` that shows the simulation phase of the current round."""
+        async def run(task: Task, testbench: str) -> Observation:
+            self._show("simulating (build, run, coverage)")
+            return await simulate(task, testbench)
+
+        self._show(f"{self.model} writing the testbench")
+        return run
+
+    def on_round(self, record: RoundRecord) -> None:
+        """Print the finished round (1-based) and move the status to the next one."""
+        obs = record.observation
+        k = record.round + 1
+        cov = f"{obs.coverage.overall:.2f}%" if obs.coverage else "-"
+        line = f"round {k}/{self.rounds}: {obs.status.value}, coverage {cov}"
+        if obs.status in (Status.COMPILE_ERROR, Status.REJECTED, Status.RUNTIME_ERROR):
+            log = self.out / "rounds" / f"round_{k}.log"
+            log.parent.mkdir(parents=True, exist_ok=True)
+            log.write_text(obs.log, encoding="utf-8")
+            line += f"\n  {first_error_line(obs.log)}\n  full log: {log}"
+        self.console.print(line, markup=False, highlight=False, soft_wrap=True)
+        self.round = k + 1
+        self._show(f"{self.model} writing the testbench")

@@ -1,0 +1,389 @@
+"""Formal coverage closure of one design: classify holes, replay witnesses, confirm.
+
+:func:`analyze` turns the uncovered items of an observation into formal goals
+(``goals.py``), runs one ``cover`` job (bounded model checking up to
+``cover_depth`` clock cycles) for all of them, then ``prove`` jobs (k-induction of
+depth ``prove_depth``) for the goals not reached: all remaining goals are asserted
+unreachable together; the assertions that fail the induction step are dropped (they
+stay ``unknown``) and the job reruns until it passes or nothing is left (the
+"Houdini" loop: what passes is proven together, hence each one). Every goal ends
+``reached`` (with its witness trace), ``unreachable`` (proven) or ``unknown`` (with
+the depth explored and the reason).
+
+The formal model starts like the evaluator's simulation: registers without an initial
+value are zero, and when the DUT has a reset input (found from how the RTL uses it:
+edges and ``if`` tests; active level likewise, see ``policies/random_stimulus.py``)
+the reset is active in the first cycle (an assumption placed in a copy of the DUT
+module: cross-module references from a wrapper would silently become new wires).
+
+:func:`close` adds the evaluator: the witnesses become testbench phases
+(``stimulus.py``), the evaluator simulates the closing testbench, and each reached goal
+is ``confirmed`` when its point is no longer uncovered.
+
+Results of :func:`analyze` are cached by a content hash of the marked RTL, the job
+settings and the tool version (``<llm4cov cache>/formal/<sha256>.json``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import tempfile
+import time
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from llm4cov.formal import goals as goal_mod
+from llm4cov.formal.sby import JobResult, job_text, parse_log, read_witness
+from llm4cov.formal.stimulus import Phase, closing_testbench
+from llm4cov.formal.tools import FormalTools, find_tools, run_tool
+from llm4cov.policies.random_stimulus import _Stimulus, random_testbench
+from llm4cov.sim.cache import cache_root
+from llm4cov.sim.config import SimConfig
+from llm4cov.sim.evaluator import Evaluator
+from llm4cov.sim.observation import MetricCoverage, Observation, UncoveredItem, overall_percent
+from llm4cov.tasks.hdl import Port, compile_order
+from llm4cov.tasks.model import Task
+
+CACHE_VERSION = 2
+
+
+@dataclass(frozen=True)
+class FormalConfig:
+    """Budgets of one design's formal closure. Depths in clock cycles, times seconds.
+
+    ``cover_depth``: BMC depth of the cover job; ``prove_depth``: k of the k-induction;
+    ``job_timeout_s``/``job_cpu_s``: wall and CPU limit of each SBY job;
+    ``max_goals``: goals per design (toggles expand per bit and direction);
+    ``max_prove_rounds``/``prove_budget_s``: reruns and wall seconds of the Houdini
+    loop (smtbmc names one failing assertion per induction run); ``sandbox``: run SBY in the
+    simulation sandbox when the host has it; ``cache``: reuse results by content hash.
+    """
+
+    cover_depth: int = 30
+    prove_depth: int = 10
+    job_timeout_s: float = 120.0
+    job_cpu_s: int = 300
+    max_goals: int = 400
+    max_prove_rounds: int = 40
+    prove_budget_s: float = 45.0
+    sandbox: bool = True
+    cache: bool = True
+    cache_dir: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.cover_depth < 1 or self.prove_depth < 1:
+            raise ValueError("cover_depth and prove_depth must be >= 1")
+
+
+class GoalResult(BaseModel):
+    """The verdict on one goal (one coverage point of ``item``)."""
+
+    item: UncoveredItem
+    what: str
+    metric: str
+    status: str  # reached | unreachable | unknown
+    reason: str = ""
+    step: int = 0
+    """``reached``: the cycle it is reached in; ``unknown``: the depth explored."""
+    trace: int | None = None
+    confirmed: bool | None = None
+
+
+class FormalResult(BaseModel):
+    """Everything :func:`analyze` found for one design (JSON-serializable)."""
+
+    task_id: str
+    top: str
+    clock: str | None = None
+    resets: dict[str, bool] = Field(default_factory=dict)
+    """Reset input -> active low."""
+    cover_depth: int = 0
+    prove_depth: int = 0
+    goals: list[GoalResult] = Field(default_factory=list)
+    traces: list[list[dict[str, int]]] = Field(default_factory=list)
+    jobs: int = 0
+    wall_s: float = 0.0
+    cached: bool = False
+    notes: list[str] = Field(default_factory=list)
+
+    def count(self, status: str) -> int:
+        """How many goals have ``status``."""
+        return sum(g.status == status for g in self.goals)
+
+
+class Closure(BaseModel):
+    """:func:`close`'s answer: the analysis, the closing testbench and its observation."""
+
+    result: FormalResult
+    testbench: str
+    how: str  # merged | directed | unchanged
+    before: Observation
+    after: Observation
+
+    def excluded_coverage(self) -> float:
+        """Overall coverage (percent) of ``after`` with the proven-unreachable points
+        left out of the totals; a separate figure, never the headline metric."""
+        return excluded_overall(self.after, self.result)
+
+
+def excluded_overall(obs: Observation, result: FormalResult) -> float:
+    """``obs``'s overall coverage (percent, 0 unless Sim Pass) with each proven
+    unreachable goal removed from its metric's total (one goal = one point)."""
+    if not obs.sim_pass or obs.coverage is None:
+        return 0.0
+    gone: dict[str, int] = {}
+    for g in result.goals:
+        if g.status == "unreachable":
+            gone[g.metric] = gone.get(g.metric, 0) + 1
+    metrics = {
+        name: MetricCoverage(covered=m.covered, total=max(m.covered, m.total - gone.get(name, 0)))
+        for name, m in obs.coverage.metrics.items()
+    }
+    return overall_percent(metrics)
+
+
+@dataclass(frozen=True)
+class DesignIO:
+    ports: list[Port]
+    clock: str | None
+    resets: dict[str, bool]
+
+
+def design_io(task: Task) -> DesignIO:
+    stim = _Stimulus(task, 0)
+    clock = stim.clocks[0].name if stim.clocks else None
+    return DesignIO(stim.ports, clock, {r.name: stim.low[r.name] for r in stim.resets})
+
+
+def _reset_code(design: DesignIO) -> str:
+    if design.clock is None or not design.resets:
+        return ""
+    active = " && ".join(f"{'!' if low else ''}{name}" for name, low in design.resets.items())
+    return ("  reg llm4cov_first = 1'b1;\n"
+            f"  always @(posedge {design.clock}) llm4cov_first <= 1'b0;\n"
+            f"  always @* if (llm4cov_first) assume ({active});")
+
+
+class _Runner:
+    """Runs SBY jobs for one task in a private temporary directory."""
+
+    def __init__(self, task: Task, design: DesignIO, config: FormalConfig, tools: FormalTools):
+        self.task, self.design, self.config, self.tools = task, design, config, tools
+        self.jobs = 0
+        self.frontend = "slang"
+
+    def run(self, items: list[UncoveredItem], mode: str, depth: int, keep: set[str] | None,
+            workdir: Path) -> tuple[goal_mod.Placement, JobResult]:
+        extra = {self.task.dut_module_name: _reset_code(self.design)}
+        placement = goal_mod.place_goals(self.task.rtl_files, items, mode,
+                                         self.config.max_goals, keep, extra)
+        for f in placement.files:
+            path = workdir / f.name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(f.content, encoding="utf-8", errors="surrogateescape")
+        compiled = compile_order(placement.files, self.task.compile_files)
+        errors = []
+        for frontend in dict.fromkeys((self.frontend, "slang", "verilog")):
+            name = f"{mode}{self.jobs}"
+            (workdir / f"{name}.sby").write_text(job_text(
+                compiled, self.task.dut_module_name, mode, depth, self.task.parameters,
+                self.task.defines, self.task.include_dirs, frontend), encoding="utf-8")
+            self.jobs += 1
+            proc = run_tool(self.tools, self.tools.sby_command(f"{name}.sby"), workdir,
+                            self.config.job_timeout_s, self.config.job_cpu_s,
+                            self.config.sandbox)
+            result = parse_log(proc.output, name)
+            if proc.timed_out:
+                result.status = "TIMEOUT"
+            if result.status != "ERROR" or result.cycles:
+                self.frontend = frontend
+                return placement, result
+            errors.append(f"{frontend}: {result.error or 'failed'}")
+        result.error = "; ".join(errors)
+        return placement, result
+
+
+def _cache_key(task: Task, items: list[UncoveredItem], config: FormalConfig,
+               tools: FormalTools) -> str:
+    blob = json.dumps({
+        "v": CACHE_VERSION,
+        "rtl": [(f.name, f.content) for f in task.rtl_files],
+        "top": task.dut_module_name,
+        "params": task.parameters, "defines": task.defines,
+        "incdirs": task.include_dirs, "compile": task.compile_files,
+        "items": [i.model_dump(mode="json") for i in items],
+        "config": {k: v for k, v in asdict(config).items()
+                   if k in ("cover_depth", "prove_depth", "max_goals", "max_prove_rounds",
+                            "prove_budget_s")},
+        "tools": sorted(p.name for p in tools.bin_dir.glob("yowasp-*")),
+    }, sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def analyze(task: Task, items: list[UncoveredItem], config: FormalConfig | None = None,
+            tools: FormalTools | None = None) -> FormalResult:
+    """Classify every item of ``items`` (see the module docstring).
+
+    Raises:
+        FormalToolError: the formal tools are not installed.
+        ValueError: the DUT is not declared in the task's RTL.
+    """
+    config = config or FormalConfig()
+    tools = tools or find_tools()
+    cache_file = None
+    if config.cache:
+        root = cache_root(SimConfig(cache_dir=config.cache_dir)) / "formal"
+        cache_file = root / f"{_cache_key(task, items, config, tools)}.json"
+        if cache_file.exists():
+            hit = FormalResult.model_validate_json(cache_file.read_text(encoding="utf-8"))
+            return hit.model_copy(update={"cached": True})
+    start = time.monotonic()
+    design = design_io(task)
+    result = FormalResult(task_id=task.id, top=task.dut_module_name, clock=design.clock,
+                          resets=design.resets, cover_depth=config.cover_depth,
+                          prove_depth=config.prove_depth)
+    runner = _Runner(task, design, config, tools)
+    inputs = {p.name for p in design.ports if p.direction == "input"}
+    with tempfile.TemporaryDirectory(prefix="llm4cov-formal-") as tmp:
+        workdir = Path(tmp)
+        depth = config.cover_depth if design.clock else 1
+        result.cover_depth = depth
+        result.prove_depth = config.prove_depth if design.clock else 1
+        placement, cover = runner.run(items, "cover", depth, None, workdir)
+        verdicts: dict[str, GoalResult] = {}
+        trace_ids: dict[str, int] = {}
+        for g in placement.goals:
+            if g.label in cover.reached:
+                step, yw = cover.reached[g.label]
+                if yw not in trace_ids:
+                    trace_ids[yw] = len(result.traces)
+                    result.traces.append(read_witness(workdir / yw, inputs))
+                verdicts[g.label] = GoalResult(item=g.item, what=g.what, metric=g.metric,
+                                               status="reached", step=step,
+                                               trace=trace_ids[yw])
+        if cover.status in ("ERROR", "TIMEOUT") and cover.error:
+            result.notes.append(f"cover job {cover.status.lower()}: {cover.error}")
+        open_labels = {g.label for g in placement.goals if g.label not in verdicts}
+        explored = cover.cycles
+        why = {label: f"not reached within {explored} cycles (cover {cover.status.lower()})"
+               for label in open_labels}
+        _prove(runner, items, open_labels, why, verdicts, placement, workdir,
+               config if design.clock else replace(config, prove_depth=1))
+        for g in placement.goals:
+            if g.label not in verdicts:
+                verdicts[g.label] = GoalResult(item=g.item, what=g.what, metric=g.metric,
+                                               status="unknown", reason=why[g.label],
+                                               step=explored)
+        result.goals = [verdicts[g.label] for g in placement.goals]
+        result.goals += [GoalResult(item=i, what=i.kind, metric=i.kind, status="unknown",
+                                    reason=r) for i, r in placement.unplaced]
+    result.jobs = runner.jobs
+    result.wall_s = round(time.monotonic() - start, 3)
+    if cache_file is not None:
+        cache_file.parent.mkdir(parents=True, exist_ok=True)
+        cache_file.write_text(result.model_dump_json(), encoding="utf-8")
+    return result
+
+
+def _prove_groups(goals: list[goal_mod.Goal], open_labels: set[str]) -> list[set[str]]:
+    """Goals proven together: all structural goals (line, branch, expression) first,
+    then the toggle goals of one signal at a time (a stuck bit is the common case)."""
+    structural = {g.label for g in goals if g.label in open_labels and g.metric != "toggle"}
+    signals: dict[tuple[str, int, str], set[str]] = {}
+    for g in goals:
+        if g.label in open_labels and g.metric == "toggle":
+            key = (g.item.file, g.item.line, g.what.split("[")[0].split(" ")[0])
+            signals.setdefault(key, set()).add(g.label)
+    return [group for group in (structural, *signals.values()) if group]
+
+
+def _prove(runner: _Runner, items: list[UncoveredItem], open_labels: set[str],
+           why: dict[str, str], verdicts: dict[str, GoalResult],
+           placement: goal_mod.Placement, workdir: Path, config: FormalConfig) -> None:
+    """The Houdini loop of the module docstring, per group of :func:`_prove_groups`,
+    within ``config.prove_budget_s``: proven goals go into ``verdicts``."""
+    by_label = {g.label: g for g in placement.goals}
+    deadline = time.monotonic() + config.prove_budget_s
+    rounds = 0
+    for left in _prove_groups(placement.goals, open_labels):
+        while left and rounds < config.max_prove_rounds and time.monotonic() < deadline:
+            rounds += 1
+            _, prove = runner.run(items, "prove", config.prove_depth, left, workdir)
+            if prove.status == "PASS":
+                for label in left:
+                    g = by_label[label]
+                    verdicts[label] = GoalResult(
+                        item=g.item, what=g.what, metric=g.metric, status="unreachable",
+                        reason=f"proven by {config.prove_depth}-induction",
+                        step=config.prove_depth)
+                left = set()
+                break
+            failed = {label for label in prove.failed if label in left}
+            if not failed:
+                for label in left:
+                    why[label] += f"; prove {prove.status.lower()}"
+                left = set()
+                break
+            for label in failed:
+                phase = prove.failed[label]
+                why[label] += (f"; not {config.prove_depth}-inductive" if phase == "induction"
+                               else f"; assertion fails in the base case ({phase})")
+            left -= failed
+        for label in left:
+            why[label] += "; prove budget used up"
+
+
+def _still_uncovered(goal: GoalResult, items: list[UncoveredItem]) -> bool:
+    if goal.metric != "toggle":
+        return any((i.kind, i.file, i.line, i.detail) ==
+                   (goal.item.kind, goal.item.file, goal.item.line, goal.item.detail)
+                   for i in items)
+    for i in items:
+        if i.kind != "toggle" or (i.file, i.line) != (goal.item.file, goal.item.line):
+            continue
+        target = goal_mod.toggle_targets(i)
+        if target is None:
+            return True
+        sig, bits, dirs = target
+        for bit in bits:
+            for d in dirs:
+                if f"{sig if bit < 0 else f'{sig}[{bit}]'} {d}" == goal.what:
+                    return True
+    return False
+
+
+def close(task: Task, testbench: str | None, evaluator: Evaluator,
+          config: FormalConfig | None = None, seed: int = 0,
+          tools: FormalTools | None = None) -> Closure:
+    """Simulate ``testbench`` (the built-in random one when None), analyze its holes,
+    replay the witnesses and confirm them with ``evaluator`` (see the module docstring).
+    Give ``evaluator`` a large ``SimConfig.feedback_limit``: only the items it lists are
+    analyzed, and confirmation reads the complete list of the closing run.
+
+    Raises:
+        FormalToolError: the formal tools are not installed.
+        ValueError: the DUT is not declared in the task's RTL.
+    """
+    design = design_io(task)
+    if testbench is None:
+        testbench = random_testbench(task, seed)
+    before = evaluator.evaluate(task, testbench)
+    result = analyze(task, before.uncovered, config, tools)
+    phases = [Phase(f"trace {n}: " + ", ".join(sorted({
+        f"{g.item.file}:{g.item.line} {g.what}" for g in result.goals if g.trace == n}))[:200],
+        steps) for n, steps in enumerate(result.traces)]
+    if not phases:
+        return Closure(result=result, testbench=testbench, how="unchanged",
+                       before=before, after=before)
+    text, how = closing_testbench(testbench, task, design.ports, design.clock, phases, seed)
+    after = evaluator.evaluate(task, text)
+    if not after.sim_pass and how == "merged":
+        text, how = closing_testbench(None, task, design.ports, design.clock, phases, seed)
+        after = evaluator.evaluate(task, text)
+    if after.sim_pass:
+        result.goals = [g.model_copy(update={"confirmed": not _still_uncovered(g, after.uncovered)})
+                        if g.status == "reached" else g for g in result.goals]
+    return Closure(result=result, testbench=text, how=how, before=before, after=after)

@@ -1,0 +1,392 @@
+"""Coverage holes -> formal goals: markers placed in a working copy of the RTL.
+
+Each uncovered item of an observation (``Observation.uncovered``: file, line, kind,
+detail) becomes one or more *goals*, each a labelled immediate check placed where the
+simulator counts the point:
+
+- a branch or block never taken/executed (``then``/``else`` of an ``if``, a ``case``
+  item, an ``elsif`` block): ``LABEL: cover (1'b1);`` as the first statement of that
+  branch (the statement is wrapped as ``begin ... end``; a missing ``else`` is added);
+- an expression term never seen: ``LABEL: cover (TERM);`` just before the statement that
+  evaluates it (same control context), or at module level for continuous assignments;
+- a toggle never seen (one goal per bit and direction): a shadow register of the bit,
+  clocked by the module's clock, and ``cover (!prev && bit)`` (``0->1``) at module level;
+  in a module without a clock the value alone (``cover (bit)`` for ``0->1``, ``cover
+  (!bit)`` for ``1->0``): consecutive replays then make the toggle.
+
+The statement is found with pyslang on each file's own syntax tree (byte offsets, so
+non-ASCII text is safe). In ``prove`` mode each goal is ``assert (!(COND))``: proving it
+means the point is unreachable. Items that cannot be placed (a ``?:`` arm, an FSM or
+user point, a field of a structured signal) are returned with the reason.
+Wording of items follows ``sim/coverage.py`` and ``sim/feedback_terms.py`` (both the
+raw Verilator comments and the engineer's wording are read).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from pyslang import syntax
+
+from llm4cov.sim.observation import UncoveredItem
+from llm4cov.tasks.model import SourceFile
+
+K = syntax.SyntaxKind
+_CONSTANT_NOTE = re.compile(r"\s*\((condition depends only|constant)[^)]*\)\s*$")
+_IF_AT = re.compile(r"of the if at (?P<file>\S+):(?P<line>\d+)|the if at (?P<f2>\S+):(?P<l2>\d+)")
+_TOGGLE = re.compile(
+    r"^(?P<sig>[A-Za-z_][\w$]*(?:\[\d+\])*?)(\[(?P<bits>[\d:,]+)\])? never toggled"
+    r"(?: (?P<dir>0->1|1->0))?$"
+)
+_OLD_TERM = re.compile(r"^expression term \((?P<cond>.*)\) => \S+ never seen$")
+_NEVER_BOOL = re.compile(r"^`(?P<expr>.+)` never (?P<value>true|false)$")
+_WITH = re.compile(
+    r"^`?(?P<expr>.*?)`? never (?:evaluated to \S+|true|false) with (?P<words>.+)$")
+_WORD = re.compile(
+    r"`(?P<subj>[^`]+)` (?P<bool>true|false|= [^\s,]+)|(?P<name>[\w.$\[\]:]+)=(?P<val>[^\s,]+)")
+_ELSE = re.compile(r"\belse\b")
+
+
+@dataclass(frozen=True)
+class Goal:
+    """One formal goal: ``label`` in the working copy, the item it stands for, what it
+    checks (``what``: e.g. ``then branch``, ``q[3] 0->1``) and its coverage metric."""
+
+    label: str
+    item: UncoveredItem
+    what: str
+    metric: str
+
+
+@dataclass
+class Placement:
+    """The result of :func:`place_goals`: marked files, goals, and unplaced items."""
+
+    files: list[SourceFile]
+    goals: list[Goal] = field(default_factory=list)
+    unplaced: list[tuple[UncoveredItem, str]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class _Edit:
+    """An insertion; edits at one offset are laid out in ascending ``order``: closing
+    ``end``s innermost first (an added ``else`` just before the ``end`` of a wrap of its
+    own ``if``), then opening ``begin``s, then module-level code."""
+
+    offset: int
+    order: tuple[int, int, int]
+    text: str
+
+
+class _File:
+    """One RTL file's syntax tree, indexed by line (byte offsets into ``data``)."""
+
+    def __init__(self, source: SourceFile):
+        self.name = source.name
+        self.data = source.content.encode("utf-8", errors="surrogateescape")
+        self.tree = syntax.SyntaxTree.fromText(source.content, source.name)
+        sm = self.tree.sourceManager
+        self.ifs: dict[int, list] = defaultdict(list)  # by line of the `if` keyword
+        self.elses: dict[int, list] = defaultdict(list)  # by line of the `else` keyword
+        self.case_items: dict[int, list] = defaultdict(list)
+        self.statements: dict[int, list] = defaultdict(list)  # procedural, by first line
+        self.modules: list = []
+        self.clocks: dict[int, str] = {}  # module start offset -> clock name
+        self._line = lambda tok: sm.getLineNumber(tok.location)
+        self.tree.root.visit(self._visit)
+
+    def _visit(self, node: object) -> bool:
+        kind = getattr(node, "kind", None)
+        if kind == K.ModuleDeclaration:
+            self.modules.append(node)
+        elif kind == K.ConditionalStatement:
+            self.ifs[self._line(node.ifKeyword)].append(node)
+            if node.elseClause is not None:
+                self.elses[self._line(node.elseClause.elseKeyword)].append(node)
+        elif kind in (K.StandardCaseItem, K.DefaultCaseItem):
+            self.case_items[self._line(node.getFirstToken())].append(node)
+        elif kind == K.SignalEventExpression and node.edge.valueText in ("posedge", "negedge"):
+            module = self.module_at(node.sourceRange.start.offset)
+            if module is not None:
+                self.clocks.setdefault(module.sourceRange.start.offset, str(node.expr).strip())
+        if _is_statement(node) and _procedural(node):
+            self.statements[self._line(node.getFirstToken())].append(node)
+        return True
+
+    def module_at(self, offset: int):
+        """The module declaration containing ``offset``, or None."""
+        for m in self.modules:
+            if m.sourceRange.start.offset <= offset < m.sourceRange.end.offset:
+                return m
+        return None
+
+    def clock_of(self, module) -> str | None:
+        """The first edge signal of ``module`` (its clock by the RTL's use), or None."""
+        return self.clocks.get(module.sourceRange.start.offset)
+
+
+def _is_statement(node: object) -> bool:
+    name = getattr(getattr(node, "kind", None), "name", "")
+    return name.endswith("Statement") and name != "TimingControlStatement"
+
+
+def _procedural(node: object) -> bool:
+    parent = getattr(node, "parent", None)
+    while parent is not None:
+        kind = getattr(parent, "kind", None)
+        if kind in (K.AlwaysBlock, K.AlwaysCombBlock, K.AlwaysFFBlock, K.AlwaysLatchBlock,
+                    K.InitialBlock, K.FinalBlock, K.TaskDeclaration, K.FunctionDeclaration):
+            return kind not in (K.TaskDeclaration, K.FunctionDeclaration, K.InitialBlock,
+                                K.FinalBlock)
+        parent = getattr(parent, "parent", None)
+    return False
+
+
+def _span(node) -> tuple[int, int]:
+    first, last = node.getFirstToken(), node.getLastToken()
+    return first.location.offset, last.location.offset + len(last.rawText)
+
+
+def branch_condition(item: UncoveredItem) -> str | None:
+    """The SystemVerilog condition of an expression-term item, or None if unreadable.
+
+    Reads ``expression term (a==1 && b==0) => 1 never seen`` (Verilator's comment),
+    `` `x == 3` never true`` and `` `e` never evaluated to 1 with a=1, `b > 2` false``.
+    """
+    detail = _CONSTANT_NOTE.sub("", item.detail).strip()
+    if m := _OLD_TERM.match(detail):
+        return f"({m['cond']})"
+    if m := _NEVER_BOOL.match(detail):
+        return f"({m['expr']})" if m["value"] == "true" else f"!({m['expr']})"
+    if m := _WITH.match(detail):
+        terms = []
+        for w in _WORD.finditer(m["words"]):
+            if w["name"]:
+                terms.append(f"({w['name']}) == {w['val']}")
+            elif w["bool"] in ("true", "false"):
+                terms.append(f"({w['subj']})" if w["bool"] == "true" else f"!({w['subj']})")
+            else:
+                terms.append(f"({w['subj']}) == {w['bool'][2:]}")
+        return "(" + " && ".join(terms) + ")" if terms else None
+    return None
+
+
+def toggle_targets(item: UncoveredItem) -> tuple[str, list[int], list[str]] | None:
+    """``(signal, bits, directions)`` of a toggle item (bits ``[-1]`` = the whole 1-bit
+    signal; ``signal`` keeps unpacked indices: ``mem[3]`` of ``mem[3][7:4]``), or None
+    when the wording is not a plain or array signal (``s.f[2]``)."""
+    m = _TOGGLE.match(_CONSTANT_NOTE.sub("", item.detail).strip())
+    if m is None:
+        return None
+    bits: list[int] = []
+    for part in (m["bits"] or "").split(","):
+        if not part:
+            continue
+        hi, _, lo = part.partition(":")
+        lo = lo or hi
+        bits.extend(range(int(lo), int(hi) + 1))
+    dirs = [m["dir"]] if m["dir"] else ["0->1", "1->0"]
+    return m["sig"], bits or [-1], dirs
+
+
+class _Placer:
+    def __init__(self, files: list[SourceFile], mode: str, max_goals: int,
+                 keep: set[str] | None, extra: dict[str, str]):
+        self.files = {f.name: _File(f) for f in files}
+        self.sources = files
+        self.mode = mode
+        self.max_goals = max_goals
+        self.keep = keep
+        self.edits: dict[str, list[_Edit]] = defaultdict(list)
+        self.module_code: dict[tuple[str, int], list[str]] = defaultdict(list)
+        self.result = Placement(files=files)
+        for file in self.files.values():
+            for m in file.modules:
+                if m.header.name.valueText in extra:
+                    key = (file.name, m.sourceRange.start.offset)
+                    self.module_code[key].append(extra[m.header.name.valueText])
+
+    def emits(self, label: str) -> bool:
+        return self.keep is None or label in self.keep
+
+    def check(self, label: str, cond: str) -> str:
+        if not self.emits(label):
+            return ""
+        if self.mode == "cover":
+            return f"{label}: cover ({cond});"
+        return f"{label}: assert (!({cond}));"
+
+    def new_goal(self, item: UncoveredItem, what: str, metric: str) -> str:
+        label = f"llm4cov_g{len(self.result.goals)}"
+        self.result.goals.append(Goal(label, item, what, metric))
+        return label
+
+    def wrap(self, file: _File, stmt, prefix: str) -> None:
+        if not prefix:
+            return
+        start, end = _span(stmt)
+        self.edits[file.name].append(_Edit(start, (2, 0, 0), f"begin {prefix} "))
+        self.edits[file.name].append(_Edit(end, (0, -start, 0), " end"))
+
+    def place(self, item: UncoveredItem) -> str | None:
+        """Place ``item``'s goals; returns why it cannot be placed, or None."""
+        file = self.files.get(item.file)
+        if file is None:
+            return f"file {item.file!r} is not among the RTL files"
+        if len(self.result.goals) >= self.max_goals:
+            return f"goal budget of {self.max_goals} per job used up"
+        if item.kind in ("line", "branch"):
+            return self.place_branch(file, item)
+        if item.kind == "expr":
+            return self.place_expr(file, item)
+        if item.kind == "toggle":
+            return self.place_toggle(file, item)
+        return f"no formal goal for {item.kind} points"
+
+    def place_branch(self, file: _File, item: UncoveredItem) -> str | None:
+        detail = item.detail
+        if "?:" in detail or "cond_then" in detail or "cond_else" in detail:
+            return "?: arms are not placed (no statement to mark)"
+        at = _IF_AT.search(detail)
+        if_line = int(at["line"] or at["l2"]) if at else item.line
+        is_case = "case" in detail
+        wants_else = bool(_ELSE.search(detail.split(" of the if")[0])) \
+            or "condition false" in detail
+        if is_case:
+            items = file.case_items.get(item.line)
+            if not items:
+                return f"no case item at {item.file}:{item.line}"
+            label = self.new_goal(item, "case item", item.kind)
+            self.wrap(file, items[0].clause, self.check(label, "1'b1"))
+            return None
+        cands = file.ifs.get(if_line) or (file.elses.get(item.line) if wants_else else None)
+        if cands:
+            cond_stmt = cands[0]
+            if wants_else:
+                return self.place_else(file, item, cond_stmt)
+            label = self.new_goal(item, "then branch", item.kind)
+            self.wrap(file, cond_stmt.statement, self.check(label, "1'b1"))
+            return None
+        stmts = file.statements.get(item.line)
+        if not stmts:
+            return f"no statement at {item.file}:{item.line}"
+        label = self.new_goal(item, "block", item.kind)
+        self.wrap(file, stmts[0], self.check(label, "1'b1"))
+        return None
+
+    def place_else(self, file: _File, item: UncoveredItem, cond_stmt) -> str | None:
+        label = self.new_goal(item, "else branch", item.kind)
+        marker = self.check(label, "1'b1")
+        if cond_stmt.elseClause is not None:
+            self.wrap(file, cond_stmt.elseClause.clause, marker)
+            return None
+        if not marker:
+            return None
+        then = cond_stmt.statement
+        self.wrap(file, then, "/* llm4cov */")  # a nested if must not take the new else
+        start, end = _span(cond_stmt)
+        self.edits[file.name].append(_Edit(end, (0, -start, -1), f" else begin {marker} end"))
+        return None
+
+    def place_expr(self, file: _File, item: UncoveredItem) -> str | None:
+        cond = branch_condition(item)
+        if cond is None:
+            return "expression term wording not understood"
+        label = self.new_goal(item, f"term {cond}", "expr")
+        stmts = file.ifs.get(item.line) or file.statements.get(item.line)
+        if stmts:
+            self.wrap(file, stmts[0], self.check(label, cond))
+            return None
+        module = self.module_for_line(file, item.line)
+        if module is None:
+            return f"line {item.line} is outside every module"
+        if self.emits(label):
+            self.module_code[(file.name, module.sourceRange.start.offset)].append(
+                f"  always @* begin {self.check(label, cond)} end"
+            )
+        return None
+
+    def place_toggle(self, file: _File, item: UncoveredItem) -> str | None:
+        target = toggle_targets(item)
+        if target is None:
+            return "toggle of a structured or array signal is not placed"
+        sig, bits, dirs = target
+        module = self.module_for_line(file, item.line)
+        if module is None:
+            return f"line {item.line} is outside every module"
+        clock = file.clock_of(module)  # None: a combinational module, value goals
+        code = self.module_code[(file.name, module.sourceRange.start.offset)]
+        for bit in bits:
+            ref = sig if bit < 0 else f"{sig}[{bit}]"
+            for direction in dirs:
+                if len(self.result.goals) >= self.max_goals:
+                    return None
+                label = self.new_goal(item, f"{ref} {direction}", "toggle")
+                if not self.emits(label):
+                    continue
+                rise = direction == "0->1"
+                if clock is None:
+                    cond = ref if rise else f"!{ref}"
+                else:
+                    prev = f"{label}_prev"
+                    cond = f"!{prev} && {ref}" if rise else f"{prev} && !{ref}"
+                    code.append(f"  reg {prev} = 1'b0;")
+                    code.append(f"  always @(posedge {clock}) {prev} <= {ref};")
+                code.append(f"  always @* begin {self.check(label, cond)} end")
+        return None
+
+    def module_for_line(self, file: _File, line: int):
+        for m in file.modules:
+            first = file._line(m.getFirstToken())
+            last = file._line(m.getLastToken())
+            if first <= line <= last:
+                return m
+        return None
+
+    def finish(self) -> list[SourceFile]:
+        for (name, start), code in self.module_code.items():
+            file = self.files[name]
+            module = next(m for m in file.modules if m.sourceRange.start.offset == start)
+            end_token = module.getLastToken()  # `endmodule` (or its label)
+            if end_token.valueText != "endmodule":
+                end_token = module.endmodule
+            text = "\n  // llm4cov formal goals\n" + "\n".join(code) + "\n"
+            self.edits[name].append(_Edit(end_token.location.offset, (3, 0, 0), text))
+        out = []
+        for source in self.sources:
+            edits = self.edits.get(source.name)
+            if not edits:
+                out.append(source)
+                continue
+            data = self.files[source.name].data
+            for e in sorted(edits, key=lambda e: (e.offset, e.order), reverse=True):
+                data = data[: e.offset] + e.text.encode() + data[e.offset:]
+            out.append(source.model_copy(update={
+                "content": data.decode("utf-8", errors="surrogateescape")}))
+        return out
+
+
+def place_goals(
+    files: list[SourceFile], items: list[UncoveredItem], mode: str = "cover",
+    max_goals: int = 400, keep: set[str] | None = None, extra: dict[str, str] | None = None,
+) -> Placement:
+    """Mark every item of ``items`` in copies of ``files`` (``mode`` ``cover`` or
+    ``prove``), at most ``max_goals`` goals. Labels are numbered in item order, so the
+    same items give the same labels; with ``keep`` only those labels are written (all
+    goals are still listed). ``extra`` maps a module name to code inserted before its
+    ``endmodule`` (the reset assumption). The inputs are not modified.
+
+    Raises:
+        ValueError: ``mode`` is neither ``cover`` nor ``prove``.
+    """
+    if mode not in ("cover", "prove"):
+        raise ValueError(f"mode must be cover or prove, got {mode!r}")
+    placer = _Placer(files, mode, max_goals, keep, extra or {})
+    for item in items:
+        reason = placer.place(item)
+        if reason is not None:
+            placer.result.unplaced.append((item, reason))
+    placer.result.files = placer.finish()
+    return placer.result

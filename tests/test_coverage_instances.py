@@ -1,0 +1,177 @@
+"""Per-instance coverage: the source rewrite (pyslang, no simulator) and its effect on
+real Verilator runs, with points counted by hand from the RTL."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import FIXTURES, fixture_task
+from llm4cov.sim.instances import PARAM, plan_per_instance
+from llm4cov.sim.observation import Status
+from llm4cov.tasks.model import SourceFile
+
+LEAF = SourceFile(name="leaf.sv", content=(
+    "module leaf #(parameter W = 1, parameter D = 2) (input logic a);\n"
+    "endmodule\n"
+    "module plain (input logic a);\n"
+    "  parameter P = 3;\n"
+    "endmodule\n"
+))
+
+
+def _tb(body: str) -> SourceFile:
+    return SourceFile(name="tb.sv", content=f"module tb;\n  logic a;\n{body}\nendmodule\n")
+
+
+def test_two_copies_of_the_dut_get_distinct_values_and_lines_are_kept():
+    tb = _tb("  leaf dut (.a(a));\n  leaf shadow (.a(a));")
+    plan = plan_per_instance([LEAF], tb, "tb", "tb.dut")
+    assert plan.copies == {"leaf": 2}
+    assert plan.sources["leaf.sv"].splitlines()[0] == (
+        f"module leaf #(parameter W = 1, parameter D = 2, parameter [63:0] {PARAM} = 64'd0) "
+        "(input logic a);")
+    lines = plan.sources["tb.sv"].splitlines()
+    assert lines[2] == f"  leaf #(.{PARAM}(64'd1)) dut (.a(a));"
+    assert lines[3] == f"  leaf #(.{PARAM}(64'd2)) shadow (.a(a));"
+    for name, text in plan.sources.items():  # never a line added or removed
+        original = LEAF.content if name == "leaf.sv" else tb.content
+        assert text.count("\n") == original.count("\n")
+
+
+def test_positional_overrides_become_named_and_multi_instance_statements_split():
+    tb = _tb("  leaf #(8) dut (.a(a)), shadow (.a(a));")
+    plan = plan_per_instance([LEAF], tb, "tb", "tb.dut")
+    assert plan.sources["tb.sv"].splitlines()[2] == (
+        f"  leaf #(.W(8), .{PARAM}(64'd1)) dut (.a(a)); leaf #(.W(8), .{PARAM}(64'd2)) "
+        "shadow (.a(a));")
+
+
+def test_body_parameters_keep_their_positions_and_genvars_enter_the_value():
+    tb = _tb("  for (genvar i = 0; i < 3; i++) begin : g\n"
+             "    plain #(5) u (.a(a));\n  end\n  plain dut (.a(a));")
+    plan = plan_per_instance([LEAF], tb, "tb", "tb.dut")
+    assert plan.copies == {"plain": 4}
+    # no parameter port list: the new parameter is the last body parameter
+    assert plan.sources["leaf.sv"].splitlines()[4] == (
+        f"parameter [63:0] {PARAM} = 64'd0; endmodule")
+    lines = plan.sources["tb.sv"].splitlines()
+    assert lines[3] == f"    plain #(.P(5), .{PARAM}((64'd1) * 64'd4099 + (i))) u (.a(a));"
+    assert lines[5] == f"  plain #(.{PARAM}(64'd2)) dut (.a(a));"
+
+
+def test_nothing_is_rewritten_without_repeated_modules_or_over_the_bound():
+    assert plan_per_instance([LEAF], _tb("  leaf dut (.a(a));"), "tb", "tb.dut").sources == {}
+    over = plan_per_instance([LEAF], _tb("  leaf dut (.a(a));\n  leaf s (.a(a));"),
+                             "tb", "tb.dut", max_extra_lines=1)
+    assert over.sources == {}
+    assert over.notes == ("per-instance coverage skipped (leaf x2: 2 extra lines to "
+                          "compile; limits 1 lines, 256 copies); repeated modules are "
+                          "merged per module, as Verilator counts them",)
+    many = plan_per_instance([LEAF], _tb("  leaf dut (.a(a));\n  leaf s (.a(a));"),
+                             "tb", "tb.dut", max_copies=1)
+    assert many.sources == {} and "limits 20000 lines, 1 copies" in many.notes[0]
+
+
+def test_testbench_helpers_are_never_rewritten_and_arrays_stay_merged():
+    tb = SourceFile(name="tb.sv", content=(
+        "module helper(input logic a); endmodule\n"
+        "module tb; logic a; helper h1(.a(a)); helper h2(.a(a));\n"
+        "  leaf dut(.a(a)); leaf arr[1:0] (.a(a)); endmodule\n"))
+    plan = plan_per_instance([LEAF], tb, "tb", "tb.dut")
+    assert plan.copies == {"leaf": 3}
+    assert "helper #(" not in plan.sources["tb.sv"]
+    assert plan.notes == ("instance array of `leaf` in `tb`: its elements stay merged in "
+                          "coverage (one counter set)",)
+
+
+
+@pytest.mark.requires_verilator
+def test_one_exercised_instance_of_four_is_counted_per_instance(evaluator):
+    """tests/fixtures/cell_bank: `bank` holds 4 copies of `bit_cell` (g[0..3].u); the
+    testbench enables only g[0]. Per `bit_cell` instance: 1 line point (the always_ff
+    block runs on every clock), 2 branch points (if taken / not), 8 toggle points (clk,
+    en, d, q). g[0]: both branches, toggles all but en 1->0 (7/8). g[1..3]: the else
+    branch only (1/2), clk and d toggle (4/8). `bank` itself: 10 signal bits, 20 toggle
+    points; clk 2, en[0] 0->1, d 2, q[0] 2 = 7. Totals: line 4/4, branch 5/8, toggle
+    (7 + 7 + 3 * 4)/(20 + 4 * 8) = 26/52."""
+    task = fixture_task("cell_bank")
+    obs = evaluator.evaluate(task, (FIXTURES / "cell_bank_tb.sv").read_text())
+    assert obs.status is Status.SUCCESS, obs.log
+    rep = obs.coverage
+    own = {h: {m: (c.covered, c.total) for m, c in ms.items()}
+           for h, ms in rep.per_instance.items()}
+    idle = {"branch": (1, 2), "line": (1, 1), "toggle": (4, 8)}
+    assert own == {
+        "tb.dut": {"toggle": (7, 20)},
+        "tb.dut.g[0].u": {"branch": (2, 2), "line": (1, 1), "toggle": (7, 8)},
+        "tb.dut.g[1].u": idle, "tb.dut.g[2].u": idle, "tb.dut.g[3].u": idle,
+    }
+    assert {m: (c.covered, c.total) for m, c in rep.metrics.items()} == {
+        "branch": (5, 8), "line": (4, 4), "toggle": (26, 52)}
+    assert rep.overall == pytest.approx((100 + 62.5 + 50) / 3, abs=1e-3)
+    assert rep.merged == []
+    branch = next(u for u in obs.uncovered if u.kind == "branch")
+    assert branch.instances == ("tb.dut.g[1].u", "tb.dut.g[2].u", "tb.dut.g[3].u")
+    assert branch.where() == "in tb.dut.g[1].u, tb.dut.g[2].u, tb.dut.g[3].u"
+
+
+@pytest.mark.requires_verilator
+def test_helper_module_twice_in_the_testbench_never_counts(evaluator):
+    """The mux2 stimulus of test_coverage_counts (line 1/1, branch 1/2, expr 2/3,
+    toggle 3/16) plus a testbench helper module instantiated twice: Verilator merges
+    the helper into `tb.*`, which must not count for `tb.dut`."""
+    tb = (FIXTURES / "mux2_partial_tb.sv").read_text().replace("module tb;", (
+        "module helper(input logic [1:0] x, output logic [1:0] q);\n"
+        "  always_comb if (x[0]) q = x; else q = ~x;\nendmodule\n"
+        "module tb;\n  logic [1:0] q1, q2;\n"
+        "  helper h1 (.x(a), .q(q1));\n  helper h2 (.x(b), .q(q2));"), 1)
+    obs = evaluator.evaluate(fixture_task("mux2"), tb)
+    assert obs.status is Status.SUCCESS, obs.log
+    got = {m: (c.covered, c.total) for m, c in obs.coverage.metrics.items()}
+    assert got == {"line": (1, 1), "branch": (1, 2), "expr": (2, 3), "toggle": (3, 16)}
+    assert list(obs.coverage.per_instance) == ["tb.dut"]
+    assert "testbench module(s) `helper` are not part of the DUT: their coverage never " \
+           "counts" in obs.notes
+
+
+def test_report_shows_the_instance_tree_with_subtree_overall():
+    from llm4cov.sim.observation import CoverageReport, MetricCoverage, Observation
+    from llm4cov.sim.report import coverage_markdown
+
+    def m(c: int, t: int) -> MetricCoverage:
+        return MetricCoverage(covered=c, total=t)
+
+    rep = CoverageReport(
+        dut_hier="tb.dut", overall=62.5,
+        metrics={"line": m(3, 4), "toggle": m(4, 8)},
+        per_instance={"tb.dut": {"toggle": m(2, 4)},
+                      "tb.dut.u0": {"line": m(2, 2), "toggle": m(2, 2)},
+                      "tb.dut.u1": {"line": m(1, 2), "toggle": m(0, 2)}})
+    obs = Observation(status=Status.SUCCESS, coverage=rep)
+    md = coverage_markdown(obs, fixture_task("mux2"))
+    # subtree of tb.dut: line 3/4 (75%), toggle 4/8 (50%) -> 62.50
+    assert "| `tb.dut` | - | 2/4 | 62.50 |" in md
+    assert "| &nbsp;&nbsp;`tb.dut.u1` | 1/2 | 0/2 | 25.00 |" in md
+
+
+def test_feedback_lists_instances_lowest_first_and_names_them_in_misses():
+    from llm4cov.agent.prompt import render_observation
+    from llm4cov.sim.observation import (
+        CoverageReport,
+        MetricCoverage,
+        Observation,
+        UncoveredItem,
+    )
+
+    m = MetricCoverage
+    rep = CoverageReport(dut_hier="tb.dut", overall=50.0, metrics={"line": m(covered=3, total=4)},
+                         per_instance={"tb.dut": {"line": m(covered=1, total=1)},
+                                       "tb.dut.u0": {"line": m(covered=2, total=2)},
+                                       "tb.dut.u1": {"line": m(covered=0, total=1)}})
+    miss = UncoveredItem(kind="line", file="sub.sv", line=3, detail="block never executed",
+                         instance="tb.dut.u1", instances=("tb.dut.u1",), copies=2)
+    text = render_observation(Observation(status=Status.SUCCESS, coverage=rep,
+                                          uncovered=[miss]), fixture_task("mux2"))
+    assert ("Coverage per instance (its own points; IMC per-instance view):\n"
+            "- `tb.dut.u1`: 0.0%\n- `tb.dut`: 100.0%\n- `tb.dut.u0`: 100.0%") in text
+    assert "- sub.sv:3 [line] block never executed (in tb.dut.u1)" in text

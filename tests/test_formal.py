@@ -1,0 +1,170 @@
+"""Formal closure without the solver: goal placement, log and witness parsing, the
+testbench merge and the ``formal`` policy's reading of the feedback.
+
+Expected values are read off the fixtures by hand: ``tests/fixtures/formal_lock``
+(the design) and ``tests/fixtures/formal_logs`` (an SBY cover and prove run of that
+design with three hand-placed markers h0, h1, h2, and the cover witness).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from llm4cov.agent.prompt import build_messages
+from llm4cov.cli.app import main
+from llm4cov.formal.goals import branch_condition, place_goals, toggle_targets
+from llm4cov.formal.sby import job_text, parse_log, read_witness
+from llm4cov.formal.stimulus import Phase, merge_phases
+from llm4cov.policies import get_policy
+from llm4cov.policies.base import GenerationRequest
+from llm4cov.policies.formal import current_testbench, feedback_items
+from llm4cov.policies.random_stimulus import random_testbench
+from llm4cov.sim.observation import Observation, Status, UncoveredItem
+from llm4cov.tasks.hdl import task_ports
+from llm4cov.tasks.loaders import task_from_dir
+
+FIXTURES = Path(__file__).parent / "fixtures"
+LOCK = FIXTURES / "formal_lock"
+LOGS = FIXTURES / "formal_logs"
+
+
+def _item(kind: str, line: int, detail: str) -> UncoveredItem:
+    return UncoveredItem(kind=kind, file="formal_lock.v", line=line, detail=detail)
+
+
+THEN_27 = _item("branch", 27, "then branch of the if at formal_lock.v:27 never taken")
+NO_ELSE_27 = _item("branch", 27, "the if at formal_lock.v:27 never saw its condition false "
+                   "(it has no else)")
+DEFAULT_32 = _item("line", 32, "case item default of the case at formal_lock.v:23 never executed")
+ALARM_45 = _item("branch", 45, "then branch of the if at formal_lock.v:45 never taken")
+
+
+@pytest.fixture(scope="module")
+def lock_task():
+    return task_from_dir(LOCK)
+
+
+def test_branch_goals_are_placed_inside_their_branches(lock_task):
+    placement = place_goals(lock_task.rtl_files, [THEN_27, NO_ELSE_27, DEFAULT_32, ALARM_45])
+    assert [g.label for g in placement.goals] == [f"llm4cov_g{i}" for i in range(4)]
+    assert [g.what for g in placement.goals] == [
+        "then branch", "else branch", "case item", "then branch"]
+    text = placement.files[0].content
+    assert "if (code == 8'h7E) begin /* llm4cov */ begin llm4cov_g0: cover (1'b1); begin" in text
+    assert "end end end else begin llm4cov_g1: cover (1'b1); end" in text
+    assert "default: begin llm4cov_g2: cover (1'b1); begin" in text
+    assert ("if (ticks == 16'hFFFF) begin llm4cov_g3: cover (1'b1); alarm <= 1'b1; end"
+            in text)
+    assert placement.unplaced == []
+
+
+def test_prove_mode_writes_only_kept_goals_as_assertions(lock_task):
+    placement = place_goals(lock_task.rtl_files, [THEN_27, DEFAULT_32], mode="prove",
+                            keep={"llm4cov_g1"})
+    text = placement.files[0].content
+    assert "llm4cov_g1: assert (!(1'b1));" in text
+    assert "llm4cov_g0" not in text
+    assert len(placement.goals) == 2
+
+
+def test_toggle_goals_get_a_clocked_history_register(lock_task):
+    item = UncoveredItem(kind="toggle", file="formal_lock.v", line=16,
+                         detail="ticks[15:14] never toggled 0->1")
+    placement = place_goals(lock_task.rtl_files, [item])
+    assert [g.what for g in placement.goals] == ["ticks[14] 0->1", "ticks[15] 0->1"]
+    text = placement.files[0].content
+    assert "always @(posedge clk) llm4cov_g0_prev <= ticks[14];" in text
+    assert "llm4cov_g1: cover (!llm4cov_g1_prev && ticks[15]);" in text
+    assert text.rstrip().endswith("endmodule")
+
+
+def test_item_wordings_are_read():
+    assert toggle_targets(_item("toggle", 1, "q[7:4,1] never toggled")) == (
+        "q", [4, 5, 6, 7, 1], ["0->1", "1->0"])
+    assert toggle_targets(_item("toggle", 1, "s.f[2] never toggled")) is None
+    assert branch_condition(_item("expr", 1, "expression term (a==0 && b==1) => 1 never seen")
+                            ) == "(a==0 && b==1)"
+    assert branch_condition(_item("expr", 1, "`timer == 4'h9` never true")) == "(timer == 4'h9)"
+    assert branch_condition(_item(
+        "expr", 1, "`sel && en` never evaluated to 1 with sel=1, `en` false")
+    ) == "((sel) == 1 && !(en))"
+
+
+def test_unplaceable_items_say_why(lock_task):
+    fsm = _item("fsm", 23, "state S3 never reached")
+    other = UncoveredItem(kind="line", file="missing.v", line=3, detail="block never executed")
+    placement = place_goals(lock_task.rtl_files, [fsm, other])
+    assert placement.goals == []
+    assert [r for _, r in placement.unplaced] == [
+        "no formal goal for fsm points", "file 'missing.v' is not among the RTL files"]
+
+
+def test_cover_log_maps_labels_to_their_witness():
+    result = parse_log((LOGS / "cover.log").read_text(), "job")
+    assert result.status == "FAIL"
+    assert result.reached == {"h0": (4, "job/engine_0/trace0.yw")}
+    assert result.depth == 19  # depth 20: steps 0..19
+
+
+def test_prove_log_names_the_assertion_that_is_not_inductive():
+    result = parse_log((LOGS / "prove.log").read_text(), "prove")
+    assert result.status == "UNKNOWN"
+    assert result.failed == {"h2": "induction"}
+
+
+def test_witness_steps_are_the_lock_code_sequence():
+    steps = read_witness(LOGS / "lock_trace.yw", {"code", "en", "rst_n"})
+    assert [s["code"] for s in steps] == [0x00, 0xA5, 0x3C, 0x7E, 0x00]
+    assert [s["rst_n"] for s in steps] == [0, 1, 1, 1, 0]
+    assert all(s["en"] == 0 for s in steps)
+
+
+def test_job_text_reads_with_slang_and_pins_registers_to_zero(lock_task):
+    text = job_text(lock_task.rtl_files, "formal_lock", "cover", 25, {"W": "8"})
+    assert "mode cover\ndepth 25" in text
+    assert "read_slang -j 1 --top formal_lock -G W=8 formal_lock.v" in text
+    assert "setundef -zero -init" in text
+
+
+def test_phases_go_before_the_final_finish(lock_task):
+    ports = task_ports(lock_task)
+    base = random_testbench(lock_task, 0)
+    merged = merge_phases(base, lock_task, ports, "clk",
+                          [Phase("t0", [{"rst_n": 0}, {"rst_n": 1, "code": 0xA5}])])
+    assert merged is not None
+    head, tail = merged.rsplit("$finish;", 1)
+    assert tail.strip() == "end\nendmodule"
+    assert "rst_n = 1'h1; code = 8'ha5; en = 1'h0; @(negedge clk);" in head
+    assert head.index("// llm4cov formal: t0 (2 steps)") > head.index("repeat (2)")
+
+
+def test_phases_are_not_merged_when_an_input_is_tied_off(lock_task):
+    tb = ("module tb; logic c = 0; formal_lock dut(.clk(c), .rst_n(1'b1), .code(8'h0), "
+          ".en(1'b0), .unlocked(), .alarm()); initial begin #10 $finish; end endmodule\n")
+    assert merge_phases(tb, lock_task, task_ports(lock_task), "clk", [Phase("t", [{}])]) is None
+
+
+def test_policy_reads_testbench_and_items_from_the_feedback(lock_task):
+    obs = Observation(status=Status.SUCCESS, uncovered=[
+        THEN_27, UncoveredItem(kind="toggle", file="formal_lock.v", line=16,
+                               detail="ticks[15:7] never toggled", copies=2,
+                               instances=("tb.dut",), source="reg [15:0] ticks;")])
+    messages = build_messages(lock_task, "module tb; endmodule", obs)
+    text = messages[1]["content"]
+    assert current_testbench(text) == "module tb; endmodule\n"
+    assert [(i.kind, i.line, i.detail) for i in feedback_items(text)] == [
+        ("branch", 27, THEN_27.detail), ("toggle", 16, "ticks[15:7] never toggled")]
+
+
+def test_policy_first_round_is_the_random_testbench(lock_task):
+    policy = get_policy("formal")
+    request = GenerationRequest(task=lock_task, messages=build_messages(lock_task), seed=3)
+    answer = policy.generate(request)
+    assert answer.model == "formal"
+    assert random_testbench(lock_task, 3) in answer.text
+
+
+def test_cli_bad_rtl_dir_exits_2(tmp_path):
+    assert main(["formal", "--rtl", str(tmp_path / "nope"), "--out", str(tmp_path / "t.sv")]) == 2

@@ -1,0 +1,104 @@
+"""Formal closure with the real solver (SBY + Yices as WebAssembly) on the
+``tests/fixtures/formal_lock`` design, whose three holes are known by construction:
+
+- ``unlocked <= 1'b1`` (then branch at line 27) needs the codes A5, 3C, 7E on three
+  consecutive clocks after reset: reached, at cycle 4 (reset cycle 0, three code cycles,
+  the clocked cover reports one cycle later);
+- the ``default`` case item (line 32): ``state`` only takes S0..S2, proven unreachable;
+- ``alarm <= 1'b1`` (line 45) needs 65535 enabled clocks: unknown at the cover depth.
+
+The default run keeps one test (a few seconds once the WebAssembly is compiled); it is
+skipped when the formal tools or their compiled cache are missing (first CI run: run
+``llm4cov formal warmup``). The evaluator round trips are ``slow``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from llm4cov.cli.app import main
+from llm4cov.formal import FormalConfig, FormalToolError, analyze, close, find_tools
+from llm4cov.formal.tools import yowasp_cache_dir
+from llm4cov.sim.config import SimConfig
+from llm4cov.sim.evaluator import Evaluator
+from llm4cov.sim.observation import UncoveredItem
+from llm4cov.tasks.loaders import task_from_dir
+
+LOCK = Path(__file__).parent / "fixtures" / "formal_lock"
+
+
+def _tools_ready() -> bool:
+    try:
+        find_tools()
+    except FormalToolError:
+        return False
+    return yowasp_cache_dir().is_dir() and any(yowasp_cache_dir().iterdir())
+
+
+pytestmark = pytest.mark.skipif(not _tools_ready(), reason="formal tools or their "
+                                "WebAssembly cache missing (llm4cov formal warmup)")
+
+
+def _item(kind: str, line: int, detail: str) -> UncoveredItem:
+    return UncoveredItem(kind=kind, file="formal_lock.v", line=line, detail=detail)
+
+
+UNLOCK = _item("branch", 27, "then branch of the if at formal_lock.v:27 never taken")
+DEFAULT = _item("line", 32, "case item default of the case at formal_lock.v:23 never executed")
+ALARM = _item("branch", 45, "then branch of the if at formal_lock.v:45 never taken")
+
+
+def test_reached_unreachable_and_deep_holes_are_classified():
+    task = task_from_dir(LOCK)
+    config = FormalConfig(cover_depth=12, prove_depth=4, cache=False)
+    result = analyze(task, [UNLOCK, DEFAULT, ALARM], config)
+    by_line = {g.item.line: g for g in result.goals}
+    assert (result.clock, result.resets) == ("clk", {"rst_n": True})
+    assert by_line[27].status == "reached" and by_line[27].step == 4
+    assert by_line[32].status == "unreachable"
+    assert by_line[32].reason == "proven by 4-induction"
+    assert by_line[45].status == "unknown" and by_line[45].step == 12
+    assert by_line[45].reason.startswith("not reached within 12 cycles")
+    assert "not 4-inductive" in by_line[45].reason
+    trace = result.traces[by_line[27].trace]
+    assert [s["code"] for s in trace[1:4]] == [0xA5, 0x3C, 0x7E]
+    assert trace[0]["rst_n"] == 0 and trace[1]["rst_n"] == 1
+
+
+@pytest.mark.slow
+@pytest.mark.requires_verilator
+def test_witness_replay_is_confirmed_by_the_evaluator(tmp_path):
+    task = task_from_dir(LOCK)
+    evaluator = Evaluator(SimConfig(feedback_limit=10_000, cache_dir=str(tmp_path / "c")))
+    config = FormalConfig(cover_depth=12, prove_depth=4, prove_budget_s=60,
+                          cache_dir=str(tmp_path / "c"))
+    closure = close(task, None, evaluator, config)
+    unlock = next(g for g in closure.result.goals if g.item.line == 27 and g.what == "then branch")
+    assert unlock.status == "reached" and unlock.confirmed is True
+    assert closure.how == "merged" and closure.after.sim_pass
+    assert not any(u.line == 27 and u.detail == UNLOCK.detail for u in closure.after.uncovered)
+    assert closure.after.overall() > closure.before.overall()
+    default = next(g for g in closure.result.goals if g.item.line == 32)
+    assert default.status == "unreachable"
+    assert closure.excluded_coverage() > closure.after.overall()
+    again = analyze(task, closure.before.uncovered, config)
+    assert again.cached
+    assert again.goals == [g.model_copy(update={"confirmed": None}) for g in closure.result.goals]
+
+
+@pytest.mark.slow
+@pytest.mark.requires_verilator
+def test_cli_writes_the_closing_testbench(tmp_path, capsys):
+    out = tmp_path / "closing_tb.sv"
+    code = main(["formal", "--rtl", str(LOCK), "--out", str(out), "--json",
+                 "--cover-depth", "12", "--prove-depth", "4", "--no-cache"])
+    data = json.loads(capsys.readouterr().out)
+    assert code == 0
+    assert data["reached"] >= 1 and data["unreachable"] >= 1
+    assert data["coverage_after"] > data["coverage_before"]
+    assert "llm4cov formal: trace 0" in out.read_text()
+    assert replace(FormalConfig(), cover_depth=5).cover_depth == 5

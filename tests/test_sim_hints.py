@@ -1,0 +1,123 @@
+"""Tool-failure detection, testbench workarounds, divergence and data-file notes
+(pyslang and text only; the simulator runs are in test_repro_corpus.py)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import FIXTURES
+from llm4cov.sim import hints
+from llm4cov.tasks.model import SourceFile
+
+TB_PROP = SourceFile(name="tb.sv", content=(
+    "module tb; logic clk, flag;\n  property p_flag_high; flag; endproperty\nendmodule\n"))
+
+
+def test_tool_failures_come_from_the_tools_own_lines_only():
+    internal = "%Error: Internal Error: tb.sv:17:13: ../V3Scope.cpp:88: Can't locate varref"
+    assert hints.tool_failure(internal, [TB_PROP]) == "Verilator internal error"
+    # the same text not at the start of a line (e.g. quoted by a testbench) is no signal
+    assert hints.tool_failure("- tb: %Error: Internal Error: x", [TB_PROP]) is None
+    var = "%Error: tb.sv:10:54: Found definition of '_Vpast_1_1' as a VAR but expected"
+    assert hints.tool_failure(var, [TB_PROP]) == (
+        "Verilator error about its own internal variable `_Vpast_1_1`")
+    own = SourceFile(name="tb.sv", content="module tb; logic _Vpast_1_1; endmodule\n")
+    assert hints.tool_failure(var, [own]) is None  # the testbench's own name
+    missing = "%Error: tb.sv:10:54: Can't find definition of task/function: 'p_flag_high'"
+    assert "declared property `p_flag_high`" in hints.tool_failure(missing, [TB_PROP])
+    assert hints.tool_failure(missing.replace("p_flag_high", "nope"), [TB_PROP]) is None
+
+
+def test_workarounds_insert_text_only_and_keep_lines():
+    tb = SourceFile(name="tb.sv", content=(
+        "module tb; logic r, q;\n"
+        "  always @(posedge r) q <= r;\n"
+        "  initial begin r <= 1; q <= #2 0;\n"
+        "    fork : wd\n      begin disable wd; end\n      begin #5 $finish; end\n    join\n"
+        "  end\nendmodule\n"))
+    fix = hints.testbench_workarounds(tb)
+    lines = fix.text.splitlines()
+    assert lines[1] == "  always @(posedge r) q <= r;"  # not in an initial block
+    assert lines[2] == "  initial begin r <= #0 1; q <= #2 0;"  # has its own delay
+    assert lines[4] == "      begin #0 disable wd; end"
+    assert fix.nba_lines == frozenset({3})
+    assert fix.text.count("\n") == tb.content.count("\n")
+    assert len(fix.notes) == 2
+
+
+def test_initialdly_note_only_for_unfixed_lines_of_a_clocked_testbench():
+    tb = SourceFile(name="tb.sv", content="module tb; initial @(posedge c) r <= 1; endmodule")
+    log = "%Warning-INITIALDLY: tb.sv:1:34: Non-blocking assignment '<=' in initial"
+    assert "lines 1" in hints.build_notes(log, tb)[0]
+    assert hints.build_notes(log, tb, frozenset({1})) == []
+
+
+def test_missing_data_files_are_named_with_their_line(tmp_path):
+    tb = SourceFile(name="tb.v", content=(
+        '`define F "vec.dat"\nmodule tb; integer fd; reg [7:0] m [0:3];\n'
+        '  initial begin fd = $fopen(`F, "r"); $readmemh("mem.hex", m);\n'
+        '  fd = $fopen("out.txt", "w"); fd = $fopen("out.txt", "r"); end\nendmodule\n'))
+    assert hints.data_files(tb) == [("vec.dat", 3), ("mem.hex", 3)]
+    notes = hints.missing_data_notes(tb, {"mem.hex"})
+    assert notes == ["tb.v:3 reads `vec.dat`, which is not in the simulation directory: the "
+                     "open fails ($fopen returns 0) and nothing is read. Pass it with "
+                     "`llm4cov sim --aux FILE`, or generate the data in the testbench"]
+    (tmp_path / "vec.dat").write_text("1\n")
+    files, offered = hints.aux_files([], tmp_path / "tb.v", tb)
+    assert [f.name for f in files] == ["vec.dat"] and "vec.dat" in offered[0]
+
+
+def test_a_rewrite_is_blamed_only_for_errors_on_lines_it_changed():
+    rewrite = hints.Rewrite([], frozenset(), {"tb.sv": "a\nb <= 1;\nc\n"},
+                            {"tb.sv": "a\nb <= #0 1;\nc\n"})
+    assert rewrite.caused("%Error: tb.sv:2:7: syntax error")
+    assert rewrite.caused("%Error-UNSUPPORTED: tb.sv:2:7: Unsupported: ...")
+    assert not rewrite.caused("%Error: tb.sv:3:1: syntax error")
+    assert not rewrite.caused("%Error: rtl.sv:2:7: syntax error")
+
+
+def test_sim_cli_rejects_a_missing_aux_path(tmp_path, capsys):
+    from llm4cov.cli.app import main
+
+    tb = tmp_path / "tb.sv"
+    tb.write_text("module tb; mux2 dut(); endmodule\n")
+    code = main(["sim", "--rtl", str(FIXTURES / "mux2"), "--tb", str(tb),
+                 "--aux", str(tmp_path / "nope.dat")])
+    assert code == 2
+    assert "--aux " + str(tmp_path / "nope.dat") + ": no such file or directory" in \
+        capsys.readouterr().err
+
+
+@pytest.mark.requires_verilator
+@pytest.mark.slow
+def test_sim_cli_passes_data_files_the_testbench_reads(tmp_path, capsys):
+    """The testbench reads its 2 vectors from vec.dat: sel 0 then 1 with en 1, so both
+    branches are taken. Without the file nothing is read (and a note says so)."""
+    from llm4cov.cli.app import main
+
+    tb = tmp_path / "tb.sv"
+    tb.write_text(
+        "module tb; logic sel, en = 1; logic [1:0] a = 1, b = 2, y; integer fd, v;\n"
+        "  mux2 dut (.*);\n"
+        '  initial begin fd = $fopen("vec.dat", "r");\n'
+        '    while (fd != 0 && $fscanf(fd, "%d", v) == 1) begin sel = v[0]; #1; end\n'
+        "    $finish; end\nendmodule\n")
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "vec.dat").write_text("0\n1\n")
+    args = ["sim", "--rtl", str(FIXTURES / "mux2"), "--tb", str(tb), "--json", "--no-cache"]
+    assert main([*args, "--aux", str(data)]) == 0
+    with_file = json.loads(capsys.readouterr().out)
+    assert with_file["coverage"]["metrics"]["branch"] == {"covered": 2, "total": 2}
+    assert main(args) == 0
+    without = json.loads(capsys.readouterr().out)
+    assert without["coverage"]["metrics"]["branch"]["covered"] < 2
+    assert any("reads `vec.dat`, which is not in the simulation directory" in n
+               for n in without["notes"])
+    (tmp_path / "vec.dat").write_text("0\n1\n")  # next to the testbench: offered
+    assert main(args) == 0
+    beside = json.loads(capsys.readouterr().out)
+    assert beside["coverage"]["metrics"]["branch"] == {"covered": 2, "total": 2}
+    assert any("offered the file next to the testbench" in n for n in beside["notes"])
