@@ -42,6 +42,7 @@ def test_local_pool_counts_calls_and_matches_in_process(evaluator):
     assert [o.comparable() for o in pooled] == [o.comparable() for o in direct]
 
 
+@pytest.mark.slow
 @pytest.mark.requires_verilator
 @pytest.mark.requires_ray
 def test_ray_matches_local_pool_without_the_driver_files(tmp_path):

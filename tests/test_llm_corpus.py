@@ -35,6 +35,7 @@ def _task(row: dict) -> Task:
     return Task(id=row["id"], rtl_files=rtl, dut_module_name=row["dut_module_name"])
 
 
+@pytest.mark.slow
 def test_llm_corpus_runs_without_crash_or_hang():
     path = shared_path("corpus", "llm_testbenches.jsonl")
     rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]

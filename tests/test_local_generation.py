@@ -9,6 +9,9 @@ from pathlib import Path
 
 import pytest
 
+pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
 from conftest import fixture_task
 from llm4cov.agent.prompt import build_messages
 from llm4cov.policies import GenerationRequest, SamplingParams, get_policy

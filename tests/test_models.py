@@ -33,7 +33,8 @@ def _llama_cpp_permute(w, n_head: int):
 def write_tiny_gguf(path: Path, template: str):
     """A random 2-layer llama with a byte-level BPE vocabulary as an fp32 GGUF file, the
     way llama.cpp writes one; returns the torch model it came from."""
-    import gguf
+    gguf = pytest.importorskip("gguf")
+    pytest.importorskip("transformers")
     import numpy as np
     import torch
     from tokenizers import pre_tokenizers

@@ -102,8 +102,7 @@ def test_sigkill_mid_build_leaves_no_process_and_next_run_cleans_up(tmp_path):
             break
         assert main.poll() is None, "gen ended before a build was seen"
         time.sleep(POLL_S)
-    assert building
-    assert len(_workdirs(tmp_path)) == 1
+    assert building  # (the static check's scratch dir may exist beside the work dir)
 
     main.send_signal(signal.SIGKILL)
     main.wait()
@@ -114,7 +113,7 @@ def test_sigkill_mid_build_leaves_no_process_and_next_run_cleans_up(tmp_path):
         time.sleep(POLL_S)
     assert survivors == {}
     stale = _workdirs(tmp_path)
-    assert len(stale) == 1 and (stale[0] / LOCK_NAME).exists()
+    assert stale and all((d / LOCK_NAME).exists() for d in stale)
 
     tb = tmp_path / "undeclared_tb.sv"
     tb.write_text(UNDECLARED_TB)

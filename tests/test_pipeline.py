@@ -33,7 +33,7 @@ from llm4cov.train.sft import fingerprint
 from llm4cov.util.jsonl import iter_jsonl
 from support.replay_server import ReplayServer
 
-pytestmark = [pytest.mark.requires_train, pytest.mark.requires_verilator]
+pytestmark = [pytest.mark.requires_train, pytest.mark.requires_verilator, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parents[1]
 SMOKE = REPO / "examples" / "pipeline_smoke.yaml"

@@ -298,3 +298,14 @@ endmodule
                      "  initial #100")
     obs = ev.evaluate(odd, bad)
     assert obs.status is Status.REJECTED and "uses escape sequences" in obs.log
+
+
+def test_in_process_parse_never_reads_a_host_file_through_include(tmp_path, monkeypatch):
+    """A relative `include in an untrusted text is not resolved against the current dir."""
+    from llm4cov.tasks.hdl import parse_tree
+
+    (tmp_path / "secret.vh").write_text("module leaked_secret_module; endmodule\n")
+    monkeypatch.chdir(tmp_path)
+    tree = parse_tree('`include "secret.vh"\nmodule tb; endmodule\n', "tb.sv")
+    assert "leaked_secret_module" not in str(tree.root)
+    assert [str(d.code) for d in tree.diagnostics] == ["DiagCode(CouldNotOpenIncludeFile)"]

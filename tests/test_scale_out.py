@@ -82,6 +82,7 @@ def clean_bench(tasks_file, tmp_path_factory) -> dict[tuple, dict]:
     return rows
 
 
+@pytest.mark.slow
 @pytest.mark.requires_ray
 def test_ray_bench_equals_local_pool(clean_bench, tasks_file, tmp_path):
     pytest.importorskip("ray")

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pyslang import syntax
 
 from llm4cov.sim.observation import UncoveredItem
+from llm4cov.tasks.hdl import parse_tree
 from llm4cov.tasks.model import SourceFile
 
 K = syntax.SyntaxKind
@@ -86,7 +87,7 @@ class _File:
     def __init__(self, source: SourceFile):
         self.name = source.name
         self.data = source.content.encode("utf-8", errors="surrogateescape")
-        self.tree = syntax.SyntaxTree.fromText(source.content, source.name)
+        self.tree = parse_tree(source.content, source.name)
         sm = self.tree.sourceManager
         self.ifs: dict[int, list] = defaultdict(list)  # by line of the `if` keyword
         self.elses: dict[int, list] = defaultdict(list)  # by line of the `else` keyword

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pyslang import syntax
 
 from llm4cov.policies.random_stimulus import random_testbench
-from llm4cov.tasks.hdl import Port
+from llm4cov.tasks.hdl import Port, parse_tree
 from llm4cov.tasks.model import Task
 
 K = syntax.SyntaxKind
@@ -66,7 +66,7 @@ def dut_connections(testbench: str, task: Task, ports: list[Port]) -> dict[str, 
     """DUT input port -> the plain testbench signal connected to it, for the instance of
     ``task.dut_module_name`` (named ``task.dut_instance_name`` when there are several);
     None when an input is connected to anything but a plain name."""
-    tree = syntax.SyntaxTree.fromText(testbench, "tb.sv")
+    tree = parse_tree(testbench, "tb.sv")
     found: list = []
 
     def visit(node: object) -> bool:
@@ -103,7 +103,7 @@ def dut_connections(testbench: str, task: Task, ports: list[Port]) -> dict[str, 
 def _finish_offset(testbench: str) -> int | None:
     """Byte offset of the statement holding the last ``$finish`` of the largest
     ``initial`` block, or None when there is none."""
-    tree = syntax.SyntaxTree.fromText(testbench, "tb.sv")
+    tree = parse_tree(testbench, "tb.sv")
     best: tuple[int, int] | None = None  # (block size, offset)
 
     def visit(node: object) -> bool:

@@ -39,7 +39,7 @@ import pyslang
 from pyslang import ast, syntax
 
 from llm4cov.sim.hints import syntax_nodes
-from llm4cov.tasks.hdl import HDL_SUFFIXES, parse_tree
+from llm4cov.tasks.hdl import HDL_SUFFIXES, isolated_source_manager, parse_tree
 from llm4cov.tasks.model import SourceFile
 
 #: The added parameter (its name is reserved for the evaluator).
@@ -100,7 +100,8 @@ def plan_per_instance(
     Never raises on bad code: what cannot be rewritten stays merged, with a note.
     """
     files = [f for f in [*rtl_files, tb] if f.name.endswith(HDL_SUFFIXES)]
-    trees = {f.name: parse_tree(f.content, f.name) for f in files}
+    sm = isolated_source_manager()  # one compilation: one source manager
+    trees = {f.name: parse_tree(f.content, f.name, sm) for f in files}
     rtl_names = {f.name for f in rtl_files}
     modules, sites = _scan(trees, {f.name: f.content for f in files})
     if not _maybe_repeated(sites, modules):

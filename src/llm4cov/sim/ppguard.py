@@ -23,7 +23,7 @@ import sys
 from pathlib import Path
 
 from llm4cov.sim import precheck
-from llm4cov.tasks.hdl import parse_tree
+from llm4cov.tasks.hdl import VIRTUAL_ROOT, parse_tree
 from llm4cov.tasks.model import SourceFile
 
 
@@ -39,6 +39,8 @@ def outside_files(spec: dict, root: Path) -> list[str]:
     outside = []
     for buffer in tree.sourceManager.getAllBuffers():
         path = str(tree.sourceManager.getFullPath(buffer))
+        if path.startswith(VIRTUAL_ROOT + "/"):  # the testbench text itself
+            continue
         if path and os.path.commonpath([real_root, os.path.realpath(path)]) != real_root:
             outside.append(path)
     rtl = [read(n) for n in spec["rtl"]]

@@ -69,9 +69,30 @@ def _vector(width: int, signed: bool) -> str:
     return "logic" + (" signed" if signed else "") + (f" [{width - 1}:0]" if width > 1 else "")
 
 
-def parse_tree(text: str, name: str) -> syntax.SyntaxTree:
-    """Parse one source text alone into a pyslang syntax tree (never raises)."""
-    return syntax.SyntaxTree.fromText(text, name)
+#: The directory :func:`parse_tree` names as a text's home: it does not exist.
+VIRTUAL_ROOT = "/llm4cov-virtual"
+
+
+def isolated_source_manager() -> pyslang.SourceManager:
+    """A pyslang source manager that never resolves `` `include`` against the host
+    file system (local includes off, no search dirs)."""
+    sm = pyslang.SourceManager()
+    sm.setDisableLocalIncludes(True)
+    return sm
+
+
+def parse_tree(
+    text: str, name: str, source_manager: pyslang.SourceManager | None = None
+) -> syntax.SyntaxTree:
+    """Parse one source text alone into a pyslang syntax tree (never raises).
+
+    `` `include`` directives are never resolved against the host file system (an
+    isolated source manager, a virtual path): an untrusted text cannot make the parser
+    read a file of the machine it runs on. Trees that go into one compilation must share
+    ``source_manager`` (from :func:`isolated_source_manager`).
+    """
+    sm = source_manager or isolated_source_manager()
+    return syntax.SyntaxTree.fromText(text, sm, name, f"{VIRTUAL_ROOT}/{name}")
 
 
 def include_names(text: str) -> list[str]:
