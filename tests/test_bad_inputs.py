@@ -91,3 +91,16 @@ def test_non_utf8_file_is_read_and_noted(tmp_path, evaluator):
     assert task.meta["notes"] == ["mux2.sv is not valid UTF-8 (byte 6); read as Latin-1"]
     obs = evaluator.evaluate(task, tb("  initial begin #1 sel = 1; #1 $finish; end\n"))
     assert obs.status is Status.SUCCESS
+
+
+@pytest.mark.requires_verilator
+def test_many_files_filling_the_work_dir_end_the_run_with_a_note():
+    evaluator = Evaluator(SimConfig(run_dir_bytes=4 << 20, result_cache=False))
+    fill = ("    fd = $fopen(\"fill{k}.bin\", \"w\");\n"  # 16 files x 1 MiB
+            "    for (i = 0; i < 4096; i++) $fwrite(fd, \"%0256d\", i);\n"
+            "    $fclose(fd); #1;\n")
+    body = "".join(fill.format(k=k) for k in range(16))
+    src = tb(f"  integer fd, i;\n  initial begin\n{body}    $finish;\n  end\n")
+    obs = evaluator.evaluate(fixture_task("mux2"), src)
+    assert (obs.status, obs.end_reason) == (Status.RUNTIME_ERROR, EndReason.CRASHED)
+    assert "the files the testbench wrote passed 4 MiB together" in " ".join(obs.notes)

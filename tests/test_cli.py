@@ -45,6 +45,15 @@ def task_line(task_id: str, dut: str = "mux2") -> str:
      "Input should be a valid integer, unable to parse string as an integer "
      "(see 'llm4cov bench --help')"),
     (["cache", "drop"], "error: No such command 'drop'. (see 'llm4cov cache --help')"),
+    (["sim", "--rtl", "examples/alu_comb", "--tb", "t.sv", "--run-timeout", "-5"],
+     "error: Invalid value for '--run-timeout': Input should be greater than or equal to "
+     "0.001 (see 'llm4cov sim --help')"),
+    (["sim", "--rtl", "examples/alu_comb", "--tb", "t.sv", "--param", "WIDTH"],
+     "error: --param 'WIDTH': expected NAME=VALUE"),
+    (["gen", "examples/alu_comb", "--out", "o", "--instance", "bad name"],
+     "error: --instance 'bad name' is not a SystemVerilog identifier"),
+    (["sim", "--rtl", "examples/alu_comb", "--tasks", "t.jsonl", "--id", "a", "--tb", "t.sv"],
+     "error: give either an RTL directory or --tasks FILE --id ID, not both"),
 ])
 def test_usage_errors_are_one_line_exit_2(argv, message, capsys):
     assert main(argv) == 2
@@ -100,6 +109,9 @@ def test_exit_codes_are_mapped_in_one_place():
         3, "simulator toolchain: verilator not found")
     assert classify(WorkerLost("sim: a worker died", 4)) == (
         1, "sim: a worker died (worker lost on all 4 attempts)")
+    missing = ModuleNotFoundError("No module named 'transformers'", name="transformers")
+    code, message = classify(missing)
+    assert code == 3 and message.startswith("this command needs transformers: the [train]")
     assert classify(KeyError("k")) == (
         1, "internal error, KeyError: 'k' (llm4cov -v shows where)")
 

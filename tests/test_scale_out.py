@@ -99,6 +99,7 @@ def busy_worker(driver: int) -> int | None:
     return next((pid for pid in child_pids(driver) if child_pids(pid)), None)
 
 
+@pytest.mark.slow
 def test_killed_worker_process_costs_only_a_retry(clean_bench, tasks_file, tmp_path):
     out = tmp_path / "worker-killed"
     proc = spawn_cli(*bench_args(tasks_file, out), stderr=subprocess.PIPE)

@@ -65,9 +65,9 @@ def bench(
     baselines: str = typer.Option(",".join(BASELINES), "--baselines",
                                   help="Comma-separated baseline rows: random, reference "
                                        "(hidden reference testbench); '' for none."),
-    temperature: float = typer.Option(0.7, help="Sampling temperature."),
-    top_p: float = typer.Option(0.8, "--top-p", help="Nucleus sampling top-p."),
-    max_tokens: int = typer.Option(8192, "--max-tokens", help="Max tokens per response."),
+    temperature: float = typer.Option(0.7, min=0.0, help="Sampling temperature."),
+    top_p: float = typer.Option(0.8, "--top-p", min=0.0, max=1.0, help="Nucleus sampling top-p."),
+    max_tokens: int = typer.Option(8192, "--max-tokens", min=1, help="Max tokens per response."),
     seed: int = typer.Option(0, "--seed", help="Policy seed; sample s uses seed + 1000*s."),
     start_from: str = typer.Option("latest", "--start-from",
                                    help="Next round starts from the 'latest' or 'best' state."),

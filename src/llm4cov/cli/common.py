@@ -17,12 +17,12 @@ from llm4cov.sim.config import SimConfig
 from llm4cov.sim.toolchain import find_toolchain
 from llm4cov.tasks.hdl import module_decls
 from llm4cov.tasks.loaders import filelist_root, load_tasks, task_from_dir
-from llm4cov.tasks.model import Task, TaskError
+from llm4cov.tasks.model import Task, TaskError, is_identifier
 
 console = Console(stderr=True)
 
-COMPILE_TIMEOUT = typer.Option(300.0, help="Compile wall-clock limit, seconds.")
-RUN_TIMEOUT = typer.Option(60.0, help="Run wall-clock limit, seconds.")
+COMPILE_TIMEOUT = typer.Option(300.0, min=0.001, help="Compile wall-clock limit, seconds (> 0).")
+RUN_TIMEOUT = typer.Option(60.0, min=0.001, help="Run wall-clock limit, seconds (> 0).")
 SEED = typer.Option(1, help="Simulator seed (+verilator+seed).")
 FSM = typer.Option(False, "--fsm/--no-fsm", help="Also collect FSM coverage (opt-in).")
 NO_CACHE = typer.Option(
@@ -37,7 +37,8 @@ DEFINE = typer.Option(None, "--define", help="Macro NAME[=VALUE] for the RTL and
                       "testbench (repeatable; Verilator +define+).")
 FILELIST = typer.Option(None, "-f", "--filelist", help="Verilator/VCS filelist (+incdir+, "
                         "+define+, -y/-v, -f; paths relative to the list): the RTL is what "
-                        "it compiles (the RTL directory defaults to the files' common folder).")
+                        "it compiles; every file must lie below the RTL directory (default: the "
+                        "list's own folder).")
 PARAM = typer.Option(None, "--param", help="DUT parameter override NAME=VALUE (repeatable; "
                      "Verilator -G on a testbench top that declares it).")
 
@@ -51,6 +52,9 @@ def repo_options(incdir: list[Path] | None, define: list[str] | None,
     """
     from llm4cov.tasks.filelist import parse_assignments
 
+    for item in param or []:
+        if "=" not in item:
+            raise fail(f"--param {item!r}: expected NAME=VALUE")
     return {
         "include_dirs": list(incdir or []),
         "defines": parse_assignments(define or [], "--define"),
@@ -154,7 +158,11 @@ def resolve_task(
     Raises:
         CliError, TaskError, OSError: the input is unusable (exit 2).
     """
+    if instance is not None and not is_identifier(instance):
+        raise fail(f"--instance {instance!r} is not a SystemVerilog identifier")
     if tasks is not None:
+        if rtl is not None:
+            raise fail("give either an RTL directory or --tasks FILE --id ID, not both")
         if not task_id:
             raise fail("--tasks needs --id")
         if instance or top:

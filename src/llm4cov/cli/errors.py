@@ -3,7 +3,8 @@
 Exit codes (README, "Exit codes"): 0 success, 1 the job ran but failed (model server,
 lost workers, a simulation that did not pass, an unexpected error), 2 bad input (usage
 errors, unreadable or invalid input files, run directories of other settings), 3 the
-simulator toolchain is missing or broken, 130 interrupted. Every error is printed as
+simulator toolchain or an optional package the command needs is missing or broken, 130
+interrupted. Every error is printed as
 one line on stderr (``error: ...``), never as a traceback; ``llm4cov -v`` also logs
 the traceback.
 
@@ -32,6 +33,15 @@ CLICK_EXCEPTION = _click_class("ClickException")
 USAGE_ERROR = _click_class("UsageError")
 """Click's usage error: missing option, bad value, unknown flag or command."""
 
+_TRAIN = ("the [train] extra: install torch for your machine (CPU: pip install torch "
+          "--index-url https://download.pytorch.org/whl/cpu), then pip install -e '.[train]'")
+#: Optional packages -> how to install them (a missing one exits 3, like a missing tool).
+EXTRAS = {
+    **dict.fromkeys(("torch", "transformers", "trl", "peft", "accelerate", "datasets",
+                     "gguf"), _TRAIN),
+    "ray": "the [ray] extra: pip install -e '.[ray]'",
+}
+
 _BAD_INPUT_OS_ERRORS = (FileNotFoundError, FileExistsError, IsADirectoryError,
                         NotADirectoryError, PermissionError)
 
@@ -56,8 +66,9 @@ def classify(exc: BaseException) -> tuple[int, str]:
     ValueError (the package's bad-input errors: TaskError, RunDirError, ConfigError,
     DatasetError, ExecutorError, UnicodeDecodeError, ...), a replay that does not match
     its run directory and a missing/existing/unreadable path are bad input (2);
-    ToolchainError is 3; anything else (PolicyError, WorkerLost, PipelineError, other
-    OSErrors, bugs) is a failed job (1).
+    ToolchainError and a missing optional package (:data:`EXTRAS`) are 3; anything
+    else (PolicyError, WorkerLost, PipelineError, other OSErrors, bugs) is a failed job
+    (1).
     """
     from llm4cov.bench.runner import ReplayMismatch
     from llm4cov.sim.toolchain import ToolchainError
@@ -72,6 +83,9 @@ def classify(exc: BaseException) -> tuple[int, str]:
         return BAD_INPUT, one_line(exc.format_message())
     if isinstance(exc, ToolchainError):
         return TOOLCHAIN, one_line(f"simulator toolchain: {exc}")
+    if isinstance(exc, ModuleNotFoundError) and (exc.name or "").split(".")[0] in EXTRAS:
+        package = (exc.name or "").split(".")[0]
+        return TOOLCHAIN, f"this command needs {package}: {EXTRAS[package]}"
     if isinstance(exc, UnicodeDecodeError):
         return BAD_INPUT, f"input is not valid UTF-8 text (byte {exc.start}: {exc.reason})"
     if isinstance(exc, _BAD_INPUT_OS_ERRORS):

@@ -26,7 +26,8 @@ def sim(
     as_json: bool = typer.Option(False, "--json", help="Print the Observation as JSON."),
     aux: list[Path] = typer.Option(
         [], "--aux", help="Data file the testbench reads ($fopen, $readmemh), or a "
-        "directory of them; repeatable. Files next to --tb that it names are added."),
+        "directory of them; repeatable. Only these are copied (a file next to --tb "
+        "that it names gets a note)."),
     incdir: list[Path] = common.INCDIR,
     define: list[str] = common.DEFINE,
     filelist: Path = common.FILELIST,

@@ -15,17 +15,24 @@ sandbox only lets it write inside the work dir); otherwise a bound module
 (``bind <tb top> llm4cov_trace``) dumps the whole design to ``llm4cov_trace.<ext>``.
 The dump is kept when it is at most ``trace_max_bytes``; the run's file-size limit
 (``SimConfig.run_file_bytes``) bounds it during the run.
+
+What the testbench wrote is never trusted for a path or a name: the coverage read is
+the evaluator's own (renamed to ``coverage.dat`` in the kept work dir, at most
+``COVERAGE_MAX_BYTES``), and the dump copied is a regular file (no link) that the run
+left inside the work dir, found by walking it without following links.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
+import stat
 import subprocess
-import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from llm4cov.sim import workdirs
 from llm4cov.sim.config import SimConfig
 from llm4cov.sim.coverage import Point, parse_coverage_dat
 from llm4cov.sim.observation import EndReason, Observation
@@ -105,13 +112,24 @@ def capture(
         ValueError: ``trace`` is not None, ``"vcd"`` or ``"fst"``.
         ToolchainError: the simulator toolchain is missing.
     """
-    from llm4cov.sim.evaluator import Evaluator
-
     if trace is not None and trace not in TRACE_FORMATS:
         raise ValueError(f"trace must be one of {', '.join(TRACE_FORMATS)}, got {trace!r}")
     if out_dir is not None:
         out_dir.mkdir(parents=True, exist_ok=True)
-    root = Path(tempfile.mkdtemp(prefix="llm4cov-keep-", dir=config.workdir_root))
+    root = workdirs.create(config.workdir_root, prefix="llm4cov-keep-")
+    try:
+        return _capture_in(root, task, testbench, config, out_dir, tb_name=tb_name,
+                           any_instance=any_instance, keep_workdir=keep_workdir,
+                           trace=trace, trace_max_bytes=trace_max_bytes)
+    finally:
+        workdirs.release(root, keep=keep_workdir)
+
+
+def _capture_in(root: Path, task: Task, testbench: str, config: SimConfig,
+                out_dir: Path | None, *, tb_name: str, any_instance: bool,
+                keep_workdir: bool, trace: str | None, trace_max_bytes: int) -> Capture:
+    from llm4cov.sim.evaluator import Evaluator
+
     aux: list[SourceFile] = []
     extra = list(config.extra_verilator_args)
     own_dump = _DUMPFILE.search(testbench)
@@ -129,27 +147,68 @@ def capture(
     result = Capture(observation=obs, points=[], dut_hier=(
         obs.coverage.dut_hier if obs.coverage else plan.dut_hier if plan else ""))
     if work is not None:
-        dat = next(work.glob("cov_*.dat"), None)
-        if dat is not None:
-            result.points = parse_coverage_dat(dat)
-            result.coverage_dat = out_dir / "coverage.dat" if out_dir else dat
-            if out_dir:
-                shutil.copyfile(dat, result.coverage_dat)
+        read_coverage(work, out_dir, result)
         if trace and out_dir and obs.end_reason is not EndReason.NOT_RUN:
-            dump_name = own_dump.group(1) if own_dump else f"{TRACE_MODULE}.{trace}"
-            _keep_dump(work / dump_name, out_dir, trace_max_bytes, result)
+            wanted = own_dump.group(1) if own_dump else f"{TRACE_MODULE}.{trace}"
+            _keep_dump(work, wanted, out_dir, trace_max_bytes, result)
     if keep_workdir and work is not None:
         result.workdir = work
-    else:
-        shutil.rmtree(root, ignore_errors=True)
     return result
 
 
-def _keep_dump(dump: Path, out_dir: Path, cap: int, result: Capture) -> None:
-    if not dump.is_file() or dump.stat().st_size == 0:
+def read_coverage(work: Path, out_dir: Path | None, result: Capture) -> None:
+    """Fill ``result.points`` from the run's own coverage file in the kept work dir
+    ``work`` (the evaluator's ``KEPT_COVERAGE``; never another ``*.dat`` the testbench
+    wrote) and copy it to ``out_dir``. A file that is not regular, or over
+    ``COVERAGE_MAX_BYTES``, is not read (a note says so when over)."""
+    from llm4cov.sim.evaluator import COVERAGE_MAX_BYTES, KEPT_COVERAGE
+
+    dat = work / KEPT_COVERAGE
+    size = _regular_size(dat)
+    if size > COVERAGE_MAX_BYTES:
+        result.notes.append(f"{KEPT_COVERAGE} is {size / 1024**2:.0f} MiB, over the "
+                            f"{COVERAGE_MAX_BYTES >> 20} MiB cap: not read")
+    elif size >= 0:
+        result.points = parse_coverage_dat(dat)
+        result.coverage_dat = out_dir / "coverage.dat" if out_dir else dat
+        if out_dir:
+            shutil.copyfile(dat, result.coverage_dat)
+
+
+def _regular_size(path: Path) -> int:
+    """The size of ``path`` in bytes when it is a regular file with one link (not a
+    symlink, so nothing outside the work dir), else -1."""
+    try:
+        info = path.lstat()
+    except OSError:
+        return -1
+    return info.st_size if stat.S_ISREG(info.st_mode) and info.st_nlink == 1 else -1
+
+
+def _run_dumps(work: Path) -> list[Path]:
+    """The waveform dumps (``*.vcd``, ``*.fst``) a run left in ``work``, sorted: regular
+    files found by walking ``work`` without following links (so none lies outside)."""
+    return sorted(
+        Path(parent, name)
+        for parent, _dirs, names in os.walk(work)
+        for name in names
+        if name.endswith(tuple(f".{ext}" for ext in TRACE_FORMATS))
+        and _regular_size(Path(parent, name)) >= 0
+    )
+
+
+def _keep_dump(work: Path, wanted: str, out_dir: Path, cap: int, result: Capture) -> None:
+    """Copy the dump named ``wanted`` (the testbench's ``$dumpfile``, a guess read from
+    its text) if the run left it, else the first of :func:`_run_dumps`."""
+    dumps = _run_dumps(work)
+    if not dumps:
+        result.notes.append(f"no waveform dump was written ({Path(wanted).name})")
+        return
+    dump = next((d for d in dumps if d == work / wanted), dumps[0])
+    size = _regular_size(dump)
+    if size == 0:
         result.notes.append(f"no waveform dump was written ({dump.name})")
         return
-    size = dump.stat().st_size
     if size > cap:
         result.notes.append(
             f"waveform dump {dump.name} is {size / 1024**2:.1f} MiB, over the "

@@ -34,6 +34,7 @@ class SimConfig:
     run_cpu_limit_s: int = 120
     run_memory_bytes: int = 4 * 1024**3
     run_file_bytes: int = 256 * 1024**2
+    run_dir_bytes: int = 1024**3
     output_cap_bytes: int = 256 * 1024
     log_limit_chars: int = 6000
     feedback_limit: int = 40

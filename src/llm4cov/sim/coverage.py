@@ -10,7 +10,9 @@ count is > 0.
 
 Which points count (as Cadence IMC reports an instance): a point counts when its
 hierarchy is the DUT instance path or lies below it, and it comes from one of the
-repo's RTL files; never a testbench file, and never a wildcard that could only match
+repo's RTL files and one of its RTL modules (Verilator's ``page`` key, see
+:class:`DesignModules`: a testbench module bound into the DUT never counts, whatever
+`` `line`` says); never a testbench file, and never a wildcard that could only match
 the DUT path by pattern (``tb.*``, the merge of two copies of the DUT module).
 Verilator merges the instances of a module into one wildcarded hierarchy
 (``tb.dut.stage_*``); the evaluator avoids that by elaborating one copy per instance
@@ -52,6 +54,29 @@ class Point:
     count: int
     lines: str = ""  # Verilator's S key: the source lines a block covers
     col: int = 0  # Verilator's n key: the column of the construct (0 = unknown)
+    module: str = ""  # the module after ``v_<kind>/`` in Verilator's page key
+
+
+@dataclass(frozen=True)
+class DesignModules:
+    """Which module names are the repo's RTL and which the testbench declares.
+
+    A point's file (``f``) and hierarchy (``h``) can be forged (a testbench module
+    after `` `line 1 "dut.sv" ``, bound into the DUT with ``bind``); its module (the
+    ``page`` key) is what Verilator elaborated, so it decides. Verilator names a
+    parameter-specialized copy ``<module>__<suffix>`` (``counter__Lz2``, ``top__W8``):
+    the longest declared name that equals the page module or prefixes it with ``__``
+    owns it, and the point counts only when that owner is an RTL module.
+    """
+
+    rtl: frozenset[str]
+    testbench: frozenset[str] = frozenset()
+
+    def is_rtl(self, module: str) -> bool:
+        """True when Verilator's page module ``module`` is (a copy of) an RTL module."""
+        owners = [m for m in (*self.rtl, *self.testbench)
+                  if module == m or module.startswith(m + "__")]
+        return bool(owners) and max(owners, key=len) in self.rtl
 
 
 def metric_name(point_type: str) -> str:
@@ -83,6 +108,7 @@ def parse_coverage_dat(path: Path) -> list[Point]:
                     count=int(match["count"]),
                     lines=attrs.get("S", ""),
                     col=int(attrs["n"]) if attrs.get("n", "").isdigit() else 0,
+                    module=attrs.get("page", "").partition("/")[2],
                 )
             )
     return points
@@ -95,12 +121,17 @@ def in_subtree(hier: str, root: str) -> bool:
 
 
 def dut_points(
-    points: Iterable[Point], dut_hier: str, rtl_files: Collection[str] | None = None
+    points: Iterable[Point],
+    dut_hier: str,
+    rtl_files: Collection[str] | None = None,
+    modules: DesignModules | None = None,
 ) -> list[Point]:
     """The points that count for the DUT: at or below ``dut_hier`` and, when
-    ``rtl_files`` is given, from one of those files (never the testbench's)."""
+    ``rtl_files`` is given, from one of those files (never the testbench's) and, when
+    ``modules`` is given, of an RTL module (:meth:`DesignModules.is_rtl`)."""
     return [p for p in points if in_subtree(p.hier, dut_hier)
-            and (rtl_files is None or p.file in rtl_files)]
+            and (rtl_files is None or p.file in rtl_files)
+            and (modules is None or modules.is_rtl(p.module))]
 
 
 def merged_hierarchies(points: Iterable[Point]) -> list[str]:
@@ -118,11 +149,14 @@ def _tally(points: Iterable[Point]) -> dict[str, MetricCoverage]:
 
 
 def summarize(
-    points: list[Point], dut_hier: str, rtl_files: Collection[str] | None = None
+    points: list[Point],
+    dut_hier: str,
+    rtl_files: Collection[str] | None = None,
+    modules: DesignModules | None = None,
 ) -> CoverageReport | None:
     """Coverage of ``dut_hier`` and below (:func:`dut_points`); None when the DUT has no
     points at all. ``per_instance`` holds each instance's own points."""
-    mine = dut_points(points, dut_hier, rtl_files)
+    mine = dut_points(points, dut_hier, rtl_files, modules)
     if not mine:
         return None
     by_inst: dict[str, list[Point]] = defaultdict(list)
@@ -147,6 +181,7 @@ def uncovered_items(
     dut_hier: str,
     sources: Mapping[str, str],
     limit: int = 40,
+    modules: DesignModules | None = None,
 ) -> tuple[list[UncoveredItem], int]:
     """Missed points of the DUT subtree, most useful first, at most ``limit`` items.
 
@@ -156,9 +191,10 @@ def uncovered_items(
     many more were left out. ``sources`` maps each RTL file name to its text: only
     points of those files count. The same miss in several instances of one module is
     one item: ``instances`` lists where it was missed, ``copies`` how many instances
-    have that source line (see :class:`UncoveredItem`).
+    have that source line (see :class:`UncoveredItem`). ``modules``: see
+    :func:`dut_points`.
     """
-    mine = dut_points(points, dut_hier, sources.keys())
+    mine = dut_points(points, dut_hier, sources.keys(), modules)
     hiers_at: dict[tuple[str, int], set[str]] = defaultdict(set)
     for p in mine:
         hiers_at[(p.file, p.line)].add(p.hier)

@@ -21,6 +21,7 @@ but it scores 0 (:meth:`Observation.cov`).
 from __future__ import annotations
 
 import logging
+import os
 import re
 import secrets
 import shutil
@@ -84,6 +85,10 @@ _END_RECORD = re.compile(
 _END_REASONS = frozenset({"finish", "stop", "no_events", "fatal", "sim_time_limit",
                           "wall_timeout"})
 END_FD_ENV = "LLM4COV_END_FD"
+#: The largest coverage file the evaluator (and ``report/capture.py``) parses, bytes.
+COVERAGE_MAX_BYTES = 64 * 1024**2
+#: The run's coverage file in a kept work dir (``SimConfig.keep_workdir``).
+KEPT_COVERAGE = "coverage.dat"
 NO_SANDBOX_NOTE = (
     "built and run WITHOUT the OS sandbox (--no-sandbox): only the static check stood "
     "between this testbench and the host"
@@ -357,7 +362,8 @@ class Evaluator:
             cwd=str(workdir),
             env=env,
             timeout_s=cfg.run_timeout_s,
-            limits=Limits(cfg.run_cpu_limit_s, cfg.run_memory_bytes, cfg.run_file_bytes),
+            limits=Limits(cfg.run_cpu_limit_s, cfg.run_memory_bytes, cfg.run_file_bytes,
+                          dir_bytes=cfg.run_dir_bytes),
             output_cap=cfg.output_cap_bytes,
             sandbox=run_sandbox(self.toolchain) if cfg.sandbox else None,
             record_env=END_FD_ENV,
@@ -365,19 +371,27 @@ class Evaluator:
         end, problem = _read_end(run, workdir / cov_file)
         sim_out = scrub_paths(run.output, str(workdir))
         notes.extend(_run_notes(sim_out, tb, self.toolchain.z3 is not None))
-        points = cov.parse_coverage_dat(workdir / cov_file) if end.get("coverage", -1) >= 0 else []
+        size = end.get("coverage", -1)
+        if size > COVERAGE_MAX_BYTES:
+            notes.append(f"the coverage file is {size / 1024**2:.0f} MiB, over the "
+                         f"{COVERAGE_MAX_BYTES >> 20} MiB cap: not read")
+        trusted = 0 <= size <= COVERAGE_MAX_BYTES
+        points = cov.parse_coverage_dat(workdir / cov_file) if trusted else []
+        if cfg.keep_workdir:
+            _keep_coverage(workdir, cov_file if trusted else None)
         rtl_names = {f.name for f in task.rtl_files}
         points, excluded = split_points(points, parse_rules(cfg.exclusions))
-        if note := excluded_note(cov.dut_points(excluded, plan.dut_hier, rtl_names)):
+        if note := excluded_note(cov.dut_points(excluded, plan.dut_hier, rtl_names, plan.modules)):
             notes.append(note)
-        report = cov.summarize(points, plan.dut_hier, rtl_names) if points else None
+        report = cov.summarize(points, plan.dut_hier, rtl_names, plan.modules) if points else None
         if report is not None and report.merged:
             notes.append("instances merged by Verilator (one counter set, counted once): "
                          + ", ".join(report.merged))
         status, reason = _classify(run, end, problem, report is not None, cfg, notes)
         sources = {f.name: f.content for f in task.rtl_files}
         uncovered, more = (
-            cov.uncovered_items(points, plan.dut_hier, sources, cfg.feedback_limit)
+            cov.uncovered_items(points, plan.dut_hier, sources, cfg.feedback_limit,
+                                plan.modules)
             if report else ([], 0)
         )
         if more:
@@ -429,6 +443,19 @@ def _write(path: Path, content: str) -> None:
     path.write_text(content, encoding="utf-8", errors="surrogateescape")
 
 
+def _keep_coverage(workdir: Path, cov_file: str | None) -> None:
+    """Rename the run's coverage file ``cov_file`` (random name, checked against the end
+    record) to :data:`KEPT_COVERAGE`, replacing whatever the testbench wrote under that
+    name; with ``cov_file`` None (no trusted coverage), remove such a file."""
+    kept = workdir / KEPT_COVERAGE
+    if kept.is_dir() and not kept.is_symlink():
+        shutil.rmtree(kept)
+    if cov_file is not None:
+        os.replace(workdir / cov_file, kept)
+    else:
+        kept.unlink(missing_ok=True)
+
+
 def _read_end(run: ProcessResult, cov_path: Path) -> tuple[dict, str | None]:
     """The driver's end record from the run's record pipe, checked strictly.
 
@@ -468,6 +495,10 @@ def _classify(
 ):
     """``(Status, EndReason)`` of a run from its checked end record (``problem``: why
     a record was not trusted; such a run is a crash whatever the record said)."""
+    if run.dir_exceeded:
+        notes.append(f"the run was killed: the files the testbench wrote passed "
+                     f"{cfg.run_dir_bytes >> 20} MiB together")
+        return Status.RUNTIME_ERROR, EndReason.CRASHED
     if problem:
         notes.append(problem)
         return Status.RUNTIME_ERROR, EndReason.CRASHED

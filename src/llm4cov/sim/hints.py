@@ -16,7 +16,8 @@ from pathlib import Path
 from pyslang import parsing, syntax
 
 from llm4cov.sim.sandbox import guard_pyslang, unsafe_path
-from llm4cov.tasks.hdl import parse_tree
+from llm4cov.tasks.hdl import ParseLimitError, parse_tree
+from llm4cov.tasks.loaders import files_below
 from llm4cov.tasks.model import SourceFile
 
 _SK = syntax.SyntaxKind
@@ -294,35 +295,35 @@ def syntax_nodes(root, kinds: tuple) -> list:
 def aux_files(
     paths: Iterable[Path], tb_path: Path, tb: SourceFile
 ) -> tuple[list[SourceFile], list[str]]:
-    """Testbench data files for the work dir: each path (a file, named by its base
-    name, or a directory, every file below it named relative to it), plus the files
-    next to ``tb_path`` that the testbench reads by a relative name (:func:`data_files`;
-    each offered with a note). Contents keep their bytes (surrogate escapes).
+    """Testbench data files for the work dir: exactly the ``paths`` given (a file, named
+    by its base name, or a directory, every file below it named relative to it; links
+    out of a directory are refused, :func:`~llm4cov.tasks.loaders.files_below`). Contents
+    keep their bytes (surrogate escapes). Nothing is copied implicitly: a file next to
+    ``tb_path`` that the testbench reads (:func:`data_files`) only gets a note, since a
+    hostile testbench could otherwise print any file beside it.
 
     Raises:
         FileNotFoundError: a path does not exist.
     """
     found: dict[str, Path] = {}
+    notes: list[str] = []
     for path in paths:
         if path.is_dir():
-            found.update({p.relative_to(path).as_posix(): p
-                          for p in sorted(path.rglob("*")) if p.is_file()})
+            found.update({rel.as_posix(): p for rel, p in files_below(path, notes)})
         elif path.is_file():
             found[path.name] = path
         else:
             raise FileNotFoundError(f"--aux {path}: no such file or directory")
-    notes = []
-    here = tb_path.parent.resolve()
-    # the testbench is untrusted: parse it only when that is bounded (sandbox.py), and
-    # offer only plain names of files really beside it
-    for name, _line in [] if guard_pyslang(tb.content, tb.name) else data_files(tb):
+    # the testbench is untrusted: parse it only when that is bounded (sandbox.py)
+    try:
+        reads = [] if guard_pyslang(tb.content, tb.name) else data_files(tb)
+    except ParseLimitError:
+        reads = []  # the evaluator rejects it
+    for name, _line in reads:
         rel = name.removeprefix("./")
-        beside = tb_path.parent / rel
-        if (rel not in found and unsafe_path(rel) is None and beside.is_file()
-                and beside.resolve().is_relative_to(here)):
-            found[rel] = beside
-            notes.append(f"{tb.name} reads `{name}`: offered the file next to the testbench "
-                         f"({beside.name}) to the simulation")
+        if rel not in found and unsafe_path(rel) is None and (tb_path.parent / rel).is_file():
+            notes.append(f"{tb.name} reads `{name}`; a file of that name sits next to the "
+                         f"testbench: pass it with --aux {tb_path.parent / rel}")
     files = [SourceFile(name=n, content=p.read_bytes().decode("utf-8", "surrogateescape"))
              for n, p in sorted(found.items())]
     return files, notes

@@ -38,6 +38,11 @@ class Limits:
     cpu_s: int | None = None
     memory_bytes: int | None = None
     file_bytes: int | None = None
+    #: Bound on what the child adds under its ``cwd``, all files together
+    #: (``RLIMIT_FSIZE`` bounds one file only): polled every :data:`DIR_POLL_S`
+    #: seconds; the child is killed when the work dir grows by more
+    #: (``ProcessResult.dir_exceeded``).
+    dir_bytes: int | None = None
 
 
 @dataclass(frozen=True)
@@ -55,7 +60,9 @@ class Sandbox:
 class ProcessResult:
     """Outcome of :func:`run_limited`. ``output`` is at most ``output_cap`` bytes of
     stdout+stderr (head and tail), decoded with ``errors="replace"``; ``record`` the
-    first ``RECORD_CAP`` bytes written to the record pipe, ``record_bytes`` their total."""
+    first ``RECORD_CAP`` bytes written to the record pipe, ``record_bytes`` their total;
+    ``dir_exceeded`` when the child added more than ``Limits.dir_bytes`` to its work dir
+    (killed if it was still running)."""
 
     returncode: int
     output: str
@@ -64,6 +71,7 @@ class ProcessResult:
     output_bytes: int
     record: bytes = field(default=b"", repr=False)
     record_bytes: int = 0
+    dir_exceeded: bool = False
 
     @property
     def signal_name(self) -> str | None:
@@ -77,6 +85,41 @@ class ProcessResult:
 
 
 _PR_SET_PDEATHSIG = 1  # linux/prctl.h
+DIR_POLL_S = 0.25
+
+
+def dir_bytes(root: str) -> int:
+    """Bytes allocated on disk under ``root`` (``st_blocks``; links not followed)."""
+    total, stack = 0, [root]
+    while stack:
+        with contextlib.suppress(OSError), os.scandir(stack.pop()) as entries:
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append(entry.path)
+                else:
+                    total += entry.stat(follow_symlinks=False).st_blocks * 512
+    return total
+
+
+def _wait(proc: subprocess.Popen, timeout_s: float, cwd: str, limit: int | None) -> str:
+    """Wait for ``proc``: ``"exited"``, ``"timeout"``, or ``"dir"`` when ``cwd`` grew by
+    more than ``limit`` bytes (then the process group is already SIGKILLed)."""
+    deadline = time.monotonic() + timeout_s
+    if limit is not None:
+        limit += dir_bytes(cwd)  # what was there before (the build) does not count
+    while True:
+        left = deadline - time.monotonic()
+        try:
+            proc.wait(timeout=max(0.0, left if limit is None else min(left, DIR_POLL_S)))
+            # checked once more at the end: the verdict never depends on poll timing
+            return "dir" if limit is not None and dir_bytes(cwd) > limit else "exited"
+        except subprocess.TimeoutExpired:
+            if limit is not None and dir_bytes(cwd) > limit:
+                _kill_group(proc, signal.SIGKILL)
+                proc.wait()
+                return "dir"
+            if time.monotonic() >= deadline:
+                return "timeout"
 RECORD_CAP = 4096
 
 
@@ -216,17 +259,18 @@ def run_limited(
     record = _CappedReader(os.fdopen(record_read, "rb"), 2 * RECORD_CAP) if record_env else None
     if record:
         record.start()
-    timed_out = False
+    timed_out = dir_exceeded = False
     try:
-        proc.wait(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        timed_out = True
-        _terminate(proc, sandbox is not None)
-        try:
-            proc.wait(timeout=grace_s)
-        except subprocess.TimeoutExpired:
-            _kill_group(proc, signal.SIGKILL)
-            proc.wait()
+        ended = _wait(proc, timeout_s, cwd, limits.dir_bytes)
+        dir_exceeded = ended == "dir"
+        if ended == "timeout":
+            timed_out = True
+            _terminate(proc, sandbox is not None)
+            try:
+                proc.wait(timeout=grace_s)
+            except subprocess.TimeoutExpired:
+                _kill_group(proc, signal.SIGKILL)
+                proc.wait()
     finally:
         _kill_group(proc, signal.SIGKILL)  # stray grandchildren (make, g++, z3)
         reader.join(timeout=5)
@@ -245,4 +289,5 @@ def run_limited(
         output_bytes=reader.total,
         record=bytes(record.head) if record else b"",
         record_bytes=record.total if record else 0,
+        dir_exceeded=dir_exceeded,
     )

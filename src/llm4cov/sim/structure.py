@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import pyslang
 from pyslang import syntax
 
+from llm4cov.sim.coverage import DesignModules
 from llm4cov.tasks.hdl import ModuleDecl, instance_paths, module_decls, parse_tree, top_modules
 from llm4cov.tasks.model import SourceFile
 
@@ -24,13 +25,17 @@ class TestbenchPlan:
     """Where the testbench's top is and where the DUT instance lies below it.
 
     ``other_copies``: hierarchies of further instances of the DUT module;
-    ``helpers``: modules the testbench declares and instantiates below its top. Neither
-    ever counts as DUT coverage; the observation says so."""
+    ``helpers``: modules the testbench declares and instantiates below its top;
+    ``bound``: testbench modules bound (``bind``) into an RTL module. None of them
+    ever counts as DUT coverage; the observation says so. ``modules``: which module
+    names are RTL (only those count, :class:`DesignModules`); None when unknown."""
 
     tb_top: str
     dut_hier: str
     other_copies: tuple[str, ...] = ()
     helpers: tuple[str, ...] = ()
+    bound: tuple[str, ...] = ()
+    modules: DesignModules | None = None
 
     def notes(self, dut_module: str) -> list[str]:
         """Notes for the observation about extra DUT copies and testbench modules."""
@@ -45,6 +50,11 @@ class TestbenchPlan:
             notes.append(
                 "testbench module(s) " + ", ".join(f"`{h}`" for h in self.helpers)
                 + " are not part of the DUT: their coverage never counts"
+            )
+        if self.bound:
+            notes.append(
+                "testbench module(s) " + ", ".join(f"`{b}`" for b in self.bound)
+                + " bound with `bind`: bound testbench modules are not DUT coverage"
             )
         return notes
 
@@ -84,8 +94,13 @@ def plan_testbench(
     top, paths = with_dut[0]
     used = {mtype for d in decls for mtype, _ in d.instances}
     helpers = tuple(sorted((tb_names & used) - {top}))
+    rtl_names = {d.name for d in rtl_decls}
+    extra = {
+        "bound": _bound_modules(tb),
+        "modules": DesignModules(frozenset(rtl_names), frozenset(tb_names)),
+    }
     if dut_instance is None:
-        return TestbenchPlan(top, paths[0], tuple(paths[1:]), helpers)
+        return TestbenchPlan(top, paths[0], tuple(paths[1:]), helpers, **extra)
     named = [p for p in paths if p.rsplit(".", 1)[-1] == dut_instance]
     if not named:
         found = ", ".join(p.rsplit(".", 1)[-1] for p in paths)
@@ -94,7 +109,21 @@ def plan_testbench(
             f"the instance name `{dut_instance}` (coverage is measured on {top}.{dut_instance})"
         )
     dut = min(named, key=lambda p: p.count("."))
-    return TestbenchPlan(top, dut, tuple(p for p in paths if p != dut), helpers)
+    return TestbenchPlan(top, dut, tuple(p for p in paths if p != dut), helpers, **extra)
+
+
+def _bound_modules(tb: SourceFile) -> tuple[str, ...]:
+    """Modules the testbench binds (``bind <target> <module> ...``) into the design:
+    the testbench can only bind into the DUT's modules or instances (or its own)."""
+    bound: set[str] = set()
+
+    def visit(node: object) -> bool:
+        if isinstance(node, syntax.BindDirectiveSyntax):
+            bound.add(node.instantiation.type.valueText)
+        return True
+
+    parse_tree(tb.content, tb.name).root.visit(visit)
+    return tuple(sorted(bound))
 
 
 def stop_sites(files: list[SourceFile]) -> list[str]:

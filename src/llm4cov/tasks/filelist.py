@@ -8,7 +8,9 @@ Understood (Verilator and VCS/Xcelium spellings): source files in order, ``+incd
 */`` and ``#`` comments, quotes, ``$VAR``/``${VAR}``. Every relative path is relative
 to the directory of the list that names it (also for ``-f``, unlike Verilator, where
 ``-f`` paths are relative to the working directory: a list is read the same from
-anywhere). Other options are ignored and listed in :attr:`FileList.ignored`; the
+anywhere). Given a repository root, every path (file, nested list, ``-y``/``-v``,
+include dir), after resolving links, must lie below it: it is refused before it is read.
+Other options are ignored and listed in :attr:`FileList.ignored`; the
 options that take a value (``--top-module X``, ``-o X``, ...) skip it.
 """
 
@@ -47,12 +49,15 @@ class FileList:
     ignored: list[str] = field(default_factory=list)
 
 
-def parse_filelist(path: Path | str, into: FileList | None = None, depth: int = 0) -> FileList:
-    """Read the filelist at ``path`` (see the module docstring).
+def parse_filelist(path: Path | str, into: FileList | None = None, depth: int = 0,
+                   root: Path | None = None) -> FileList:
+    """Read the filelist at ``path`` (see the module docstring); nested lists must lie
+    below ``root`` when given.
 
     Raises:
         TaskError: the list or a nested list cannot be read, nesting deeper than
-            ``MAX_DEPTH``, or an option lacks its value.
+            ``MAX_DEPTH``, an option lacks its value, or a nested list lies outside
+            ``root``.
     """
     path = Path(path)
     if depth > MAX_DEPTH:
@@ -65,7 +70,7 @@ def parse_filelist(path: Path | str, into: FileList | None = None, depth: int = 
         tokens = shlex.split(_COMMENT.sub(" ", text), posix=True)
     except ValueError as exc:
         raise TaskError(f"{path}: {exc}") from exc
-    return parse_args(tokens, path.parent.resolve(), into, depth, origin=str(path))
+    return parse_args(tokens, path.parent.resolve(), into, depth, origin=str(path), root=root)
 
 
 def parse_args(
@@ -74,9 +79,10 @@ def parse_args(
     into: FileList | None = None,
     depth: int = 0,
     origin: str = "command line",
+    root: Path | None = None,
 ) -> FileList:
     """Interpret tool arguments (filelist tokens or a simulator command line) with
-    relative paths taken from ``base``.
+    relative paths taken from ``base`` (nested lists must lie below ``root``, if given).
 
     Raises:
         TaskError: an option lacks its value, or a nested list fails (see
@@ -119,7 +125,10 @@ def parse_args(
         elif tok == "-v":
             fl.library_files.append(at(value(tok)))
         elif tok in ("-f", "-F"):
-            parse_filelist(at(value(tok)), fl, depth + 1)
+            nested = at(value(tok))
+            if root is not None:
+                inside_root(nested, root.resolve(), f"{origin}: {tok}")
+            parse_filelist(nested, fl, depth + 1, root)
         elif tok.startswith(("-", "+")):
             fl.ignored.append(tok)
             if tok in _WITH_VALUE:
@@ -158,32 +167,45 @@ class RepoFiles:
     include_dirs: list[str]
 
 
-def resolve_repo(fl: FileList, read: Callable[[Path], str], root: Path | None = None) -> RepoFiles:
+def inside_root(path: Path, root: Path, what: str) -> Path:
+    """``path`` with its links resolved, checked to lie below ``root`` (resolved).
+
+    Raises:
+        TaskError: it lies outside (its text would reach logs and prompts).
+    """
+    real = path.resolve()
+    if not real.is_relative_to(root):
+        raise TaskError(f"{what} {path} lies outside the repository root {root} (a filelist "
+                        "may name only files below it; give the root as the RTL directory)")
+    return real
+
+
+def resolve_repo(fl: FileList, read: Callable[[Path], str], root: Path) -> RepoFiles:
     """The files a filelist compiles: its sources and ``-v`` files in order, the ``-y``
     library files of the modules instantiated but not declared, and every file reached
     through `` `include`` (searched in the include dirs, then next to the sources).
-    ``root`` (default: the deepest directory holding them all) names the files.
+    Every one of them, the ``-y`` and include dirs must lie below ``root`` (links
+    resolved; checked before reading), which names the files.
 
     Raises:
-        TaskError: a listed file is missing, or a file lies outside ``root``.
+        TaskError: a listed file is missing, or a path lies outside ``root``.
     """
-    sources = list(dict.fromkeys([*fl.sources, *fl.library_files]))
+    root = root.resolve()
+    for d in [*fl.include_dirs, *fl.library_dirs]:
+        inside_root(d, root, "filelist directory")
+    sources = list(dict.fromkeys(inside_root(p, root, "filelist file")
+                                 for p in [*fl.sources, *fl.library_files]))
     for p in sources:
         if not p.is_file():
             raise TaskError(f"filelist names a missing file: {p}")
     texts = {p: read(p) for p in sources}
-    sources += _library_modules(fl, texts, read)
-    _included(texts, [*fl.include_dirs, *dict.fromkeys(p.parent for p in sources)], read)
+    sources += _library_modules(fl, texts, read, root)
+    _included(texts, [*fl.include_dirs, *dict.fromkeys(p.parent for p in sources)], read,
+              root)
     every = [*texts]
-    root = (root or Path(os.path.commonpath([*every, *fl.include_dirs]))).resolve()
-    if root.is_file():
-        root = root.parent
 
     def name(p: Path) -> str:
-        try:
-            return p.relative_to(root).as_posix()
-        except ValueError:
-            raise TaskError(f"{p} lies outside the repository root {root}") from None
+        return p.relative_to(root).as_posix()
 
     rtl = [SourceFile(name=name(p), content=texts[p]) for p in every]
     return RepoFiles(
@@ -194,8 +216,8 @@ def resolve_repo(fl: FileList, read: Callable[[Path], str], root: Path | None = 
     )
 
 
-def _library_modules(fl: FileList, texts: dict[Path, str], read: Callable[[Path], str]
-                     ) -> list[Path]:
+def _library_modules(fl: FileList, texts: dict[Path, str], read: Callable[[Path], str],
+                     root: Path) -> list[Path]:
     """``-y`` files of the modules instantiated but not declared, until none is missing."""
     found: list[Path] = []
     exts = fl.libext or [".v", ".sv"]
@@ -206,16 +228,17 @@ def _library_modules(fl: FileList, texts: dict[Path, str], read: Callable[[Path]
         declared = {d.name for d in decls}
         missing = {m for d in decls for m, _ in d.instances} - declared
         new = next((p for m in sorted(missing) for d in fl.library_dirs for e in exts
-                    if (p := d / f"{m}{e}").is_file() and p not in texts), None)
+                    if (p := d / f"{m}{e}").is_file() and p.resolve() not in texts), None)
         if new is None:
             return found
+        new = inside_root(new, root, "filelist library file")
         texts[new] = read(new)
         found.append(new)
     return found
 
 
-def _included(texts: dict[Path, str], dirs: list[Path], read: Callable[[Path], str]
-              ) -> list[Path]:
+def _included(texts: dict[Path, str], dirs: list[Path], read: Callable[[Path], str],
+              root: Path) -> list[Path]:
     """Add to ``texts`` every file reached by `` `include`` (first match in ``dirs``)."""
     added: list[Path] = []
     queue = list(texts)
@@ -223,7 +246,8 @@ def _included(texts: dict[Path, str], dirs: list[Path], read: Callable[[Path], s
         for inc in include_names(texts[queue.pop()]):
             hit = next((d / inc for d in dirs if (d / inc).is_file()), None)
             if hit is not None and hit.resolve() not in texts:
-                texts[hit.resolve()] = read(hit)
-                added.append(hit.resolve())
-                queue.append(hit.resolve())
+                real = inside_root(hit, root, "included file")
+                texts[real] = read(real)
+                added.append(real)
+                queue.append(real)
     return added

@@ -81,18 +81,31 @@ def isolated_source_manager() -> pyslang.SourceManager:
     return sm
 
 
+class ParseLimitError(ValueError):
+    """pyslang gave up on a text: constructs nested too deeply (e.g. 20,000 ``(`` or
+    ``begin``) exhaust its recursion guard, which it reports as a bare RuntimeError."""
+
+
 def parse_tree(
     text: str, name: str, source_manager: pyslang.SourceManager | None = None
 ) -> syntax.SyntaxTree:
-    """Parse one source text alone into a pyslang syntax tree (never raises).
+    """Parse one source text alone into a pyslang syntax tree (syntax errors are
+    diagnostics in the tree).
 
     `` `include`` directives are never resolved against the host file system (an
     isolated source manager, a virtual path): an untrusted text cannot make the parser
     read a file of the machine it runs on. Trees that go into one compilation must share
     ``source_manager`` (from :func:`isolated_source_manager`).
+
+    Raises:
+        ParseLimitError: pyslang cannot parse the text (nesting too deep).
     """
     sm = source_manager or isolated_source_manager()
-    return syntax.SyntaxTree.fromText(text, sm, name, f"{VIRTUAL_ROOT}/{name}")
+    try:
+        return syntax.SyntaxTree.fromText(text, sm, name, f"{VIRTUAL_ROOT}/{name}")
+    except RuntimeError as exc:
+        raise ParseLimitError(f"{name}: nesting too deep for the parser "
+                              f"({str(exc) or 'pyslang gave up'})") from None
 
 
 def include_names(text: str) -> list[str]:

@@ -52,7 +52,7 @@ def task_from_dir(
     filelist: Path | str | None = None,
 ) -> Task:
     """Build a task from a directory of RTL and spec files (links to files outside it
-    are refused, see :func:`_repo_files`).
+    are refused, see :func:`files_below`).
 
     ``include_dirs`` (absolute, or relative to ``directory``), ``defines`` and
     ``parameters`` become the task's (``Task.include_dirs``...). With ``filelist`` the
@@ -71,7 +71,7 @@ def task_from_dir(
     notes: list[str] = []
     rtl: list[SourceFile] = []
     spec: list[SourceFile] = []
-    for rel, path in _repo_files(root, notes):
+    for rel, path in files_below(root, notes, (*HDL_SUFFIXES, *SPEC_SUFFIXES)):
         suffix = path.suffix.lower()
         if suffix in HDL_SUFFIXES:
             rtl.append(SourceFile(name=rel.as_posix(), content=read_text(path, notes, str(rel))))
@@ -113,13 +113,9 @@ def task_from_dir(
 
 
 def filelist_root(filelist: Path | str) -> Path:
-    """The deepest directory holding every file a filelist compiles (and its include
-    dirs): the repository root when no RTL directory is given.
-
-    Raises:
-        TaskError: the list is unusable (see ``filelist.py``).
-    """
-    return resolve_repo(parse_filelist(filelist), read_text).root
+    """The repository root when no RTL directory is given: the filelist's own directory
+    (every file it names must lie below it, ``filelist.resolve_repo``)."""
+    return Path(filelist).parent.resolve()
 
 
 def _build_inputs(
@@ -133,8 +129,8 @@ def _build_inputs(
     """The task's build fields from the loader's options (and the RTL, with a list)."""
     build: dict = {"include_dirs": [], "defines": {}, "parameters": {}, "compile_files": []}
     if filelist is not None:
-        fl = parse_filelist(filelist)
-        repo = resolve_repo(fl, lambda p: read_text(p, notes), root.resolve())
+        fl = parse_filelist(filelist, root=root)
+        repo = resolve_repo(fl, lambda p: read_text(p, notes), root)
         build.update(rtl=repo.rtl, include_dirs=repo.include_dirs, defines=fl.defines,
                      parameters=fl.parameters, compile_files=repo.compile_files)
         if fl.ignored:
@@ -150,12 +146,15 @@ def _build_inputs(
     return build
 
 
-def _repo_files(root: Path, notes: list[str]) -> list[tuple[Path, Path]]:
+def files_below(
+    root: Path, notes: list[str], suffixes: tuple[str, ...] | None = None
+) -> list[tuple[Path, Path]]:
     """``(name relative to root, path)`` of every regular file below ``root``, sorted,
     without :data:`_SKIP_DIRS` and without following links to directories. A link to a
-    file is read as that file when the file lies inside ``root`` too; an RTL or spec
-    file that links outside is refused (its text would reach compile logs and prompts):
-    left out, with a warning and a note in ``notes``.
+    file is read as that file when the file lies inside ``root`` too; a file loaded
+    (one of ``suffixes``, lower case; None: every file) that links outside is refused
+    (its text would reach compile logs, prompts or a simulation): left out, with a
+    warning and a note in ``notes``.
     """
     real_root = root.resolve()
     found = []
@@ -163,8 +162,8 @@ def _repo_files(root: Path, notes: list[str]) -> list[tuple[Path, Path]]:
         rel = path.relative_to(root)
         if _SKIP_DIRS & set(rel.parts[:-1]) or not path.is_file():
             continue
-        loaded = path.suffix.lower() in (*HDL_SUFFIXES, *SPEC_SUFFIXES)
-        if loaded and path.is_symlink() and not path.resolve().is_relative_to(real_root):
+        loaded = suffixes is None or path.suffix.lower() in suffixes
+        if loaded and not path.resolve().is_relative_to(real_root):
             why = (f"{rel.as_posix()} is a symbolic link to a file outside {root}: not "
                    "loaded (links out of the repository are refused; copy the file in)")
             log.warning("%s", why)

@@ -16,6 +16,11 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_$]*")
 
 
+def is_identifier(name: str) -> bool:
+    """Whether ``name`` is a simple SystemVerilog identifier (IEEE 1800 5.6)."""
+    return _IDENTIFIER.fullmatch(name) is not None
+
+
 class TaskError(ValueError):
     """A task or repository that cannot be used (no RTL, bad file name, ...)."""
 
