@@ -175,3 +175,20 @@ def test_feedback_lists_instances_lowest_first_and_names_them_in_misses():
     assert ("Coverage per instance (its own points; IMC per-instance view):\n"
             "- `tb.dut.u1`: 0.0%\n- `tb.dut`: 100.0%\n- `tb.dut.u0`: 100.0%") in text
     assert "- sub.sv:3 [line] block never executed (in tb.dut.u1)" in text
+
+
+def test_instance_tree_over_the_bound_is_not_elaborated_and_stays_merged():
+    # m{i} holds m{i-1} twice: 2**40 instances of m0 below tb (over MAX_INSTANCE_PATHS)
+    mods = "".join(
+        f"module m{i}(input logic a); m{i - 1} x(.a(a)); m{i - 1} y(.a(a)); endmodule\n"
+        for i in range(1, 41)
+    )
+    tb = _tb("  leaf dut (.a(a));\n  m40 big (.a(a));")
+    tb = SourceFile(name="tb.sv", content=tb.content + "module m0(input logic a); endmodule\n"
+                    + mods)
+    plan = plan_per_instance([LEAF], tb, "tb", "tb.dut")
+    assert (plan.sources, plan.copies) == ({}, {})
+    assert plan.notes == (
+        "per-instance coverage skipped (more than 10000 instances below the testbench "
+        "top); repeated modules are merged per module, as Verilator counts them",
+    )

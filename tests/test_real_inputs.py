@@ -26,7 +26,7 @@ UART = FIXTURES / "real_inputs_verilog_uart"
 
 
 def filelist_task() -> Task:
-    return task_from_dir(filelist_root(FILELIST), filelist=FILELIST)
+    return task_from_dir(FILELIST.parent.parent, filelist=FILELIST)  # the list names ../
 
 
 def uart_task() -> Task:
@@ -121,6 +121,36 @@ def test_filelist_tokens(tmp_path: Path):
     assert fl.ignored == ["--top-module", "ignored_value", "-sv"]
     with pytest.raises(TaskError, match="-y needs a value"):
         parse_args(["-y"], tmp_path)
+
+
+@pytest.mark.parametrize("lists", [
+    {"files.f": "top.sv\n../outside/secret.txt\n"},
+    {"files.f": "-f sub.f\n+incdir+../outside\ntop.sv\n", "sub.f": "top.sv\n"},
+    {"files.f": "-f ../outside/secret.txt\ntop.sv\n"},
+    {"files.f": "-y ../outside top.sv\n"},
+    {"files.f": "-v link.sv top.sv\n"},
+])
+def test_filelist_naming_anything_outside_its_folder_is_refused(tmp_path: Path, capsys, lists):
+    """Without an RTL directory the root is the list's own folder; a file, nested list,
+    -y/-v or include dir outside it (links resolved) stops the run before it is read."""
+    from llm4cov.cli.app import main
+
+    repo, outside = tmp_path / "repo", tmp_path / "outside"
+    repo.mkdir()
+    outside.mkdir()
+    (outside / "secret.txt").write_text("SECRET_pw123\n")
+    (repo / "top.sv").write_text("module top; endmodule\n")
+    (repo / "link.sv").symlink_to(outside / "secret.txt")
+    for name, text in lists.items():
+        (repo / name).write_text(text)
+    assert filelist_root(repo / "files.f") == repo.resolve()
+    code = main(["sim", "-f", str(repo / "files.f"), "--tb", str(repo / "top.sv")])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert f"lies outside the repository root {repo.resolve()}" in err
+    assert "SECRET_pw123" not in err and len(err.strip().splitlines()) == 1
+    with pytest.raises(TaskError, match="lies outside the repository root"):
+        task_from_dir(repo, filelist=repo / "files.f")
 
 
 def test_filelist_with_a_missing_file_is_a_clear_error(tmp_path: Path):

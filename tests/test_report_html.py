@@ -113,7 +113,7 @@ def test_sim_cli_writes_html_lcov_and_keeps_workdir(tmp_path, capsys):
     assert "BRDA:11,0,1,7" in (tmp_path / "mux2.info").read_text()
     kept = [line for line in err.splitlines() if line.startswith("kept work dir")]
     workdir = Path(kept[0].rsplit(": ", 1)[1])
-    assert (workdir / "obj").is_dir() and list(workdir.glob("cov_*.dat"))
+    assert (workdir / "obj").is_dir() and (workdir / "coverage.dat").is_file()
     shutil.rmtree(workdir.parent)
 
 

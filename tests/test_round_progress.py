@@ -42,3 +42,30 @@ def test_rounds_print_from_one_and_point_at_the_full_log(tmp_path):
     ]
     assert log.read_text() == LOG
     assert progress.round == 4
+
+
+class _Status:
+    """Records the status lines a RoundProgress shows (Rich's Status stand-in)."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def update(self, text: str) -> None:
+        self.lines.append(text)
+
+
+def test_the_status_line_names_the_evaluator_step_from_the_progress_file(tmp_path):
+    import asyncio
+
+    steps = tmp_path / ".step"
+    status = _Status()
+    progress = RoundProgress(Console(file=io.StringIO()), status, 3, tmp_path, "m", steps)
+
+    async def simulate(task, testbench):
+        steps.write_text("build")  # what the evaluator writes in its worker
+        progress._tick()
+        return Observation(status=Status.SUCCESS)
+
+    asyncio.run(progress.wrap(simulate)(None, "tb"))
+    assert status.lines[0].startswith("round 1/3: m writing the testbench")
+    assert status.lines[-1].startswith("round 1/3: simulating: build ")

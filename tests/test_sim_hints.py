@@ -64,9 +64,6 @@ def test_missing_data_files_are_named_with_their_line(tmp_path):
     assert notes == ["tb.v:3 reads `vec.dat`, which is not in the simulation directory: the "
                      "open fails ($fopen returns 0) and nothing is read. Pass it with "
                      "`llm4cov sim --aux FILE`, or generate the data in the testbench"]
-    (tmp_path / "vec.dat").write_text("1\n")
-    files, offered = hints.aux_files([], tmp_path / "tb.v", tb)
-    assert [f.name for f in files] == ["vec.dat"] and "vec.dat" in offered[0]
 
 
 def test_a_rewrite_is_blamed_only_for_errors_on_lines_it_changed():
@@ -116,8 +113,49 @@ def test_sim_cli_passes_data_files_the_testbench_reads(tmp_path, capsys):
     assert without["coverage"]["metrics"]["branch"]["covered"] < 2
     assert any("reads `vec.dat`, which is not in the simulation directory" in n
                for n in without["notes"])
-    (tmp_path / "vec.dat").write_text("0\n1\n")  # next to the testbench: offered
+    (tmp_path / "vec.dat").write_text("0\n1\n")  # next to the testbench: a note only
     assert main(args) == 0
     beside = json.loads(capsys.readouterr().out)
-    assert beside["coverage"]["metrics"]["branch"] == {"covered": 2, "total": 2}
-    assert any("offered the file next to the testbench" in n for n in beside["notes"])
+    assert beside["coverage"]["metrics"]["branch"]["covered"] < 2
+    assert any("sits next to the testbench: pass it with --aux" in n for n in beside["notes"])
+
+
+def test_files_next_to_the_testbench_are_never_copied_only_named(tmp_path):
+    """A hostile testbench could print any file beside it (``.env``): only --aux copies."""
+    tb = SourceFile(name="tb.sv", content=(
+        'module tb; integer fd; initial fd = $fopen(".env", "r"); endmodule\n'))
+    (tmp_path / ".env").write_text("PASSWORD=hunter2\n")
+    files, notes = hints.aux_files([], tmp_path / "tb.sv", tb)
+    assert files == []
+    assert notes == ["tb.sv reads `.env`; a file of that name sits next to the testbench: "
+                     f"pass it with --aux {tmp_path / '.env'}"]
+    files, notes = hints.aux_files([tmp_path / ".env"], tmp_path / "tb.sv", tb)
+    assert [(f.name, f.content) for f in files] == [(".env", "PASSWORD=hunter2\n")]
+    assert notes == []
+
+
+def test_aux_directory_refuses_links_out_of_it(tmp_path):
+    data, outside = tmp_path / "data", tmp_path / "outside"
+    data.mkdir()
+    outside.mkdir()
+    (outside / "secret.txt").write_text("SECRET\n")
+    (data / "vec.dat").write_text("1\n")
+    (data / "table.txt").symlink_to(outside / "secret.txt")
+    (data / "same.dat").symlink_to(data / "vec.dat")  # a link inside is read
+    tb = SourceFile(name="tb.sv", content="module tb; endmodule\n")
+    files, notes = hints.aux_files([data], tmp_path / "tb.sv", tb)
+    assert [(f.name, f.content) for f in files] == [("same.dat", "1\n"), ("vec.dat", "1\n")]
+    assert notes == [f"table.txt is a symbolic link to a file outside {data}: not loaded "
+                     "(links out of the repository are refused; copy the file in)"]
+
+
+def test_nesting_too_deep_for_pyslang_is_a_parse_limit_error(tmp_path):
+    """20,000 nested parentheses: pyslang raises a bare RuntimeError; parse_tree names it,
+    and the CLI's data-file notes leave the verdict to the evaluator (which rejects)."""
+    from llm4cov.tasks.hdl import ParseLimitError, parse_tree
+
+    text = "module tb; localparam int X = " + "(" * 20000 + "1" + ")" * 20000 + "; endmodule\n"
+    with pytest.raises(ParseLimitError, match=r"^tb\.sv: nesting too deep for the parser"):
+        parse_tree(text, "tb.sv")
+    tb = SourceFile(name="tb.sv", content=text)
+    assert hints.aux_files([], tmp_path / "tb.sv", tb) == ([], [])

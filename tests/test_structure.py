@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from llm4cov.sim.structure import StructureError, plan_testbench, stop_sites
+from llm4cov.tasks.hdl import InstanceLimitError, instance_paths, module_decls
 from llm4cov.tasks.model import SourceFile
 
 RTL = [
@@ -52,3 +53,25 @@ def test_several_instances_in_one_statement():
     src = "module tb; top other(.a(1'b0)), dut(.a(1'b1)); endmodule\n"
     plan = plan_testbench(RTL, tb(src), "top", "dut")
     assert plan.dut_hier == "tb.dut"
+
+
+def _tree_bomb(levels: int) -> str:
+    """Module m{i} instantiates m{i-1} twice: m{levels} holds 2**levels instances of m0."""
+    mods = ["module m0(input logic c); endmodule\n"] + [
+        f"module m{i}(input logic c); m{i - 1} a(.c(c)); m{i - 1} b(.c(c)); endmodule\n"
+        for i in range(1, levels + 1)
+    ]
+    return f"module tb; top dut(.a(1'b0)); m{levels} big(.c(1'b0)); endmodule\n" + "".join(mods)
+
+
+def test_instance_tree_of_two_to_the_forty_is_planned_without_walking_it():
+    bomb = tb(_tree_bomb(40))
+    plan = plan_testbench(RTL, bomb, "top", "dut")
+    assert plan.dut_hier == "tb.dut"
+    decls = module_decls([bomb])
+    assert len(instance_paths(decls, "m13", "m0")) == 2**13  # 8192 <= 10,000
+    assert instance_paths(decls, "m3", "m0")[:2] == ["m3.a.a.a", "m3.a.a.b"]
+    with pytest.raises(InstanceLimitError, match="holds 1099511627776 instances of `m0`"):
+        instance_paths(decls, "tb", "m0")
+    with pytest.raises(StructureError, match="too large to evaluate"):
+        plan_testbench(RTL, bomb, "m0", None)

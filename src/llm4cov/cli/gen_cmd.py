@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import typer
@@ -119,8 +120,11 @@ def gen(
                         **({"length": stimulus_length} if model == "random" else {}))
     request = report_opts.ReportRequest(None if no_html else html or out / "html", lcov, ucis,
                                         trace, keep_workdir, exclude)
-    sim_config = request.config(
-        common.sim_config(compile_timeout, run_timeout, seed, fsm, no_cache, no_sandbox))
+    steps = out / "rounds" / ".step"
+    steps.parent.mkdir(parents=True, exist_ok=True)
+    sim_config = replace(request.config(
+        common.sim_config(compile_timeout, run_timeout, seed, fsm, no_cache, no_sandbox)),
+        progress_file=str(steps.resolve()))
     sims = common.open_executor(executor, 1, sim_config, address)
     config = AgentConfig(
         rounds=rounds,
@@ -132,7 +136,7 @@ def gen(
     console = common.console
 
     with console.status(f"{task.id}: {policy.name} writing testbenches ...") as status:
-        progress = RoundProgress(console, status, rounds, out, policy.name)
+        progress = RoundProgress(console, status, rounds, out, policy.name, steps)
 
         async def agent() -> AgentRun:
             with progress.ticking():
@@ -143,10 +147,12 @@ def gen(
             run = asyncio.run(agent())
         finally:
             sims.close()
+            steps.unlink(missing_ok=True)
         write_run(out, task, run)
         if run.best.testbench and request.needs_capture():
             status.update("best testbench: simulating again for the coverage reports ...")
-            again = report_opts.produce(task, run.best.testbench, sim_config, request, out,
+            again = report_opts.produce(task, run.best.testbench,
+                                        replace(sim_config, progress_file=None), request, out,
                                         title=f"Coverage: {task.id}, best testbench "
                                               f"(round {run.best_round + 1})", rtl_dir=rtl)
             if again.observation.coverage != run.best.observation.coverage:
@@ -157,7 +163,7 @@ def gen(
     target = f", target {task.target_for():g}% {met}" if task.target_for() is not None else ""
     console.print(
         f"best: round {run.best_round + 1}, {best.status.value}, overall {best.overall():.2f}%"
-        f"{target} -> {out / 'tb.sv'}"
+        f"{target} -> {out / 'tb.sv' if run.best.testbench else 'no testbench in any response'}"
     )
     raise typer.Exit(0 if best.sim_pass else 1)
 

@@ -112,14 +112,15 @@ def produce(
         common.console.print(text, soft_wrap=True, markup=False, highlight=False)
 
     if request.html:
-        data = build_report_data(cap.points, cap.dut_hier, sources, rules)
+        data = build_report_data(cap.points, cap.dut_hier, sources, rules, cap.modules)
         say(f"HTML report: {write_html(data, request.html, title, cap.observation)}")
     if request.lcov:
         paths = _source_paths(task, request.lcov, rtl_dir)
         request.lcov.parent.mkdir(parents=True, exist_ok=True)
         request.lcov.write_text(
-            lcov_text(cap.points, cap.dut_hier, sources, paths, rules, test_name=task.id
-                      .replace("/", "_")), encoding="utf-8")
+            lcov_text(cap.points, cap.dut_hier, sources, paths, rules,
+                      test_name=task.id.replace("/", "_"), modules=cap.modules),
+            encoding="utf-8")
         say(f"LCOV tracefile: {request.lcov}")
     if request.ucis and cap.coverage_dat:
         request.ucis.parent.mkdir(parents=True, exist_ok=True)

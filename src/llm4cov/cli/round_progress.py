@@ -1,9 +1,10 @@
 """Live console progress of ``llm4cov gen`` within and between agent rounds.
 
 Within a round the status line says what is running and for how long (``round 2/3:
-simulating (build, run, coverage) 41 s``), updated every second; long Verilator builds
-are no longer silent. The simulation runs in an executor worker, so its build, run and
-coverage steps are shown as one phase. After each round one line is printed, numbered
+simulating: build 41 s``), updated every second; long Verilator builds are no longer
+silent. The simulation runs in an executor worker, which writes its step (static check,
+build, run, coverage) to ``SimConfig.progress_file``; on a Ray cluster without a shared
+file system the steps show as one phase. After each round one line is printed, numbered
 from 1 like every file ``gen`` writes; a round that did not compile prints the first
 error line and the path of its full log (``OUT/rounds/round_<k>.log``).
 """
@@ -23,6 +24,7 @@ from llm4cov.agent.loop import RoundRecord
 from llm4cov.sim.observation import Observation, Status
 from llm4cov.tasks.model import Task
 
+SIMULATING = "simulating"
 _ERROR_MARKERS = ("%Error", "error:", "Error:", "Rejected", "syntax error")
 
 
@@ -39,7 +41,8 @@ class RoundProgress:
     ``out``)."""
 
     def __init__(self, console: Console, status: RichStatus, rounds: int, out: Path,
-                 model: str):
+                 model: str, steps: Path | None = None):
+        self.steps = steps  # the evaluator's SimConfig.progress_file, when it can be read
         self.console = console
         self.status = status
         self.rounds = rounds
@@ -55,7 +58,11 @@ class RoundProgress:
 
     def _tick(self) -> None:
         elapsed = time.monotonic() - self._since
-        self.status.update(f"round {self.round}/{self.rounds}: {self._phase} {elapsed:.0f} s")
+        phase = self._phase
+        if phase == SIMULATING and self.steps is not None:
+            with contextlib.suppress(OSError):
+                phase = f"simulating: {self.steps.read_text()[:40]}"
+        self.status.update(f"round {self.round}/{self.rounds}: {phase} {elapsed:.0f} s")
 
     @contextlib.contextmanager
     def ticking(self) -> Iterator[None]:
@@ -75,7 +82,10 @@ class RoundProgress:
              ) -> Callable[[Task, str], Awaitable[Observation]]:
         """``simulate`` that shows the simulation phase of the current round."""
         async def run(task: Task, testbench: str) -> Observation:
-            self._show("simulating (build, run, coverage)")
+            if self.steps is not None:
+                with contextlib.suppress(OSError):
+                    self.steps.unlink()
+            self._show(SIMULATING)
             return await simulate(task, testbench)
 
         self._show(f"{self.model} writing the testbench")

@@ -62,7 +62,7 @@ def write_task_reports(
         cap = capture(task, testbench, config, run_dir / folder)
         data = build_report_data(cap.points, cap.dut_hier,
                                  {f.name: f.content for f in task.rtl_files},
-                                 parse_rules(config.exclusions))
+                                 parse_rules(config.exclusions), cap.modules)
         title = (f"Coverage: {task_id}, best testbench ({row['arm']}, sample {row['sample']}, "
                  f"round {row['round'] + 1})")
         write_html(data, run_dir / folder, title, cap.observation)

@@ -34,7 +34,7 @@ from pathlib import Path
 
 from llm4cov.sim import workdirs
 from llm4cov.sim.config import SimConfig
-from llm4cov.sim.coverage import Point, parse_coverage_dat
+from llm4cov.sim.coverage import DesignModules, Point, parse_coverage_dat
 from llm4cov.sim.observation import EndReason, Observation
 from llm4cov.sim.structure import StructureError, TestbenchPlan, plan_testbench
 from llm4cov.tasks.model import SourceFile, Task
@@ -52,6 +52,7 @@ class Capture:
     observation: Observation
     points: list[Point]
     dut_hier: str = ""
+    modules: DesignModules | None = None  # which modules are RTL (forged points never count)
     coverage_dat: Path | None = None
     workdir: Path | None = None
     trace: Path | None = None
@@ -145,7 +146,8 @@ def _capture_in(root: Path, task: Task, testbench: str, config: SimConfig,
                                   any_instance=any_instance)
     work = next(root.glob("llm4cov-*"), None)
     result = Capture(observation=obs, points=[], dut_hier=(
-        obs.coverage.dut_hier if obs.coverage else plan.dut_hier if plan else ""))
+        obs.coverage.dut_hier if obs.coverage else plan.dut_hier if plan else ""),
+        modules=plan.modules if plan else None)
     if work is not None:
         read_coverage(work, out_dir, result)
         if trace and out_dir and obs.end_reason is not EndReason.NOT_RUN:

@@ -16,9 +16,10 @@ from dataclasses import dataclass, field
 
 from llm4cov.sim.coverage import (
     _TOGGLE,
+    DesignModules,
     Point,
     _bit_ranges,
-    in_subtree,
+    dut_points,
     summarize,
     uncovered_items,
 )
@@ -94,13 +95,16 @@ def build_report_data(
     dut_hier: str,
     sources: Mapping[str, str],
     rules: Sequence[Rule] = (),
+    modules: DesignModules | None = None,
 ) -> ReportData:
     """Gather the report from ``coverage.dat`` points of the whole run.
 
     ``sources`` maps RTL file names (as ``coverage.dat`` writes them) to their text;
-    ``rules`` are exclusion rules (:mod:`llm4cov.sim.exclusions`).
+    ``rules`` are exclusion rules (:mod:`llm4cov.sim.exclusions`); ``modules`` (the
+    plan's) keeps testbench modules out even when their points claim an RTL file or a
+    DUT hierarchy (:func:`llm4cov.sim.coverage.dut_points`, as the evaluator counts).
     """
-    mine = [p for p in points if in_subtree(p.hier, dut_hier) and p.file in sources]
+    mine = dut_points(points, dut_hier, sources.keys(), modules)
     kept, excluded = split_points(mine, rules)
     words = SourceIndex(sources)
     files = {
@@ -116,8 +120,8 @@ def build_report_data(
     toggles = _toggle_rows(kept)
     for row in [*toggles, *_toggle_rows(excluded, excluded=True)]:
         _mark_toggle(files[row.file], row, len(hiers[row.file]) > 1)
-    summary = summarize(list(kept), dut_hier, sources.keys()) if kept else None
-    items, _ = uncovered_items(list(kept), dut_hier, sources, limit=10**9)
+    summary = summarize(list(kept), dut_hier, sources.keys(), modules) if kept else None
+    items, _ = uncovered_items(list(kept), dut_hier, sources, limit=10**9, modules=modules)
     excluded_counts: dict[str, int] = defaultdict(int)
     for p in excluded:
         excluded_counts[p.metric] += 1

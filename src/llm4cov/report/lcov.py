@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from llm4cov.report.data import line_span
-from llm4cov.sim.coverage import Point, in_subtree
+from llm4cov.sim.coverage import DesignModules, Point, dut_points
 from llm4cov.sim.exclusions import Rule, split_points
 from llm4cov.sim.feedback_terms import SourceIndex
 
@@ -39,10 +39,13 @@ def lcov_text(
     source_paths: Mapping[str, Path],
     rules: Sequence[Rule] = (),
     test_name: str = "llm4cov",
+    modules: DesignModules | None = None,
 ) -> str:
     """The LCOV tracefile text; ``source_paths`` maps each RTL file name to the path
-    written in its ``SF:`` record (genhtml reads the source from there)."""
-    mine = [p for p in points if in_subtree(p.hier, dut_hier) and p.file in sources]
+    written in its ``SF:`` record (genhtml reads the source from there). The points
+    are the DUT's as the evaluator counts them (:func:`llm4cov.sim.coverage.dut_points`
+    with ``modules``)."""
+    mine = dut_points(points, dut_hier, sources.keys(), modules)
     kept, _ = split_points(mine, rules)
     words = SourceIndex(sources)
     out: list[str] = []

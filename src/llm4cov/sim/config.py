@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 SPEED_ONLY_FIELDS = frozenset({
     "build_jobs", "keep_workdir", "workdir_root", "result_cache", "cache_dir",
     "cache_max_bytes", "ccache", "reuse_runtime", "runtime_pch", "fast_linker",
+    "progress_file",
 })
 _OPT_LEVEL = re.compile(r"-O[0-3sg]?")
 
@@ -35,6 +36,9 @@ class SimConfig:
     run_memory_bytes: int = 4 * 1024**3
     run_file_bytes: int = 256 * 1024**2
     run_dir_bytes: int = 1024**3
+    progress_file: str | None = None
+    """A file the evaluator overwrites with the step it is in (``static check``,
+    ``build``, ``run``, ``coverage``) for a live display (``llm4cov gen``); None: off."""
     output_cap_bytes: int = 256 * 1024
     log_limit_chars: int = 6000
     feedback_limit: int = 40

@@ -20,6 +20,7 @@ but it scores 0 (:meth:`Observation.cov`).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
@@ -161,6 +162,7 @@ class Evaluator:
         self, task: Task, tb: SourceFile, aux: list[SourceFile], instance: str | None
     ) -> Observation:
         base = self._base_fields()
+        self._phase("static check")
         reasons = check_testbench(
             tb.content, tb.name, task, command=self.preprocess_command(task, tb),
             aux_files=aux, env=self.toolchain.env(), workdir_root=self.config.workdir_root,
@@ -189,6 +191,12 @@ class Evaluator:
             )
         finally:
             workdirs.release(workdir, keep=self.config.keep_workdir)
+
+    def _phase(self, step: str) -> None:
+        """Tell a live display which step runs (``SimConfig.progress_file``); best effort."""
+        if self.config.progress_file:
+            with contextlib.suppress(OSError):
+                Path(self.config.progress_file).write_text(step)
 
     def _base_fields(self) -> dict:
         return {
@@ -280,6 +288,7 @@ class Evaluator:
         notes.extend(hints.missing_data_notes(tb, {f.name for f in [*task.rtl_files, *aux]}))
         t0 = time.monotonic()
         drop: tuple[str, ...] = ()
+        self._phase("build")
         build = self._build(task, tb, plan, workdir, drop)
         why = _tool_failure(build, [*task.rtl_files, tb])
         for flag, label in hints.RETRY_WITHOUT:  # each coverage type is dropped once
@@ -357,6 +366,7 @@ class Evaluator:
         }
         if self.toolchain.z3:
             env["VERILATOR_SOLVER"] = f"{self.toolchain.z3} --in"
+        self._phase("run")
         run = run_limited(
             ["./obj/sim", f"+verilator+seed+{cfg.seed}", "+verilator+rand+reset+0"],
             cwd=str(workdir),
@@ -376,6 +386,7 @@ class Evaluator:
             notes.append(f"the coverage file is {size / 1024**2:.0f} MiB, over the "
                          f"{COVERAGE_MAX_BYTES >> 20} MiB cap: not read")
         trusted = 0 <= size <= COVERAGE_MAX_BYTES
+        self._phase("coverage")
         points = cov.parse_coverage_dat(workdir / cov_file) if trusted else []
         if cfg.keep_workdir:
             _keep_coverage(workdir, cov_file if trusted else None)

@@ -25,9 +25,11 @@ is that of the original source. Work is done on pyslang syntax trees; elaboratio
 (``m u[3:0] (...)``) cannot get a value per element and stay merged (a note says so).
 The cost is bounded (:func:`plan_per_instance`'s limits on copies and extra source
 lines); over a limit nothing is rewritten and a note says that coverage is merged per
-module. Measured cost (docs/results/reference_differences.md): 8-20 copies of small
-modules cost nothing visible; rtllm/adder_32bit's 50 copies (CLA adders with large
-expression coverage) made its build about 7x slower.
+module; so is a design of more than :data:`~llm4cov.tasks.hdl.MAX_INSTANCE_PATHS`
+instances, which is not elaborated past that bound. Measured cost
+(docs/results/reference_differences.md): 8-20 copies of small modules cost nothing
+visible; rtllm/adder_32bit's 50 copies (CLA adders with large expression coverage)
+made its build about 7x slower.
 """
 
 from __future__ import annotations
@@ -39,7 +41,12 @@ import pyslang
 from pyslang import ast, syntax
 
 from llm4cov.sim.hints import syntax_nodes
-from llm4cov.tasks.hdl import HDL_SUFFIXES, isolated_source_manager, parse_tree
+from llm4cov.tasks.hdl import (
+    HDL_SUFFIXES,
+    MAX_INSTANCE_PATHS,
+    isolated_source_manager,
+    parse_tree,
+)
 from llm4cov.tasks.model import SourceFile
 
 #: The added parameter (its name is reserved for the evaluator).
@@ -107,6 +114,12 @@ def plan_per_instance(
     if not _maybe_repeated(sites, modules):
         return PerInstancePlan()
     paths = _elaborated_paths(trees.values(), top)
+    if paths is None:
+        return PerInstancePlan(notes=(
+            f"per-instance coverage skipped (more than {MAX_INSTANCE_PATHS} instances "
+            "below the testbench top); repeated modules are merged per module, as "
+            "Verilator counts them",
+        ))
     needed = _needed(paths, modules, rtl_names, dut_hier)
     if not needed:
         return PerInstancePlan()
@@ -216,22 +229,30 @@ def _maybe_repeated(sites: list[_Site], modules: dict[str, _Module]) -> bool:
     return any(n > 1 for n in count.values())
 
 
-def _elaborated_paths(trees, top: str) -> dict[str, list[str]]:
-    """Definition name -> every elaborated instance path below ``top`` (pyslang)."""
+def _elaborated_paths(trees, top: str) -> dict[str, list[str]] | None:
+    """Definition name -> every elaborated instance path below ``top`` (pyslang); None
+    when the design has more than :data:`MAX_INSTANCE_PATHS` instances (the visit
+    stops there: pyslang elaborates instance bodies lazily, as the visit reaches them,
+    so a tree that doubles per level costs no more than the bound)."""
     options = ast.CompilationOptions()
     options.topModules = {top}
     comp = ast.Compilation(pyslang.Bag([options]))
     for tree in trees:
         comp.addSyntaxTree(tree)
     paths: dict[str, list[str]] = defaultdict(list)
+    seen = 0
 
-    def visit(sym) -> bool:
+    def visit(sym) -> ast.VisitAction:
+        nonlocal seen
         if isinstance(sym, ast.InstanceSymbol):
+            seen += 1
+            if seen > MAX_INSTANCE_PATHS:
+                return ast.VisitAction.Interrupt
             paths[sym.definition.name].append(sym.hierarchicalPath)
-        return True
+        return ast.VisitAction.Advance
 
     comp.getRoot().visit(visit)
-    return paths
+    return None if seen > MAX_INSTANCE_PATHS else paths
 
 
 def _needed(paths, modules, rtl_names, dut_hier: str) -> set[str]:

@@ -12,7 +12,14 @@ import pyslang
 from pyslang import syntax
 
 from llm4cov.sim.coverage import DesignModules
-from llm4cov.tasks.hdl import ModuleDecl, instance_paths, module_decls, parse_tree, top_modules
+from llm4cov.tasks.hdl import (
+    InstanceLimitError,
+    ModuleDecl,
+    instance_paths,
+    module_decls,
+    parse_tree,
+    top_modules,
+)
 from llm4cov.tasks.model import SourceFile
 
 
@@ -70,8 +77,9 @@ def plan_testbench(
     ``dut_instance=None`` accepts any instance name (the first instance found).
 
     Raises:
-        StructureError: no module in the testbench, the DUT is not instantiated, or it
-            is instantiated under another name.
+        StructureError: no module in the testbench, the DUT is not instantiated, it
+            is instantiated under another name, or more than
+            :data:`~llm4cov.tasks.hdl.MAX_INSTANCE_PATHS` times.
     """
     tb_decls = module_decls([tb])
     if not tb_decls:
@@ -82,7 +90,10 @@ def plan_testbench(
     tops = [m for m in top_modules(decls) if m in tb_names]
     if not tops:
         tops = [tb_decls[0].name]
-    candidates = [(top, instance_paths(decls, top, dut_module)) for top in tops]
+    try:
+        candidates = [(top, instance_paths(decls, top, dut_module)) for top in tops]
+    except InstanceLimitError as exc:
+        raise StructureError(f"{tb.name}: {exc}") from exc
     with_dut = [(top, paths) for top, paths in candidates if paths]
     if not with_dut:
         declared = ", ".join(sorted(tb_names))

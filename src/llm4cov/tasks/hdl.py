@@ -367,25 +367,67 @@ def top_modules(decls: list[ModuleDecl]) -> list[str]:
     return seen
 
 
-def instance_paths(decls: list[ModuleDecl], top: str, module: str) -> list[str]:
-    """Hierarchical paths (``top.a.b``) of every instance of ``module`` below ``top``.
+#: The most instance paths :func:`instance_paths` enumerates (a module tree can double
+#: per level: 41 modules make 2**40 paths).
+MAX_INSTANCE_PATHS = 10_000
 
-    Paths are found by walking the declared instance tree; recursion is cut at depth 32.
+
+class InstanceLimitError(ValueError):
+    """More instance paths than :data:`MAX_INSTANCE_PATHS` (message names the count)."""
+
+
+def _path_counts(decls: list[ModuleDecl], top: str, module: str) -> dict[str, int]:
+    """Module -> number of instance paths of ``module`` below it, over the module DAG
+    (memoized, iterative: linear in the number of instantiations). A module reached
+    again below itself (recursive instantiation) contributes nothing there."""
+    by_name = {d.name: d for d in decls}
+    counts: dict[str, int] = {}
+    open_: set[str] = set()
+    stack: list[tuple[str, bool]] = [(top, False)]
+    while stack:
+        mod, done = stack.pop()
+        kids = [m for m, _ in by_name[mod].instances] if mod in by_name else []
+        if done:
+            open_.discard(mod)
+            counts[mod] = sum((m == module) + counts.get(m, 0) for m in kids)
+        elif mod not in counts and mod not in open_:
+            open_.add(mod)
+            stack.append((mod, True))
+            stack.extend((m, False) for m in kids if m not in counts and m not in open_)
+    return counts
+
+
+def instance_paths(decls: list[ModuleDecl], top: str, module: str) -> list[str]:
+    """Hierarchical paths (``top.a.b``) of every instance of ``module`` below ``top``,
+    in source order (depth first).
+
+    Paths are counted over the declared module DAG first (:func:`_path_counts`) and
+    only subtrees that contain ``module`` are walked, so the cost is bounded by the
+    number of paths returned times the depth, whatever the size of the rest.
+
+    Raises:
+        InstanceLimitError: more than :data:`MAX_INSTANCE_PATHS` paths.
     """
+    counts = _path_counts(decls, top, module)
+    if counts.get(top, 0) > MAX_INSTANCE_PATHS:
+        raise InstanceLimitError(
+            f"`{top}` holds {counts[top]} instances of `{module}` (more than "
+            f"{MAX_INSTANCE_PATHS}): the instance tree is too large to evaluate"
+        )
     by_name = {d.name: d for d in decls}
     paths: list[str] = []
 
-    def walk(mod: str, path: str, depth: int) -> None:
-        decl = by_name.get(mod)
-        if decl is None or depth > 32:
-            return
-        for mtype, iname in decl.instances:
-            child = f"{path}.{iname}"
-            if mtype == module:
-                paths.append(child)
-            walk(mtype, child, depth + 1)
+    def below(mod: str, path: str, above: frozenset[str]) -> list:
+        kids = by_name[mod].instances if mod in by_name else ()
+        return [(m, f"{path}.{i}", above | {m}) for m, i in reversed(kids) if m not in above]
 
-    walk(top, top, 0)
+    stack = below(top, top, frozenset({top}))
+    while stack:
+        mod, path, above = stack.pop()
+        if mod == module:
+            paths.append(path)
+        if counts.get(mod, 0):
+            stack.extend(below(mod, path, above))
     return paths
 
 
