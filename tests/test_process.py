@@ -116,12 +116,10 @@ def test_a_child_filling_its_work_dir_with_many_files_is_killed(tmp_path):
     """RLIMIT_FSIZE bounds one file; the work-dir bound catches many files together."""
     from llm4cov.sim.process import Limits
 
-    writer = ("import itertools\n"
+    writer = ("import itertools, time\n"  # paced, so the test never fills the disk
               "for i in itertools.count():\n"
-              "    open(f'fill{i}.bin', 'wb').write(b'x' * (1 << 20))\n")
+              "    open(f'fill{i}.bin', 'wb').write(b'x' * (1 << 20)); time.sleep(0.01)\n")
     run = run_limited([sys.executable, "-c", writer], cwd=str(tmp_path), env={},
                       timeout_s=600, limits=Limits(file_bytes=2 << 20, dir_bytes=8 << 20))
     assert run.dir_exceeded and not run.timed_out
-    assert run.signal_name == "SIGKILL"
-    # killed within a poll or two of crossing the bound: far below the 600 s limit's fill
-    assert sum(p.stat().st_size for p in tmp_path.iterdir()) < 600 << 20
+    assert run.signal_name == "SIGKILL"  # only the work-dir bound stops this writer
