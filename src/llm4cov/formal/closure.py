@@ -39,7 +39,7 @@ from llm4cov.formal import goals as goal_mod
 from llm4cov.formal.sby import JobResult, job_text, parse_log, read_witness
 from llm4cov.formal.stimulus import Phase, closing_testbench
 from llm4cov.formal.tools import FormalTools, find_tools, run_tool
-from llm4cov.policies.random_stimulus import _Stimulus, random_testbench
+from llm4cov.policies.random_stimulus import Stimulus, random_testbench
 from llm4cov.sim.cache import cache_root
 from llm4cov.sim.config import SimConfig
 from llm4cov.sim.evaluator import Evaluator
@@ -153,7 +153,7 @@ class DesignIO:
 
 
 def design_io(task: Task) -> DesignIO:
-    stim = _Stimulus(task, 0)
+    stim = Stimulus(task, 0)
     clock = stim.clocks[0].name if stim.clocks else None
     return DesignIO(stim.ports, clock, {r.name: stim.low[r.name] for r in stim.resets})
 

@@ -122,7 +122,7 @@ def _drivable(port: Port) -> bool:
     return port.cast or port.type_text.startswith("logic")
 
 
-class _Stimulus:
+class Stimulus:
     """The pieces of one testbench (ports classified, the random source)."""
 
     def __init__(self, task: Task, seed: int):
@@ -176,7 +176,7 @@ def random_testbench(
         ValueError: the DUT module is not declared in the task's RTL, or has an
             interface port.
     """
-    s = _Stimulus(task, seed)
+    s = Stimulus(task, seed)
     lines: list[str] = []
     ts = next((m.group(0).strip() for f in task.rtl_files if (m := _TIMESCALE.search(f.content))),
               None)

@@ -15,10 +15,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from llm4cov.sim.coverage import (
-    _TOGGLE,
+    TOGGLE_POINT,
     DesignModules,
     Point,
-    _bit_ranges,
+    bit_ranges,
     dut_points,
     summarize,
     uncovered_items,
@@ -165,7 +165,7 @@ def _toggle_rows(points: Sequence[Point], excluded: bool = False) -> list[Toggle
         lambda: defaultdict(dict)
     )
     for p in points:
-        m = _TOGGLE.match(p.comment) if p.metric == "toggle" else None
+        m = TOGGLE_POINT.match(p.comment) if p.metric == "toggle" else None
         if m is None:
             continue
         bit = int(m["bit"]) if m["bit"] is not None else -1
@@ -182,7 +182,7 @@ def _toggle_rows(points: Sequence[Point], excluded: bool = False) -> list[Toggle
         numbered = sorted(b for b in bits if b >= 0)
         width = f"[{numbered[-1]}:{numbered[0]}]" if len(numbered) > 1 else (
             f"[{numbered[0]}]" if numbered else "")
-        missing = [f"{_bit_ranges(sig, b)} {d}" for d, b in sorted(missing_by_dir.items())]
+        missing = [f"{bit_ranges(sig, b)} {d}" for d, b in sorted(missing_by_dir.items())]
         rows.append(ToggleRow(hier, file, line, sig, width, covered, total, missing, excluded))
     return rows
 

@@ -172,7 +172,8 @@ def summarize(
     )
 
 
-_TOGGLE = re.compile(r"^(?P<sig>.*?)(\[(?P<bit>\d+)\])?:(?P<dir>0->1|1->0)$")
+#: A toggle point's comment: ``sig[bit]:0->1`` (``sig:1->0`` for 1-bit signals).
+TOGGLE_POINT = re.compile(r"^(?P<sig>.*?)(\[(?P<bit>\d+)\])?:(?P<dir>0->1|1->0)$")
 _KIND_ORDER = {"line": 0, "branch": 1, "fsm": 2, "expr": 3, "user": 4, "toggle": 5}
 
 
@@ -206,7 +207,7 @@ def uncovered_items(
         lambda: defaultdict(set)
     )
     for p in missed:
-        if p.metric == "toggle" and (m := _TOGGLE.match(p.comment)):
+        if p.metric == "toggle" and (m := TOGGLE_POINT.match(p.comment)):
             bit = int(m["bit"]) if m["bit"] is not None else -1
             toggles[(p.file, p.line, m["sig"], p.hier)][bit].add(m["dir"])
             continue
@@ -220,7 +221,7 @@ def uncovered_items(
             by_dirs[tuple(sorted(dirs))].append(bit)
         for dirs, bits in sorted(by_dirs.items()):
             how = "never toggled" if len(dirs) == 2 else f"never toggled {dirs[0]}"
-            items.append(_item(point, f"{_bit_ranges(sig, bits)} {how}", lines))
+            items.append(_item(point, f"{bit_ranges(sig, bits)} {how}", lines))
     grouped: dict[tuple[str, str, int, str], list[UncoveredItem]] = defaultdict(list)
     for item in items:
         grouped[(item.kind, item.file, item.line, item.detail)].append(item)
@@ -244,7 +245,9 @@ def _item(p: Point, detail: str, lines: Mapping[str, list[str]]) -> UncoveredIte
     )
 
 
-def _bit_ranges(sig: str, bits: list[int]) -> str:
+def bit_ranges(sig: str, bits: list[int]) -> str:
+    """``sig`` with its toggle bits as descending ranges (``q[7:4,1]``); ``[-1]``: a
+    1-bit signal, shown bare."""
     if bits == [-1]:
         return sig
     bits = sorted(set(b for b in bits if b >= 0), reverse=True)
