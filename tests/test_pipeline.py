@@ -91,7 +91,11 @@ def test_smoke_pipeline_runs_two_stages(smoke):
     assert abs(first["train"]["first_loss"] - math.log(vocab)) < 0.1  # random init
     assert smoke.invocation["trained"] == [first["checkpoint_out"], second["checkpoint_out"]]
     assert smoke.invocation["sim_calls"] == 5 * TASKS
-    assert lines(smoke.out / "steps.jsonl") == 2 * 4
+    assert lines(smoke.out / "steps.jsonl") == 1 + 2 * 4  # base bench, then 4 steps a stage
+    # Checkpoint 0 (the base row) is evaluated first, like every trained checkpoint.
+    base = list(iter_jsonl(smoke.out / "base/bench/agentic/results.jsonl"))
+    assert len(base) == TASKS * 2 and {r["status"] for r in base} == {"rejected"}
+    assert {r["model"] for r in base} == {f"local:{smoke.out / 'init'}"}
 
 
 def test_stage_two_starts_from_stage_one(smoke):
@@ -113,6 +117,7 @@ def test_rerun_skips_finished_stages(smoke, monkeypatch):
         monkeypatch.setattr(target, forbidden)
     files = [smoke.out / f"stage{k}" / name for k in (0, 1) for name in
              ("synth/samples.jsonl", "bench/agentic/results.jsonl")]
+    files.append(smoke.out / "base/bench/agentic/results.jsonl")
     before = {p: lines(p) for p in files}
     weights = {k: (smoke.out / f"stage{k}/checkpoint/model.safetensors").stat().st_mtime_ns
                for k in (0, 1)}
@@ -184,7 +189,7 @@ def test_a_served_student_and_a_launched_training(smoke, tmp_path):
         values = smoke_values(out)
         values.update(stages=[{}], limit=1, train_launcher=[sys.executable],
                       student={"serve": "vllm", "base_url": server.base_url, "wait_s": 0})
-        values["bench"].update(ids=["examples/alu_comb"], rounds=1)
+        values["bench"].update(ids=["examples/alu_comb"], rounds=1, checkpoint0=False)
         result = run_pipeline(PipelineConfig.model_validate(values))
     [stage] = result.stages
     assert stage["student"] == "llm4cov-ckpt0" and stage["export"]["samples"] == 1

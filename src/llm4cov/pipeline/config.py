@@ -101,6 +101,8 @@ class StageSpec(_Strict):
     index (the paper's K = 3 stages)."""
     repos: str | None = None
     """Synthesis repos of this stage; None = the top-level ``repos``."""
+    limit: int | None = Field(None, ge=1)
+    """Only the first N repos in this stage; None = the top-level ``limit``."""
     synth: dict[str, Any] = Field(default_factory=dict)
     export: dict[str, Any] = Field(default_factory=dict)
     train: dict[str, Any] = Field(default_factory=dict)
@@ -118,6 +120,9 @@ class BenchSpec(BaseModel):
     modes: tuple[Mode, ...] = (Mode.AGENTIC,)
     plots: bool = True
     """Write ``report.html`` with plots (matplotlib) for every bench run."""
+    checkpoint0: bool = True
+    """Progressive mode: also evaluate checkpoint 0 (``init``, the base row) before stage
+    0, into ``OUT/base/bench/<mode>/``."""
 
     @model_validator(mode="after")
     def _check(self) -> BenchSpec:
@@ -125,7 +130,7 @@ class BenchSpec(BaseModel):
         unknown = sorted(set(self.settings()) - known)
         if unknown:
             raise ValueError(f"unknown bench key(s) {', '.join(unknown)}; valid: tasks, "
-                             f"modes, plots, {', '.join(sorted(known))}")
+                             f"modes, plots, checkpoint0, {', '.join(sorted(known))}")
         if not self.modes:
             raise ValueError("bench.modes must name at least one mode")
         try:
@@ -135,7 +140,8 @@ class BenchSpec(BaseModel):
         return self
 
     def settings(self) -> dict[str, Any]:
-        """The BenchConfig settings given (the keys beyond tasks, modes, plots)."""
+        """The BenchConfig settings given (the keys beyond tasks, modes, plots,
+        checkpoint0)."""
         return dict(self.model_extra or {})
 
     def config(self, mode: Mode, model: str, base_url: str | None = None,
@@ -239,7 +245,8 @@ class PipelineConfig(_Strict):
                       f"{where}.synth")
         export = merge(merge(export_preset(preset), self.export, "export"), spec.export,
                        f"{where}.export")
-        return StagePlan(k, preset, spec.repos or self.repos, synth, export)
+        return StagePlan(k, preset, spec.repos or self.repos, synth, export,
+                         spec.limit or self.limit)
 
     def train_settings(self, k: int | None) -> dict[str, Any]:
         """TrainConfig settings of stage ``k`` (None: the top-level ones, used by mode
@@ -267,7 +274,8 @@ class PipelineConfig(_Strict):
         """What decides stage ``k``'s results (a finished stage with another identity is
         refused); budgets, concurrency, URLs and workers are left out."""
         plan = self.stage(k)
-        return {"preset": plan.preset, "repos": plan.repos, "synth": plan.synth.identity(),
+        return {"preset": plan.preset, "repos": plan.repos, "limit": plan.limit,
+                "synth": plan.synth.identity(),
                 "export": to_mapping(plan.export), "train": self.train_settings(k)}
 
     def global_identity(self) -> dict[str, Any]:
@@ -283,13 +291,15 @@ class PipelineConfig(_Strict):
 
 @dataclass(frozen=True)
 class StagePlan:
-    """Stage ``k`` resolved: the paper preset used, its repos, synth and export settings."""
+    """Stage ``k`` resolved: the paper preset used, its repos (the first ``limit``; None =
+    all), synth and export settings."""
 
     k: int
     preset: int
     repos: str
     synth: SynthConfig
     export: ExportConfig
+    limit: int | None = None
 
 
 def _valid_keys(loc: tuple, model: type[BaseModel] = PipelineConfig) -> list[str]:

@@ -3,7 +3,8 @@
 Progressive, for k = 0 .. K-1 (``OUT/stage<k>/``): synthesize ``D(k)`` with checkpoint
 k as the student (``synth/``), export it (``data/sft.jsonl``), train checkpoint k+1
 from checkpoint k (``checkpoint/``), evaluate checkpoint k+1 (``bench/<mode>/``).
-Checkpoint 0 is ``init`` (``OUT/init`` when ``init: tiny``).
+Checkpoint 0 is ``init`` (``OUT/init`` when ``init: tiny``); with ``bench.checkpoint0``
+it is evaluated first (``OUT/base/bench/<mode>/``, the base row).
 
 Naive (``OUT/naive/``): the union of the stage datasets (``union.jsonl``), one SFT from
 checkpoint 0 (``checkpoint/``), evaluated like the stages (``bench/<mode>/``).
@@ -38,6 +39,7 @@ from llm4cov.pipeline.steps import (
 from llm4cov.util.jsonl import iter_jsonl
 
 NAIVE = "naive"
+BASE = "base"
 
 
 @dataclass(frozen=True)
@@ -91,6 +93,16 @@ def _bench_all(session: Session, name: str, model: ModelRef, root: Path
             return None
         rows[mode.value] = row
     return rows
+
+
+def _base(session: Session) -> bool:
+    """Evaluate checkpoint 0 (``OUT/base/bench/<mode>/``) when ``bench.checkpoint0``;
+    False when a bench stopped early."""
+    config = session.config
+    if config.bench is None or not config.bench.checkpoint0:
+        return True
+    model = student_ref(config.student, 0, checkpoint(config, 0))
+    return _bench_all(session, BASE, model, Path(config.out) / BASE) is not None
 
 
 def _stage(session: Session, k: int) -> dict[str, Any] | None:
@@ -238,8 +250,8 @@ def run_pipeline(config: PipelineConfig, command: str = "",
         if config.mode == NAIVE:
             rows = [_naive(session, datasets)]
         else:
-            rows = []
-            for k in range(len(config.stages)):
+            rows = [] if _base(session) else [None]
+            for k in range(len(config.stages) if not rows else 0):
                 rows.append(_stage(session, k))
                 if rows[-1] is None:
                     break

@@ -114,7 +114,7 @@ def synth_step(session: Session, plan: StagePlan, student: ModelRef, run_dir: Pa
     index = (ContaminationIndex.from_task_files(config.benchmarks,
                                                 plan.synth.contamination_threshold)
              if config.benchmarks else None)
-    items = islice(iter_repos(plan.repos, config.repos_format), config.limit)
+    items = islice(iter_repos(plan.repos, config.repos_format), plan.limit)
     executor = session.executor()
     run = SynthRun(run_dir, plan.synth,
                    {Role.INTERMEDIATE: policies[int_who], Role.TRANSITION: policies[trans_who]},
