@@ -7,7 +7,6 @@ import json
 import pytest
 
 from conftest import fixture_task, shared_path
-from llm4cov.bench.budget import Budget, BudgetExhausted
 from llm4cov.bench.config import ArmKind, BenchConfig, Mode
 from llm4cov.bench.plan import (
     Calibration,
@@ -17,7 +16,9 @@ from llm4cov.bench.plan import (
     open_plan,
     task_info,
 )
+from llm4cov.bench.rows import charge_prior
 from llm4cov.tasks.cvdp import load_any_tasks
+from llm4cov.util.budget import Budget, BudgetExhausted
 
 SIM = "verilator rev vUNKNOWN-built20260516-4e853d8"
 
@@ -45,7 +46,8 @@ def test_invalid_settings(bad):
 
 def test_command_and_identity():
     config = BenchConfig(tasks="../shared/benchmarks/rtllm.jsonl", ids=("a", "b"),
-                         baselines=("reference",), fsm=True, workers=2, max_sim_calls=9)
+                         baselines=("reference",), sim={"fsm": True, "workers": 2},
+                         max_sim_calls=9)
     assert config.command() == (
         "llm4cov bench --tasks ../shared/benchmarks/rtllm.jsonl --model random "
         "--mode agentic --samples 5 --baselines reference --id a --id b --fsm "
@@ -59,7 +61,7 @@ def test_command_and_identity():
 
 def test_budget_limits_and_prior_spending():
     budget = Budget(max_samples=2, max_sim_calls=3, max_tokens=100)
-    budget.spend_prior([
+    charge_prior(budget, [
         {"arm": "m", "task_id": "t", "sample": 0, "testbench_sha256": "x",
          "prompt_tokens": 60, "completion_tokens": 30},
         {"arm": "m", "task_id": "t", "sample": 0, "testbench_sha256": None,
@@ -102,7 +104,8 @@ def test_run_dir_refuses_other_settings(tmp_path):
     assert open_plan(tmp_path, plan) == plan
     assert load_plan(tmp_path) == plan
     # a resume may change workers, budgets and the tasks path
-    resumed = make_plan(BenchConfig(tasks="other/t.jsonl", workers=8, max_samples=3), tasks, SIM)
+    resumed = make_plan(BenchConfig(tasks="other/t.jsonl", sim={"workers": 8}, max_samples=3),
+                        tasks, SIM)
     assert open_plan(tmp_path, resumed).command == plan.command
     with pytest.raises(RunDirError, match="samples"):
         open_plan(tmp_path, make_plan(BenchConfig(tasks="t.jsonl", samples=2), tasks, SIM))

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from conftest import EXAMPLES, FIXTURES, fixture_task
-from llm4cov.bench.pipeline import write_reports
+from llm4cov.bench.session import write_reports
 from llm4cov.cli.app import main
 from llm4cov.tasks.loaders import task_from_dir
 from llm4cov.tasks.model import ReferenceTestbench, SourceFile, Target

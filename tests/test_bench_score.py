@@ -132,3 +132,36 @@ def test_reports_state_the_protocol():
     assert all(png.startswith(b"\x89PNG") for png in plots.values())
     page = html_report(s, plots)
     assert page.count("<img") == 3 and "<td>75.0%</td>" in page
+
+
+def _unreachable(line: int, kind: str) -> dict:
+    return {"file": "b.v", "line": line, "kind": kind, "item": f"{kind} at {line}",
+            "goal": "never", "metric": kind}
+
+
+def test_formal_verdicts_are_separate_figures_and_listed():
+    plan = RunPlan(command="c", identity={"mode": "agentic"}, tasks_file="t.jsonl",
+                   tasks_sha256="0", simulator="v", coverage_options=[],
+                   overall_metrics=["line", "branch"], stop_at_full_coverage=True,
+                   arms=[Arm("formal", ArmKind.AGENT, 1, 2)],
+                   tasks=[info("rtllm/b", "rtllm", None, Calibration.THIS_SIMULATOR, False)])
+    first = {**row("formal", "rtllm/b", 0, 0, (True, False, 70.0)),
+             "metrics": {"line": [8, 10], "branch": [6, 10]}}
+    second = {**row("formal", "rtllm/b", 0, 1, (True, False, 75.0)),
+              "metrics": {"line": [9, 10], "branch": [6, 10]},
+              "annotations": {"formal": {
+                  "reached": 1, "unreachable": 2, "unknown": 1,
+                  "unreachable_items": [_unreachable(7, "line"), _unreachable(9, "branch")]}}}
+    s = score(plan, [first, second])
+    arm = s["arms"]["formal"]
+    assert arm["headline"]["avg_cov"] == pytest.approx(75.0)  # the headline is unchanged
+    [task] = arm["per_task"]
+    # best row: line 9/(10-1) = 100 %, branch 6/(10-1) = 66.67 %; mean 83.33 %
+    assert task["formal"]["best_cov_unreachable_excluded"] == pytest.approx(83.3333)
+    assert (task["formal"]["reached"], task["formal"]["unreachable"],
+            task["formal"]["unknown"]) == (1, 2, 1)
+    assert arm["formal"]["avg_best_cov_unreachable_excluded"] == pytest.approx(83.3333)
+    md = markdown(s)
+    assert "| rtllm/b | 1 | 2 | 1 | 75.0% | 83.3% |" in md
+    assert "proven unreachable: rtllm/b: b.v:9 [branch] never (branch at 9)" in md
+    assert "formal" not in score(PLAN, ROWS)["arms"]["m"]  # no verdicts, no entry

@@ -75,7 +75,7 @@ def test_metric_and_hierarchy_rules():
 def test_evaluator_applies_exclusions_when_counting(evaluator):
     from llm4cov.sim.evaluator import Evaluator
 
-    ev = Evaluator(SimConfig(exclusions=("mux2.sv:10",)), evaluator.toolchain)
+    ev = Evaluator(SimConfig(exclusions=("mux2.sv:10",)))
     obs = ev.evaluate(fixture_task("mux2"), (FIXTURES / "mux2_partial_tb.sv").read_text())
     assert obs.status is Status.SUCCESS
     assert {k: (v.covered, v.total) for k, v in obs.coverage.metrics.items()} == {

@@ -118,4 +118,4 @@ def test_commands_refuse_an_address_without_ray(tmp_path, capsys):
     for args in (["gen", str(EXAMPLES / "alu_comb")], ["bench", "--tasks", str(tasks)],
                  ["synth", "--stage", "0", "--repos", str(tasks), "--teacher", "random"]):
         assert main([*args, "--out", out, "--address", "auto"]) == 2
-        assert "--address names a Ray cluster: it needs --executor ray" in capsys.readouterr().err
+        assert "address names a Ray cluster: it needs executor ray" in capsys.readouterr().err

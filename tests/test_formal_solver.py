@@ -100,3 +100,21 @@ def test_cli_writes_the_closing_testbench(tmp_path, capsys):
     assert data["reached"] >= 1 and data["unreachable"] >= 1
     assert data["coverage_after"] > data["coverage_before"]
     assert "llm4cov formal: trace 0" in out.read_text()
+
+
+def test_the_formal_policy_reports_its_verdicts_with_the_answer():
+    """The bench lists proven-unreachable items from the policy's annotation."""
+    from llm4cov.policies import GenerationRequest
+    from llm4cov.policies.formal import FormalPolicy
+
+    task = task_from_dir(LOCK)
+    feedback = "\n".join(f"- {i.file}:{i.line} [{i.kind}] {i.detail} | source"
+                         for i in (UNLOCK, DEFAULT, ALARM))
+    tb = "module tb;\n  initial $finish;\nendmodule"
+    prompt = f"## Current testbench\n```systemverilog\n{tb}\n```\n\n{feedback}\n"
+    policy = FormalPolicy(config=FormalConfig(cover_depth=12, prove_depth=4, cache=False))
+    answer = policy.generate(GenerationRequest(task, [{"role": "user", "content": prompt}]))
+    formal = answer.annotations["formal"]
+    assert (formal["reached"], formal["unreachable"], formal["unknown"]) == (1, 1, 1)
+    assert [(i["line"], i["kind"], i["metric"]) for i in formal["unreachable_items"]] == [
+        (32, "line", "line")]

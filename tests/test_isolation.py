@@ -17,9 +17,10 @@ from conftest import EXAMPLES, REPO, example_task
 from llm4cov.policies.random_stimulus import random_testbench
 from llm4cov.sim import isolation
 from llm4cov.sim.artifacts import ArtifactStore
+from llm4cov.sim.backends.verilator import read_end_record
 from llm4cov.sim.cache import BUILD_DIR, cache_root
 from llm4cov.sim.config import SimConfig
-from llm4cov.sim.evaluator import Evaluator, _read_end
+from llm4cov.sim.evaluator import Evaluator
 from llm4cov.sim.observation import EndReason, Status
 from llm4cov.sim.process import ProcessResult
 
@@ -136,7 +137,7 @@ RECORD = b"llm4cov-end/1 end=finish time=5 precision=-12 errors=2 line=0 coverag
     (RECORD.replace(b"end=finish", b"end=finish end=finish"), 0, False, False),
 ])
 def test_the_end_record_is_parsed_strictly(tmp_path, record, returncode, timed_out, trusted):
-    end, problem = _read_end(_run(record, returncode, timed_out), tmp_path / "absent.dat")
+    end, problem = read_end_record(_run(record, returncode, timed_out), tmp_path / "absent.dat")
     assert (problem is None) is trusted
     assert end == ({"end": "finish", "time": "5", "precision": "-12", "errors": "2",
                     "line": "0", "coverage": -1, "file": ""} if trusted else {})

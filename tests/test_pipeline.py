@@ -112,8 +112,8 @@ def test_rerun_skips_finished_stages(smoke, monkeypatch):
     def forbidden(*args, **kwargs):
         raise AssertionError("a finished stage must not simulate or train")
 
-    for target in ("llm4cov.exec.get_executor", "llm4cov.bench.pipeline.get_executor",
-                   "llm4cov.train.train_stage", "llm4cov.synth.SynthRun"):
+    for target in ("llm4cov.exec.get_executor", "llm4cov.train.train_stage",
+                   "llm4cov.synth.SynthRun"):
         monkeypatch.setattr(target, forbidden)
     files = [smoke.out / f"stage{k}" / name for k in (0, 1) for name in
              ("synth/samples.jsonl", "bench/agentic/results.jsonl")]

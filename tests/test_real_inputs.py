@@ -13,7 +13,7 @@ import pytest
 
 from conftest import FIXTURES, fixture_task, shared_path
 from llm4cov.policies.random_stimulus import random_testbench
-from llm4cov.sim.evaluator import repo_args
+from llm4cov.sim.backends.verilator import repo_args
 from llm4cov.sim.observation import Status
 from llm4cov.tasks.cvdp import harness_build
 from llm4cov.tasks.filelist import parse_args, parse_filelist

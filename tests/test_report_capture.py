@@ -15,8 +15,8 @@ import pytest
 
 from conftest import FIXTURES, fixture_task
 from llm4cov.report.capture import Capture, capture, read_coverage
+from llm4cov.sim.backends.verilator import COVERAGE_MAX_BYTES, KEPT_COVERAGE
 from llm4cov.sim.config import SimConfig
-from llm4cov.sim.evaluator import COVERAGE_MAX_BYTES, KEPT_COVERAGE
 from llm4cov.sim.observation import Observation, Status
 
 PARTIAL_TB = (FIXTURES / "mux2_partial_tb.sv").read_text()

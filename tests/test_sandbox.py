@@ -250,9 +250,9 @@ def test_evaluator_passes_option_like_names_as_paths_and_checks_with_its_own_com
         SourceFile(name="-o.sv", content="module odd; endmodule\n"),
     ])
     tb = SourceFile(name="-tb.sv", content="module tb; counter dut(); endmodule\n")
-    build = ev.verilate_command(odd, tb, TestbenchPlan("tb", "tb.dut"))
+    build = ev.backend.verilate_command(odd, tb, TestbenchPlan("tb", "tb.dut"))
     assert build[-4:-1] == ["counter.sv", "./-o.sv", "./-tb.sv"]
-    check = ev.preprocess_command(odd, tb)
+    check = ev.backend.preprocess_command(odd, tb)
     assert [a for a in check if a.startswith(("-D", "-I", "./", "--timing"))] == [
         a for a in build if a.startswith(("-D", "-I", "./", "--timing"))]
 

@@ -25,10 +25,10 @@ import pytest
 
 from conftest import EXAMPLES
 from llm4cov.bench.rows import ROW_KEY
-from llm4cov.cli import common
 from llm4cov.cli.app import main
 from llm4cov.exec import get_executor
 from llm4cov.policies import get_policy
+from llm4cov.sim.config import SimConfig
 from llm4cov.synth.config import merge, resolve, stage_preset
 from llm4cov.synth.engine import SynthRun
 from llm4cov.synth.records import POINT_KEY, REPO_KEY, SAMPLE_KEY, Role
@@ -170,7 +170,7 @@ def resume_synth(repos: Path, out: Path, executor: str) -> int:
     """Resume the run directory through the API; returns the simulator calls made."""
     cfg = merge(resolve(stage_preset(0), None, list(SYNTH_SETTINGS)), {"budget": {}}, "flags")
     random = get_policy("random")
-    sim = common.sim_config(300.0, 60.0, 1, False, no_cache=True)
+    sim = SimConfig(result_cache=False)
     with get_executor(executor, workers=2, config=sim) as sims:
         run = SynthRun(out, cfg, {Role.INTERMEDIATE: random, Role.TRANSITION: random},
                        sims.simulate)  # refuses a run directory of another config

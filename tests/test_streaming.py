@@ -17,13 +17,13 @@ from rich.console import Console
 from conftest import EXAMPLES
 from llm4cov.bench.config import Arm, ArmKind
 from llm4cov.bench.plan import Calibration, RunPlan, TaskInfo
-from llm4cov.bench.progress import RunProgress
 from llm4cov.bench.runner import resume_index
 from llm4cov.bench.score import score
 from llm4cov.synth.sources import count_repos, iter_repos
 from llm4cov.tasks.loaders import task_from_dir
 from llm4cov.util.aio import bounded_map
 from llm4cov.util.jsonl import iter_jsonl
+from llm4cov.util.progress import RunProgress
 
 TASKS, SAMPLES, PAYLOAD = 50, 8, 20_000
 ARM = Arm("m", ArmKind.AGENT, SAMPLES, 1)

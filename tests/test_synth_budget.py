@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from llm4cov.policies import get_policy
 from llm4cov.synth.config import resolve, stage_preset
-from llm4cov.synth.engine import Budget, SynthRun, derive_seed
+from llm4cov.synth.engine import SynthRun, derive_seed
 from llm4cov.synth.records import Role
+from llm4cov.util.budget import Budget
 
 
 def test_sim_call_budget_is_never_exceeded():

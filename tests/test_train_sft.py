@@ -3,7 +3,6 @@ drops, stage chaining, loss, LoRA, the LlamaFactory export and the local backend
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 from pathlib import Path
@@ -133,7 +132,7 @@ def test_finished_stage_is_reused_and_a_changed_one_refused(stages, work, data):
     config = small(data, first.config["init"], work / "ckpt1")
     assert train_stage(config) == first
     with pytest.raises(FileExistsError, match="another config"):
-        train_stage(dataclasses.replace(config, seed=1))
+        train_stage(config.model_copy(update={"seed": 1}))
 
 
 def test_loss_goes_down_on_a_repeated_batch(work, init):

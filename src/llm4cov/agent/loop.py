@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
@@ -19,10 +19,12 @@ from pydantic import BaseModel, Field
 from llm4cov.agent.prompt import build_messages, syntax_rules
 from llm4cov.agent.response import NO_TESTBENCH, extract_testbench
 from llm4cov.policies.base import GenerationRequest, Policy, SamplingParams, agenerate
+from llm4cov.sim.call import Simulate
 from llm4cov.sim.observation import Observation, Status
 from llm4cov.tasks.model import Task
 
-Simulate = Callable[[Task, str], Awaitable[Observation]]
+StartFrom = Literal["latest", "best"]
+"""Where the next round starts: the latest state, or the best one so far."""
 
 
 @dataclass(frozen=True)
@@ -35,7 +37,7 @@ class AgentConfig:
     """
 
     rounds: int = 3
-    start_from: Literal["latest", "best"] = "latest"
+    start_from: StartFrom = "latest"
     stop_at_full_coverage: bool = True
     params: SamplingParams = field(default_factory=SamplingParams)
     syntax_rules: bool = False
@@ -67,6 +69,8 @@ class RoundRecord(BaseModel):
     latency_s: float = 0.0
     testbench: str | None
     observation: Observation
+    annotations: dict[str, Any] = Field(default_factory=dict)
+    """The policy's facts about its answer (:attr:`Generation.annotations`)."""
 
 
 class AgentRun(BaseModel):
@@ -128,6 +132,7 @@ async def arun_agent(
             latency_s=round(gen.latency_s, 3),
             testbench=new_tb,
             observation=new_obs,
+            annotations=gen.annotations,
         )
         run.rounds.append(record)
         if on_round:

@@ -7,20 +7,24 @@ An *arm* is one row of the table: the model under test, the ``random`` baseline,
 from __future__ import annotations
 
 import shlex
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import Any, Self
 
-from llm4cov.agent.loop import AgentConfig
-from llm4cov.exec.base import ExecutorKind
+from pydantic import Field, model_validator
+
+from llm4cov.agent.loop import AgentConfig, StartFrom
+from llm4cov.exec.settings import SimSettings
 from llm4cov.policies.base import SamplingParams
 from llm4cov.sim.config import SimConfig
+from llm4cov.util.settings import Settings
 
 RANDOM = "random"
 REFERENCE = "reference"
 BASELINES = (RANDOM, REFERENCE)
 SAMPLE_SEED_STRIDE = 1000
 """Sample ``s`` uses policy seed ``seed + 1000 * s``; its round ``r`` uses that plus ``r``."""
+_SAMPLING = SamplingParams()
 NOT_IDENTITY = ("tasks", "base_url", "executor", "address", "workers", "cache", "sandbox",
                 "max_concurrency", "max_samples", "max_sim_calls", "max_total_tokens")
 """Fields that do not decide results: where the tasks file, the server and the
@@ -50,64 +54,79 @@ class Arm:
     rounds: int
 
 
-@dataclass(frozen=True)
-class BenchConfig:
-    """Everything that defines a bench run.
+class BenchSettings(Settings):
+    """The benchmark protocol and budgets of a bench run: everything but the tasks, the
+    model, the mode and the simulator (shared by ``llm4cov bench`` and the pipeline's
+    ``bench:`` section). Budgets count the whole run directory (earlier invocations
+    included); None means no limit."""
 
-    Fields in :meth:`identity` decide the results; a run directory refuses a resume with
-    a different identity. The fields in :data:`NOT_IDENTITY` may change between
-    resumes. Times are seconds. ``executor``, ``address`` and ``workers`` say where
-    simulations run (:func:`llm4cov.exec.get_executor`); ``cache`` turns the
-    evaluator's result cache on or off, ``sandbox`` the OS sandbox (``--no-sandbox``).
-    Budgets count the whole run directory (earlier invocations included); ``None`` means
-    no limit.
-    """
-
-    tasks: str
-    model: str = RANDOM
-    base_url: str | None = None
-    mode: Mode = Mode.AGENTIC
-    rounds: int = 3
-    samples: int = 5
+    rounds: int = Field(3, ge=1)
+    """Rounds per sample in agentic mode."""
+    samples: int = Field(5, ge=1)
+    """Independent samples per task (n)."""
     baselines: tuple[str, ...] = BASELINES
-    temperature: float = 0.7
-    top_p: float = 0.8
-    max_tokens: int = 8192
+    """Baseline rows: random, reference (the hidden reference testbench); empty for none."""
+    temperature: float = Field(_SAMPLING.temperature, ge=0)
+    """Sampling temperature."""
+    top_p: float = Field(_SAMPLING.top_p, ge=0, le=1)
+    """Nucleus sampling top-p."""
+    max_tokens: int = Field(_SAMPLING.max_tokens, ge=1)
+    """Max tokens per response."""
     seed: int = 0
-    start_from: str = "latest"
+    """Policy seed; sample s uses seed + 1000*s."""
+    start_from: StartFrom = "latest"
+    """Next round starts from the 'latest' or 'best' state."""
     syntax_rules: bool = False
+    """Add the expert SystemVerilog rules to prompts."""
     stop_at_full_coverage: bool = True
+    """End a sample once a round reaches 100%."""
     ids: tuple[str, ...] = ()
-    limit: int | None = None
-    compile_timeout_s: float = 300.0
-    run_timeout_s: float = 60.0
-    sim_seed: int = 1
-    fsm: bool = False
-    executor: ExecutorKind = ExecutorKind.LOCAL
-    address: str | None = None
-    workers: int | None = None
-    cache: bool = True
-    sandbox: bool = True
-    max_concurrency: int = 16
-    max_samples: int | None = None
-    max_sim_calls: int | None = None
-    max_total_tokens: int | None = None
+    """Only these task ids (empty: all)."""
+    limit: int | None = Field(None, ge=1)
+    """Only the first N tasks."""
+    max_concurrency: int = Field(16, ge=1)
+    """Samples in flight = max concurrent LLM requests."""
+    max_samples: int | None = Field(None, ge=0)
+    """Budget: sample trajectories in the run directory."""
+    max_sim_calls: int | None = Field(None, ge=0)
+    """Budget: simulator calls in the run directory."""
+    max_total_tokens: int | None = Field(None, ge=0)
+    """Budget: model tokens (prompt + completion)."""
 
-    def __post_init__(self) -> None:
-        if self.rounds < 1 or self.samples < 1:
-            raise ValueError("rounds and samples must be >= 1")
-        if self.max_concurrency < 1:
-            raise ValueError("max_concurrency must be >= 1")
+    @model_validator(mode="after")
+    def _valid_baselines(self) -> Self:
         unknown = set(self.baselines) - set(BASELINES)
         if unknown:
             raise ValueError(f"unknown baseline {', '.join(sorted(unknown))}; "
                              f"valid: {', '.join(BASELINES)}")
+        return self
+
+
+class BenchConfig(BenchSettings):
+    """Everything that defines a bench run: the tasks, the model, the mode, the
+    protocol (:class:`BenchSettings`) and the simulator (``sim``: executor, address,
+    workers, cache, sandbox, timeouts; :class:`~llm4cov.exec.settings.SimSettings`).
+
+    :meth:`identity` decides the results; a run directory refuses a resume with a
+    different identity. The fields in :data:`NOT_IDENTITY` may change between resumes.
+    """
+
+    tasks: str
+    """Task JSONL: our schema, raw CVDP (cid012 records) or CVDP-ECov; detected from
+    the content."""
+    model: str = RANDOM
+    """'random' or a served model name."""
+    base_url: str | None = None
+    """OpenAI-compatible endpoint URL."""
+    mode: Mode = Mode.AGENTIC
+    """agentic (rounds with feedback) or direct (1 round)."""
+    sim: SimSettings = Field(default_factory=SimSettings)
+
+    @model_validator(mode="after")
+    def _valid_model(self) -> Self:
         if self.model == REFERENCE:
             raise ValueError(f"{REFERENCE!r} is a baseline, not a model")
-        if self.start_from not in ("latest", "best"):
-            raise ValueError("start_from must be 'latest' or 'best'")
-        object.__setattr__(self, "mode", Mode(self.mode))
-        object.__setattr__(self, "executor", ExecutorKind(self.executor))
+        return self
 
     @property
     def agent_rounds(self) -> int:
@@ -124,13 +143,14 @@ class BenchConfig:
         return arms
 
     def params(self) -> SamplingParams:
+        """The policy's sampling parameters."""
         return SamplingParams(self.temperature, self.top_p, self.max_tokens)
 
     def agent_config(self, sample: int) -> AgentConfig:
         """The agent settings of sample ``sample`` (its own seed, see SAMPLE_SEED_STRIDE)."""
         return AgentConfig(
             rounds=self.agent_rounds,
-            start_from=self.start_from,  # type: ignore[arg-type]
+            start_from=self.start_from,
             stop_at_full_coverage=self.stop_at_full_coverage,
             params=self.params(),
             syntax_rules=self.syntax_rules,
@@ -138,31 +158,39 @@ class BenchConfig:
         )
 
     def sim_config(self) -> SimConfig:
-        return SimConfig(compile_timeout_s=self.compile_timeout_s,
-                         run_timeout_s=self.run_timeout_s, seed=self.sim_seed,
-                         fsm_coverage=self.fsm, result_cache=self.cache,
-                         sandbox=self.sandbox)
+        """The evaluator settings of ``sim``."""
+        return self.sim.sim_config()
+
+    def flat(self) -> dict[str, Any]:
+        """Every setting as one flat mapping in the order of the ``llm4cov bench``
+        flags (the simulator's ``seed`` is ``sim_seed``): the shape of :meth:`identity`
+        and :meth:`command`, unchanged since run directories store them."""
+        protocol = [(n, getattr(self, n)) for n in BenchSettings.model_fields]
+        budgets = [n for n, _ in protocol].index("max_concurrency")
+        sim = [("sim_seed" if n == "seed" else n, getattr(self.sim, n))
+               for n in SimSettings.model_fields]
+        head = [(n, getattr(self, n)) for n in ("tasks", "model", "base_url", "mode")]
+        return dict(head + protocol[:budgets] + sim + protocol[budgets:])
 
     def identity(self) -> dict[str, Any]:
         """The fields that decide the results (JSON-ready)."""
-        data = {k: v for k, v in asdict(self).items() if k not in NOT_IDENTITY}
+        data = {k: v for k, v in self.flat().items() if k not in NOT_IDENTITY}
         return {**data, "mode": self.mode.value, "baselines": list(self.baselines),
                 "ids": list(self.ids)}
 
     def command(self) -> str:
         """The ``llm4cov bench`` command line that reproduces this run (non-default
         flags only, plus ``--tasks --model --mode --samples``)."""
-        defaults = BenchConfig(tasks=self.tasks)
+        defaults = BenchConfig(tasks=self.tasks).flat()
         parts = ["llm4cov", "bench"]
-        for f in fields(self):
-            value = getattr(self, f.name)
-            shown = f.name in ("tasks", "model", "mode", "samples")
-            if not shown and value == getattr(defaults, f.name):
+        for name, value in self.flat().items():
+            shown = name in ("tasks", "model", "mode", "samples")
+            if not shown and value == defaults[name]:
                 continue
-            flag = "--" + f.name.removesuffix("_s").replace("_", "-")
-            if f.name == "ids":
+            flag = "--" + name.removesuffix("_s").replace("_", "-")
+            if name == "ids":
                 parts += [a for i in value for a in ("--id", i)]
-            elif f.name == "baselines":
+            elif name == "baselines":
                 parts += [flag, ",".join(value)]
             elif isinstance(value, bool):
                 parts.append(flag if value else "--no-" + flag[2:])

@@ -10,6 +10,8 @@ import html
 from dataclasses import dataclass, field
 from typing import Any
 
+from llm4cov.bench.formal_notes import VERDICTS, unreachable_lines
+
 CALIBRATION_TEXT = {
     "other_simulator": "CVDP thresholds, calibrated on Cadence Xcelium/IMC's composite score",
     "other_version": "set from the reference testbench under another or an unrecorded "
@@ -119,15 +121,39 @@ def _task_table(summary: dict[str, Any]) -> Table:
     return Table("Per task", header, rows)
 
 
+def _formal_tables(summary: dict[str, Any]) -> list[Table]:
+    """Per arm with formal verdicts: goals per task, best coverage beside the best with
+    proven-unreachable points excluded, and the proven-unreachable items as notes."""
+    out = []
+    for name, arm in summary["arms"].items():
+        if "formal" not in arm:
+            continue
+        total = arm["formal"]
+        rows = [[t["task_id"], *(str(t.get("formal", {}).get(v, 0)) for v in VERDICTS),
+                 _pct(t["best_cov"]),
+                 _pct(t["formal"]["best_cov_unreachable_excluded"] if "formal" in t else None)]
+                for t in arm["per_task"]]
+        rows.append(["all tasks", *(str(total[v]) for v in VERDICTS), "",
+                     _pct(total["avg_best_cov_unreachable_excluded"]) + " (mean)"])
+        notes = ["A separate figure: the headline metrics above are the evaluator's, "
+                 "unchanged; each proven-unreachable goal leaves one point out of its "
+                 "metric's total.", *(f"proven unreachable: {line}"
+                                      for line in unreachable_lines(arm["per_task"]))]
+        out.append(Table(f"Formal closure ({name})",
+                         ["task", "reached", "proven unreachable", "unknown", "best cov",
+                          "best cov, unreachable excluded"], rows, notes))
+    return out
+
+
 def tables(summary: dict[str, Any]) -> list[Table]:
     """The report's tables in order: results, per round, by difficulty, by source,
-    spent, per task."""
+    spent, per task, then formal closure (arms whose policy reported formal verdicts)."""
     out = [_main_table(summary)]
     if (rounds := _round_table(summary)) is not None:
         out.append(rounds)
     out += [_breakdown(summary, "by_difficulty", "difficulty"),
             _breakdown(summary, "by_source", "source"), _spent_table(summary),
-            _task_table(summary)]
+            _task_table(summary), *_formal_tables(summary)]
     return out
 
 

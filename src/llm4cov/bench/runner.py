@@ -25,17 +25,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from llm4cov.agent.loop import RoundRecord, arun_agent
-from llm4cov.bench.budget import Budget, BudgetExhausted
 from llm4cov.bench.config import Arm, ArmKind, BenchConfig
-from llm4cov.bench.progress import NullProgress, ProgressSink
-from llm4cov.bench.rows import make_row, sha256, simulated
+from llm4cov.bench.rows import ResultRow, make_row, sha256
 from llm4cov.bench.score import trajectory
 from llm4cov.exec.base import SimExecutor
 from llm4cov.policies.base import Generation, GenerationRequest, Policy, agenerate
 from llm4cov.sim.observation import Observation
 from llm4cov.tasks.model import Task
 from llm4cov.util.aio import bounded_map
+from llm4cov.util.budget import Budget, BudgetExhausted
 from llm4cov.util.jsonl import ResultLog
+from llm4cov.util.progress import NullProgress, ProgressSink
 
 SampleKey = tuple[str, str, int]
 
@@ -82,7 +82,8 @@ class _Sample:
         if row is not None:
             return Generation(text=row["response"], model=row["model"],
                               prompt_tokens=row["prompt_tokens"],
-                              completion_tokens=row["completion_tokens"], latency_s=row["gen_s"])
+                              completion_tokens=row["completion_tokens"], latency_s=row["gen_s"],
+                              annotations=row.get("annotations") or {})
         self.ctx.budget.check_tokens()
         gen = await agenerate(self.policy, request)
         self.ctx.budget.add_tokens(gen.prompt_tokens + gen.completion_tokens)
@@ -113,15 +114,16 @@ class _Sample:
             response=record.response, prompt_tokens=record.prompt_tokens,
             completion_tokens=record.completion_tokens, gen_s=record.latency_s,
             policy=self.policy.describe(), params=self.agent.params, seed=seed,
+            annotations=record.annotations,
         )
         _record(self.ctx, row)
 
 
-def _record(ctx: _Context, row: dict[str, Any]) -> None:
+def _record(ctx: _Context, row: ResultRow) -> None:
     """Write a new row durably and report it."""
-    ctx.log.append(row)
-    status = row["status"] if simulated(row) else None
-    ctx.progress.recorded(status, row["prompt_tokens"] + row["completion_tokens"])
+    ctx.log.append(row.as_json())
+    status = row.status.value if row.simulated else None
+    ctx.progress.recorded(status, row.prompt_tokens + row.completion_tokens)
 
 
 async def _run_agent_sample(ctx: _Context, arm: Arm, task: Task, sample: int, policy: Policy,

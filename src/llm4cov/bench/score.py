@@ -23,6 +23,7 @@ from dataclasses import asdict, replace
 from typing import Any
 
 from llm4cov.bench.config import REFERENCE, Arm, ArmKind
+from llm4cov.bench.formal_notes import VERDICTS, FormalNotes
 from llm4cov.bench.metrics import (
     Estimator,
     Headline,
@@ -101,25 +102,46 @@ class _Spent:
         }
 
 
-def _scan(rows: Iterable[dict[str, Any]]) -> tuple[Groups, dict[str, _Spent]]:
+Notes = dict[tuple[str, str], FormalNotes]
+
+
+def _scan(rows: Iterable[dict[str, Any]]) -> tuple[Groups, dict[str, _Spent], Notes]:
     """One streaming pass: per sample its rows reduced to :data:`SCORED_FIELDS` (sorted
-    by round), per arm what was spent."""
+    by round), per arm what was spent, per (arm, task) the formal verdicts."""
     groups: Groups = defaultdict(list)
     spent: dict[str, _Spent] = defaultdict(_Spent)
+    notes: Notes = defaultdict(FormalNotes)
     for row in rows:
         groups[(row["arm"], row["task_id"], row["sample"])].append(
             {k: row.get(k) for k in SCORED_FIELDS})
         spent[row["arm"]].add(row)
+        notes[(row["arm"], row["task_id"])].add(row)
     for group in groups.values():
         group.sort(key=lambda r: r["round"])
-    return dict(groups), spent
+    return dict(groups), spent, {k: n for k, n in notes.items() if n.annotated}
+
+
+def _formal_summary(per_task: list[dict[str, Any]]) -> dict[str, Any]:
+    """Arm-level formal figures: goal counts summed over tasks, and the mean over scored
+    tasks of the best coverage with proven-unreachable points excluded (a task without
+    formal verdicts counts with its best coverage)."""
+    excluded = [t["formal"]["best_cov_unreachable_excluded"] if "formal" in t else t["best_cov"]
+                for t in per_task]
+    return {**{v: sum(t.get("formal", {}).get(v, 0) for t in per_task) for v in VERDICTS},
+            "tasks_with_unreachable": sum(bool(t.get("formal", {}).get("unreachable"))
+                                          for t in per_task),
+            "avg_best_cov_unreachable_excluded": sum(excluded) / len(excluded)
+            if excluded else None}
 
 
 def score_arm(
     plan: RunPlan, arm: Arm, groups: Groups, spent: dict[str, Any], estimator: Estimator,
-    include_tool_failures: bool = False,
+    include_tool_failures: bool = False, notes: Notes | None = None,
 ) -> dict[str, Any]:
-    """The summary of one arm (see :func:`score`)."""
+    """The summary of one arm (see :func:`score`); with formal ``notes`` for this arm,
+    its tasks and the arm carry a ``formal`` entry (separate figures,
+    :mod:`llm4cov.bench.formal_notes`)."""
+    notes = {task: n for (name, task), n in (notes or {}).items() if name == arm.name}
     infos = [t for t in plan.tasks if arm.kind is ArmKind.AGENT or t.has_reference]
     done: dict[str, list[list[Outcome]]] = {}
     for info in infos:
@@ -149,6 +171,9 @@ def score_arm(
             "best_cov": max(o.coverage for o in finals),
             "target": info.target, "calibration": info.calibration.value,
         })
+        if info.id in notes:
+            per_task[-1]["formal"] = notes[info.id].as_dict()
+    formal = {"formal": _formal_summary(per_task)} if notes else {}
     return {
         "kind": arm.kind.value, "samples": arm.samples, "rounds": arm.rounds,
         "tasks_planned": len(infos), "tasks_scored": len(scored),
@@ -162,6 +187,7 @@ def score_arm(
         "by_source": {g: metrics_of(i) for g, i in _groups(scored, "source").items()},
         "per_task": per_task,
         "spent": spent,
+        **formal,
     }
 
 
@@ -187,12 +213,13 @@ def score(
 ) -> dict[str, Any]:
     """``summary.json``: per arm the headline metrics (Sim Pass, Cov Pass = pass@1, Avg Cov,
     best-of-n, pass@k), the per-round curve, breakdowns by difficulty and by source,
-    per-task numbers and what was spent; plus the simulator, its coverage metrics and
+    per-task numbers and what was spent (and, for a tool policy that reports formal
+    verdicts, a separate ``formal`` entry); plus the simulator, its coverage metrics and
     which thresholds were not calibrated for it. Tool failures are counted per arm
     (``tool_failures``) and left out of the metrics unless ``include_tool_failures``."""
-    groups, spent = _scan(rows)
+    groups, spent, notes = _scan(rows)
     arms = {arm.name: score_arm(plan, arm, groups, spent.get(arm.name, _Spent()).as_dict(),
-                                estimator, include_tool_failures) for arm in plan.arms}
+                                estimator, include_tool_failures, notes) for arm in plan.arms}
     not_calibrated: dict[str, list[str]] = defaultdict(list)
     for info in plan.tasks:
         if info.calibration is not Calibration.THIS_SIMULATOR:

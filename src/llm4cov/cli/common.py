@@ -3,33 +3,54 @@
 from __future__ import annotations
 
 import contextlib
+import shlex
 from collections import Counter
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import typer
 from rich.console import Console
 
-from llm4cov.bench.progress import NullProgress, RunProgress
 from llm4cov.cli.errors import FAILED, CliError, classify
-from llm4cov.exec.base import ExecutorKind, SimExecutor, get_executor
+from llm4cov.cli.options import Flag, flag, with_options
+from llm4cov.exec import ExecutorKind, SimExecutor, get_executor
 from llm4cov.sim.config import SimConfig
 from llm4cov.sim.toolchain import find_toolchain
 from llm4cov.tasks.hdl import module_decls
 from llm4cov.tasks.loaders import filelist_root, load_tasks, task_from_dir
 from llm4cov.tasks.model import Task, TaskError, is_identifier
+from llm4cov.util.progress import NullProgress, RunProgress
 
 console = Console(stderr=True)
 
-COMPILE_TIMEOUT = typer.Option(300.0, min=0.001, help="Compile wall-clock limit, seconds (> 0).")
-RUN_TIMEOUT = typer.Option(60.0, min=0.001, help="Run wall-clock limit, seconds (> 0).")
-SEED = typer.Option(1, help="Simulator seed (+verilator+seed).")
-FSM = typer.Option(False, "--fsm/--no-fsm", help="Also collect FSM coverage (opt-in).")
-NO_CACHE = typer.Option(
-    False, "--no-cache",
-    help="Always simulate: do not read or write the result cache (~/.cache/llm4cov, or "
-         "$LLM4COV_CACHE_DIR).",
-)
+SIM_FLAGS = {f.key: f for f in (
+    flag("compile_timeout_s", "--compile-timeout", min=0.001),
+    flag("run_timeout_s", "--run-timeout", min=0.001),
+    flag("seed", "--seed"),
+    flag("fsm", "--fsm/--no-fsm"),
+    flag("executor", "--executor"),
+    flag("address", "--address"),
+    flag("workers", "--workers", min=1),
+    flag("cache", "--cache/--no-cache"),
+    flag("sandbox", "--sandbox/--no-sandbox"),
+)}
+"""The simulator flags: fields of :class:`~llm4cov.exec.settings.SimSettings`."""
+EVALUATOR_FLAGS = tuple(f for key, f in SIM_FLAGS.items()
+                        if key not in ("executor", "address", "workers"))
+"""The simulator flags of a command that simulates in this process (``sim``, ``formal``)."""
+
+
+def sim_flags(seed: str = "--seed") -> tuple[Flag, ...]:
+    """The simulator flags of a command whose settings have a ``sim`` section;
+    ``seed`` names the simulator seed's flag (bench: ``--sim-seed``)."""
+    return tuple(replace(f, key=f"sim.{f.key}", decls=(seed,) if f.key == "seed" else f.decls)
+                 for f in SIM_FLAGS.values())
+
+
+CONFIG = typer.Option(None, "--config", help="YAML file of settings (see --print-config).")
+SET = typer.Option(None, "--set", help="Override one setting, e.g. --set sim.workers=2 "
+                   "(repeatable; values are YAML).")
 
 INCDIR = typer.Option(None, "--incdir", help="Extra `include directory, relative to the RTL "
                       "directory (repeatable).")
@@ -63,35 +84,27 @@ def repo_options(incdir: list[Path] | None, define: list[str] | None,
     }
 
 
-EXECUTOR = typer.Option(ExecutorKind.LOCAL.value, "--executor",
-                        help="Where simulations run: local (process pool) or ray (Ray tasks, "
-                             "docs/scale.md).")
-ADDRESS = typer.Option(None, "--address", help="Ray cluster to join: auto or HOST:PORT "
-                       "(default: start a local Ray instance). Needs --executor ray.")
-WORKERS = typer.Option(None, "--workers", min=1,
-                       help="Parallel simulations: local processes (default: CPU count) or "
-                            "Ray tasks in flight (default: the cluster's CPUs).")
 QUIET = typer.Option(False, "--quiet", "-q", "--no-progress",
                      help="No progress display (for logs): only the final summary.")
 
 
-NO_SANDBOX = typer.Option(
-    False, "--no-sandbox",
-    help="Build and run simulations without the OS sandbox (bubblewrap): for trusted "
-         "testbenches only, e.g. where user namespaces are forbidden. Every observation "
-         "says so.",
-)
-
-
-def sim_config(
-    compile_timeout: float, run_timeout: float, seed: int, fsm: bool, no_cache: bool = False,
-    no_sandbox: bool = False,
-) -> SimConfig:
-    """A :class:`SimConfig` from the shared CLI options."""
-    return SimConfig(
-        compile_timeout_s=compile_timeout, run_timeout_s=run_timeout, seed=seed,
-        fsm_coverage=fsm, result_cache=not no_cache, sandbox=not no_sandbox,
-    )
+def command_line(ctx: typer.Context, *words: str) -> str:
+    """The invocation ``llm4cov WORDS ...`` as a command line: every option whose value
+    is not its default, in the order the command declares them."""
+    parts = ["llm4cov", *words]
+    for param in ctx.command.params:
+        value = ctx.params.get(param.name)
+        if value in (None, [], ()) or value == param.default:
+            continue
+        flag = param.opts[0]
+        if not flag.startswith("-"):
+            parts.append(str(value))
+        elif isinstance(value, bool):
+            parts.append(flag if value else param.secondary_opts[0])
+        else:
+            for v in value if isinstance(value, list | tuple) else [value]:
+                parts += [flag, str(v)]
+    return shlex.join(parts)
 
 
 def fail(message: str, code: int = 2) -> CliError:
@@ -179,6 +192,40 @@ def resolve_task(
     if rtl is None:
         raise fail("give an RTL directory or --tasks FILE --id ID")
     return task_from_dir(rtl, top=top, instance=instance or "dut", **(repo or {}))
+
+
+TASK_OPTIONS = {
+    "tasks": (Path, typer.Option(None, "--tasks", help="Task JSONL file (instead of an RTL "
+                                 "directory).")),
+    "task_id": (str, typer.Option(None, "--id", help="Task id in --tasks.")),
+    "top": (str, typer.Option(None, "--top", help="DUT module when the RTL has several "
+                              "tops.")),
+    "instance": (str, typer.Option(None, "--instance", help="Required DUT instance name "
+                                   "(default: dut; with an RTL directory only).")),
+    "incdir": (list[Path], INCDIR),
+    "define": (list[str], DEFINE),
+    "filelist": (Path, FILELIST),
+    "param": (list[str], PARAM),
+}
+"""The options that name one task (with the command's ``rtl`` directory)."""
+
+
+def _task_of(ctx: typer.Context, values: dict) -> Task | None:
+    if ctx.invoked_subcommand is not None:
+        return None
+    return resolve_task(ctx.params.get("rtl"), values["tasks"], values["task_id"],
+                        values["top"], values["instance"],
+                        repo_options(values["incdir"], values["define"], values["filelist"],
+                                     values["param"]))
+
+
+with_task = with_options("task", TASK_OPTIONS, _task_of)
+"""Add :data:`TASK_OPTIONS` to a command that takes ``ctx``, ``rtl`` and ``task``; the
+command gets the task they name (:func:`resolve_task`; None when a subcommand runs).
+
+Raises (when the command runs):
+    CliError, TaskError, OSError: the input is unusable (exit 2).
+"""
 
 
 def open_executor(kind: ExecutorKind, workers: int | None, config: SimConfig,

@@ -9,39 +9,38 @@ from pathlib import Path
 import typer
 
 from llm4cov.cli import common
+from llm4cov.cli.options import with_flags
+from llm4cov.exec.settings import SimSettings
+from llm4cov.formal.closure import Closure, FormalConfig
+from llm4cov.tasks.model import Task
+from llm4cov.util.settings import load
 
+_DEFAULTS = FormalConfig()
 formal_app = typer.Typer(add_completion=False)  # help: the callback's docstring
 
 
 @formal_app.callback(invoke_without_command=True)
+@common.with_task
+@with_flags(SimSettings, *(f for f in common.EVALUATOR_FLAGS
+                           if f.key in ("seed", "cache", "sandbox")))
 def formal(
     ctx: typer.Context,
     rtl: Path = typer.Option(None, "--rtl", help="Directory of RTL (and spec) files."),
     tb: Path = typer.Option(None, "--tb", help="Testbench whose holes to close (default: "
                             "the built-in random testbench)."),
-    tasks: Path = typer.Option(None, "--tasks", help="Task JSONL file (instead of --rtl)."),
-    task_id: str = typer.Option(None, "--id", help="Task id in --tasks."),
-    top: str = typer.Option(None, "--top", help="DUT module when the RTL has several tops."),
-    instance: str = typer.Option(None, "--instance", help="Required DUT instance name "
-                                 "(default: dut; with --rtl only)."),
     out: Path = typer.Option(Path("formal_tb.sv"), "--out",
                              help="Where to write the closing testbench."),
     as_json: bool = typer.Option(False, "--json", help="Print the classification as JSON."),
-    cover_depth: int = typer.Option(30, "--cover-depth", min=1,
+    cover_depth: int = typer.Option(_DEFAULTS.cover_depth, "--cover-depth", min=1,
                                     help="BMC depth of the cover job, clock cycles."),
-    prove_depth: int = typer.Option(10, "--prove-depth", min=1,
+    prove_depth: int = typer.Option(_DEFAULTS.prove_depth, "--prove-depth", min=1,
                                     help="k of the k-induction prove jobs."),
-    job_timeout: float = typer.Option(120.0, "--job-timeout", min=1.0,
+    job_timeout: float = typer.Option(_DEFAULTS.job_timeout_s, "--job-timeout", min=1.0,
                                       help="Wall-clock limit of each SBY job, seconds."),
-    prove_budget: float = typer.Option(45.0, "--prove-budget", min=0.0,
+    prove_budget: float = typer.Option(_DEFAULTS.prove_budget_s, "--prove-budget", min=0.0,
                                        help="Wall seconds for all prove jobs of the design."),
-    incdir: list[Path] = common.INCDIR,
-    define: list[str] = common.DEFINE,
-    filelist: Path = common.FILELIST,
-    param: list[str] = common.PARAM,
-    seed: int = common.SEED,
-    no_cache: bool = common.NO_CACHE,
-    no_sandbox: bool = common.NO_SANDBOX,
+    task: Task | None = None,
+    flags: dict | None = None,
 ) -> None:
     """Close the coverage holes of a testbench with formal witnesses; classify every hole
     reached / unreachable (proven) / unknown and write the closing testbench.
@@ -53,28 +52,33 @@ def formal(
     """
     if ctx.invoked_subcommand is not None:
         return
-    from llm4cov.formal import FormalConfig, close, find_tools
-    from llm4cov.formal.report import markdown, summary
+    from llm4cov.formal import close, find_tools
     from llm4cov.tasks.loaders import read_text
 
-    task = common.resolve_task(rtl, tasks, task_id, top, instance,
-                               common.repo_options(incdir, define, filelist, param))
     text = read_text(tb, []) if tb is not None else None
     tools = find_tools()
-    sim_config = common.sim_config(300.0, 60.0, seed, False, no_cache, no_sandbox)
-    evaluator = common.evaluator(replace(sim_config, feedback_limit=100_000))
+    sim = load(SimSettings, flags=flags)
+    evaluator = common.evaluator(replace(sim.sim_config(), feedback_limit=100_000))
     config = FormalConfig(cover_depth=cover_depth, prove_depth=prove_depth,
                           job_timeout_s=job_timeout, prove_budget_s=prove_budget,
-                          sandbox=not no_sandbox, cache=not no_cache)
+                          sandbox=sim.sandbox, cache=sim.cache)
     with common.console.status(f"formal closure of {task.dut_module_name} ..."):
         closure = close(task, text, evaluator, config, tools=tools)
+    raise typer.Exit(_write(closure, out, as_json))
+
+
+def _write(closure: Closure, out: Path, as_json: bool) -> int:
+    """Write the closing testbench to ``out`` and print the classification; the exit
+    code: 0 when the closing testbench passes simulation, else 1."""
+    from llm4cov.formal.report import markdown, summary
+
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(closure.testbench, encoding="utf-8")
     if as_json:
         typer.echo(json.dumps({**summary(closure), "testbench_file": str(out)}, indent=2))
     else:
         typer.echo(markdown(closure) + f"\nClosing testbench: {out}")
-    raise typer.Exit(0 if closure.after.sim_pass else 1)
+    return 0 if closure.after.sim_pass else 1
 
 
 @formal_app.command("warmup")

@@ -9,13 +9,15 @@ from pathlib import Path
 
 import typer
 
-from llm4cov.agent.loop import AgentConfig, AgentRun, arun_agent
+from llm4cov.agent.loop import AgentRun, arun_agent
+from llm4cov.bench.config import BenchConfig
 from llm4cov.cli import common, report_opts
+from llm4cov.cli.options import flag, with_flags
 from llm4cov.cli.round_progress import RoundProgress
-from llm4cov.exec import ExecutorKind
-from llm4cov.policies import SamplingParams, get_policy
+from llm4cov.policies import Policy, get_policy
 from llm4cov.sim.report import coverage_markdown
 from llm4cov.tasks.model import Task
+from llm4cov.util.settings import load
 
 
 def write_run(out: Path, task: Task, run: AgentRun) -> None:
@@ -60,39 +62,31 @@ def write_run(out: Path, task: Task, run: AgentRun) -> None:
     )
 
 
+GEN_FLAGS = (
+    flag("model", "--model"),
+    flag("base_url", "--base-url"),
+    flag("rounds", "--rounds", min=1),
+    flag("start_from", "--start-from"),
+    flag("temperature", "--temperature", min=0.0),
+    flag("top_p", "--top-p", min=0.0, max=1.0),
+    flag("max_tokens", "--max-tokens", min=1),
+    flag("seed", "--sample-seed"),
+    flag("syntax_rules", "--syntax-rules/--no-syntax-rules"),
+    *(f for f in common.sim_flags() if f.key != "sim.workers"),
+)
+"""The agent and simulator flags of ``llm4cov gen``: the fields of one bench sample
+(:class:`BenchConfig`; gen runs one sample of ``rounds`` rounds on one simulator)."""
+
+
+@common.with_task
+@with_flags(BenchConfig, *GEN_FLAGS)
 def gen(
+    ctx: typer.Context,
     rtl: Path = typer.Argument(None, help="Directory of RTL (and spec) files."),
     out: Path = typer.Option(..., "--out", file_okay=False, help="Output directory."),
-    tasks: Path = typer.Option(None, "--tasks", help="Task JSONL file (instead of a directory)."),
-    task_id: str = typer.Option(None, "--id", help="Task id in --tasks."),
-    top: str = typer.Option(None, "--top", help="DUT module when the RTL has several tops."),
-    instance: str = typer.Option(None, "--instance", help="DUT instance name (default dut)."),
-    model: str = typer.Option("random", "--model", help="'random' or a served model name."),
-    base_url: str = typer.Option(None, "--base-url", help="OpenAI-compatible endpoint URL."),
-    rounds: int = typer.Option(3, "--rounds", min=1, help="Agent rounds (1 = direct)."),
-    start_from: str = typer.Option("latest", "--start-from",
-                                   help="Next round starts from the 'latest' or 'best' state."),
-    temperature: float = typer.Option(0.7, min=0.0, help="Sampling temperature."),
-    top_p: float = typer.Option(0.8, "--top-p", min=0.0, max=1.0, help="Nucleus sampling top-p."),
-    max_tokens: int = typer.Option(8192, "--max-tokens", min=1, help="Max tokens per response."),
-    sample_seed: int = typer.Option(0, "--sample-seed", help="Seed of the policy's sampling."),
-    syntax_rules: bool = typer.Option(False, "--syntax-rules",
-                                      help="Add the expert SystemVerilog rules to the prompt."),
     stimulus_length: int = typer.Option(200, "--stimulus-length", min=1,
                                         help="random policy: stimulus vectors (clock "
                                              "cycles) per testbench."),
-    incdir: list[Path] = common.INCDIR,
-    define: list[str] = common.DEFINE,
-    filelist: Path = common.FILELIST,
-    param: list[str] = common.PARAM,
-    compile_timeout: float = common.COMPILE_TIMEOUT,
-    run_timeout: float = common.RUN_TIMEOUT,
-    seed: int = common.SEED,
-    fsm: bool = common.FSM,
-    no_cache: bool = common.NO_CACHE,
-    no_sandbox: bool = common.NO_SANDBOX,
-    executor: ExecutorKind = common.EXECUTOR,
-    address: str = common.ADDRESS,
     html: Path = report_opts.HTML,
     no_html: bool = typer.Option(False, "--no-html", help="Skip the HTML report (and the "
                                  "extra simulation of the best testbench it needs)."),
@@ -101,6 +95,8 @@ def gen(
     trace: str = report_opts.TRACE,
     keep_workdir: bool = report_opts.KEEP_WORKDIR,
     exclude: Path = report_opts.EXCLUDE,
+    task: Task | None = None,
+    flags: dict | None = None,
 ) -> None:
     """Write a high-coverage testbench with the memoryless agent (N rounds).
 
@@ -112,31 +108,38 @@ def gen(
 
     Example: llm4cov gen examples/traffic_fsm --out runs/traffic
     """
-    task = common.resolve_task(rtl, tasks, task_id, top, instance,
-                               common.repo_options(incdir, define, filelist, param))
-    if start_from not in ("latest", "best"):
-        raise common.fail("--start-from must be 'latest' or 'best'")
-    policy = get_policy(model, base_url,
-                        **({"length": stimulus_length} if model == "random" else {}))
+    settings = load(BenchConfig, flags=flags, base={"tasks": task.id})
+    policy = get_policy(settings.model, settings.base_url, **(
+        {"length": stimulus_length} if settings.model == "random" else {}))
     request = report_opts.ReportRequest(None if no_html else html or out / "html", lcov, ucis,
                                         trace, keep_workdir, exclude)
+    run = _run_agent(task, policy, settings, request, out)
+    if run.best.testbench and request.needs_capture():
+        with common.console.status("best testbench: simulating again for the coverage "
+                                   "reports ..."):
+            again = report_opts.produce(task, run.best.testbench,
+                                        request.config(settings.sim_config()), request, out,
+                                        title=f"Coverage: {task.id}, best testbench "
+                                              f"(round {run.best_round + 1})", rtl_dir=rtl)
+        if again.observation.coverage != run.best.observation.coverage:
+            common.console.print("note: the reports' re-simulation measured other coverage "
+                                 "than the scored round (a nondeterministic testbench?)")
+    raise typer.Exit(_print_best(task, run, out))
+
+
+def _run_agent(task: Task, policy: Policy, settings: BenchConfig,
+               request: report_opts.ReportRequest, out: Path) -> AgentRun:
+    """Run the agent (sample 0 of ``settings``) on one simulator with a live display;
+    write the run into ``out``."""
     steps = out / "rounds" / ".step"
     steps.parent.mkdir(parents=True, exist_ok=True)
-    sim_config = replace(request.config(
-        common.sim_config(compile_timeout, run_timeout, seed, fsm, no_cache, no_sandbox)),
-        progress_file=str(steps.resolve()))
-    sims = common.open_executor(executor, 1, sim_config, address)
-    config = AgentConfig(
-        rounds=rounds,
-        start_from=start_from,  # type: ignore[arg-type]
-        params=SamplingParams(temperature=temperature, top_p=top_p, max_tokens=max_tokens),
-        syntax_rules=syntax_rules,
-        seed=sample_seed,
-    )
-    console = common.console
-
-    with console.status(f"{task.id}: {policy.name} writing testbenches ...") as status:
-        progress = RoundProgress(console, status, rounds, out, policy.name, steps)
+    sim = settings.sim
+    sim_config = replace(request.config(sim.sim_config()), progress_file=str(steps.resolve()))
+    sims = common.open_executor(sim.executor, 1, sim_config, sim.address)
+    config = settings.agent_config(0)
+    with common.console.status(f"{task.id}: {policy.name} writing testbenches ...") as status:
+        progress = RoundProgress(common.console, status, config.rounds, out, policy.name,
+                                 steps)
 
         async def agent() -> AgentRun:
             with progress.ticking():
@@ -149,23 +152,19 @@ def gen(
             sims.close()
             steps.unlink(missing_ok=True)
         write_run(out, task, run)
-        if run.best.testbench and request.needs_capture():
-            status.update("best testbench: simulating again for the coverage reports ...")
-            again = report_opts.produce(task, run.best.testbench,
-                                        replace(sim_config, progress_file=None), request, out,
-                                        title=f"Coverage: {task.id}, best testbench "
-                                              f"(round {run.best_round + 1})", rtl_dir=rtl)
-            if again.observation.coverage != run.best.observation.coverage:
-                console.print("note: the reports' re-simulation measured other coverage "
-                              "than the scored round (a nondeterministic testbench?)")
+    return run
+
+
+def _print_best(task: Task, run: AgentRun, out: Path) -> int:
+    """Print the best round; the exit code: 0 when it simulates, else 1."""
     best = run.best.observation
     met = "met" if best.meets(task.targets) else "not met"
     target = f", target {task.target_for():g}% {met}" if task.target_for() is not None else ""
-    console.print(
+    common.console.print(
         f"best: round {run.best_round + 1}, {best.status.value}, overall {best.overall():.2f}%"
         f"{target} -> {out / 'tb.sv' if run.best.testbench else 'no testbench in any response'}"
     )
-    raise typer.Exit(0 if best.sim_pass else 1)
+    return 0 if best.sim_pass else 1
 
 
 def register(app: typer.Typer) -> None:

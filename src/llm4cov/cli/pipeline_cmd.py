@@ -3,7 +3,6 @@ and the naive-augmentation baseline."""
 
 from __future__ import annotations
 
-import shlex
 from pathlib import Path
 from typing import Any
 
@@ -11,8 +10,9 @@ import typer
 import yaml
 
 from llm4cov.cli import common
+from llm4cov.cli.options import PRINT_CONFIG, with_flags
 from llm4cov.pipeline.config import PipelineConfig, load_config
-from llm4cov.synth.config import to_mapping
+from llm4cov.util.settings import to_mapping
 
 
 def _plan(config: PipelineConfig) -> dict[str, Any]:
@@ -54,25 +54,25 @@ def _print(stages: list[dict[str, Any]]) -> None:
                        f"{row['wall_s']:.0f} |")
 
 
-def _command(config_file: Path, mode: str | None, out: Path | None) -> str:
-    words = ["llm4cov", "pipeline", "--config", str(config_file)]
-    words += ["--mode", mode] if mode else []
-    words += ["--out", str(out)] if out else []
-    return shlex.join(words)
-
-
+@with_flags(PipelineConfig, *common.sim_flags())
 def pipeline(
+    ctx: typer.Context,
     config_file: Path = typer.Option(..., "--config", help="Pipeline YAML (see "
                                      "examples/pipeline_smoke.yaml)."),
+    overrides: list[str] = common.SET,
     mode: str = typer.Option(None, "--mode", help="progressive | naive (overrides the file)."),
     out: Path = typer.Option(None, "--out", file_okay=False,
                              help="Run directory (overrides the file)."),
     plan: bool = typer.Option(False, "--plan", help="Print the resolved settings of every "
                               "stage as YAML and exit."),
+    show: bool = PRINT_CONFIG,
+    flags: dict | None = None,
 ) -> None:
     """Run the stage loop: for k = 0..K-1 synthesize D(k) with checkpoint k, export it,
     train checkpoint k+1 from checkpoint k, evaluate it with bench. --mode naive trains
-    once on the union of the stage datasets (the paper's baseline).
+    once on the union of the stage datasets (the paper's baseline). The simulator flags
+    (--executor ray --address auto, --workers, ...) override the file's sim: section
+    for every synth and bench step.
 
     Writes OUT/run.json, OUT/steps.jsonl, OUT/stages.jsonl and one folder per stage
     (synth/, data/, checkpoint/, bench/); rerunning the same command resumes. Exit code
@@ -80,17 +80,24 @@ def pipeline(
     (rerun to resume), 2 for bad input or a run directory with other settings, 3 for
     simulator toolchain problems.
 
-    Example: llm4cov pipeline --config examples/pipeline_smoke.yaml
+    Example: llm4cov pipeline --config examples/pipeline_smoke.yaml --executor ray
     """
+    config = load_config(config_file, overrides or [], mode=mode,
+                         out=str(out) if out else None, **(flags or {}))
+    if plan or show:
+        typer.echo(yaml.safe_dump(_plan(config) if plan else to_mapping(config),
+                                  sort_keys=False))
+        return
+    _run(config, common.command_line(ctx, "pipeline"))
+
+
+def _run(config: PipelineConfig, command: str) -> None:
+    """Run (or resume) the pipeline and print its stage table."""
     from llm4cov.pipeline import run_pipeline
 
-    config = load_config(config_file, mode=mode, out=str(out) if out else None)
-    if plan:
-        typer.echo(yaml.safe_dump(_plan(config), sort_keys=False))
-        return
     console = common.console
     with common.resumable("finished steps are saved"):
-        result = run_pipeline(config, _command(config_file, mode, out),
+        result = run_pipeline(config, command,
                               lambda message: console.print(message, markup=False))
     _print(result.stages)
     inv = result.invocation

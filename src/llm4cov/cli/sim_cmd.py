@@ -7,20 +7,36 @@ from pathlib import Path
 import typer
 
 from llm4cov.cli import common, report_opts
+from llm4cov.cli.options import with_flags
+from llm4cov.exec.settings import SimSettings
 from llm4cov.sim import hints
 from llm4cov.sim.report import coverage_markdown
 from llm4cov.tasks.loaders import read_text
-from llm4cov.tasks.model import SourceFile
+from llm4cov.tasks.model import SourceFile, Task
+from llm4cov.util.settings import load
 
 
+def _read_testbench(tb: Path, aux: list[Path]) -> tuple[str, list[SourceFile], list[str]]:
+    """The testbench text, the ``--aux`` files it reads, and notes about both.
+
+    Raises:
+        CliError: an ``--aux`` path cannot be read (exit 2).
+    """
+    notes: list[str] = []
+    text = read_text(tb, notes)
+    try:
+        aux_files, aux_notes = hints.aux_files(aux, tb, SourceFile(name=tb.name, content=text))
+    except OSError as exc:
+        raise common.fail(str(exc)) from exc
+    return text, aux_files, notes + aux_notes
+
+
+@common.with_task
+@with_flags(SimSettings, *common.EVALUATOR_FLAGS)
 def sim(
+    ctx: typer.Context,
     rtl: Path = typer.Option(None, "--rtl", help="Directory of RTL (and spec) files."),
     tb: Path = typer.Option(..., "--tb", help="Testbench file to simulate."),
-    tasks: Path = typer.Option(None, "--tasks", help="Task JSONL file (instead of --rtl)."),
-    task_id: str = typer.Option(None, "--id", help="Task id in --tasks."),
-    top: str = typer.Option(None, "--top", help="DUT module when the RTL has several tops."),
-    instance: str = typer.Option(None, "--instance", help="Required DUT instance name "
-                                 "(default: dut; with --rtl only)."),
     any_instance: bool = typer.Option(False, "--any-instance",
                                       help="Accept any instance name of the DUT module."),
     as_json: bool = typer.Option(False, "--json", help="Print the Observation as JSON."),
@@ -28,22 +44,14 @@ def sim(
         [], "--aux", help="Data file the testbench reads ($fopen, $readmemh), or a "
         "directory of them; repeatable. Only these are copied (a file next to --tb "
         "that it names gets a note)."),
-    incdir: list[Path] = common.INCDIR,
-    define: list[str] = common.DEFINE,
-    filelist: Path = common.FILELIST,
-    param: list[str] = common.PARAM,
-    compile_timeout: float = common.COMPILE_TIMEOUT,
-    run_timeout: float = common.RUN_TIMEOUT,
-    seed: int = common.SEED,
-    fsm: bool = common.FSM,
-    no_cache: bool = common.NO_CACHE,
-    no_sandbox: bool = common.NO_SANDBOX,
     html: Path = report_opts.HTML,
     lcov: Path = report_opts.LCOV,
     ucis: Path = report_opts.UCIS,
     trace: str = report_opts.TRACE,
     keep_workdir: bool = report_opts.KEEP_WORKDIR,
     exclude: Path = report_opts.EXCLUDE,
+    task: Task | None = None,
+    flags: dict | None = None,
 ) -> None:
     """Simulate one testbench against an RTL repo and report DUT coverage.
 
@@ -52,18 +60,9 @@ def sim(
 
     Example: llm4cov sim --rtl examples/alu_comb --tb my_tb.sv
     """
-    task = common.resolve_task(rtl, tasks, task_id, top, instance,
-                               common.repo_options(incdir, define, filelist, param))
-    notes: list[str] = []
-    text = read_text(tb, notes)
-    try:
-        aux_files, aux_notes = hints.aux_files(aux, tb, SourceFile(name=tb.name, content=text))
-    except OSError as exc:
-        raise common.fail(str(exc)) from exc
-    notes += aux_notes
+    text, aux_files, notes = _read_testbench(tb, aux)
     request = report_opts.ReportRequest(html, lcov, ucis, trace, keep_workdir, exclude)
-    config = request.config(common.sim_config(compile_timeout, run_timeout, seed, fsm, no_cache,
-                                                  no_sandbox))
+    config = request.config(load(SimSettings, flags=flags).sim_config())
     evaluator = common.evaluator(config)
     with common.console.status(f"simulating {tb.name} against {task.dut_module_name} ..."):
         if request.needs_capture():
@@ -79,10 +78,8 @@ def sim(
                                      any_instance=any_instance)
     if notes:
         obs = obs.model_copy(update={"notes": notes + obs.notes})
-    if as_json:
-        typer.echo(obs.model_dump_json(indent=2))
-    else:
-        typer.echo(coverage_markdown(obs, task, title="Simulation"))
+    typer.echo(obs.model_dump_json(indent=2) if as_json
+               else coverage_markdown(obs, task, title="Simulation"))
     raise typer.Exit(0 if obs.sim_pass else 1)
 
 

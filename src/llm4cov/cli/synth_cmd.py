@@ -4,57 +4,35 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
-import shlex
-import sys
-from itertools import islice
 from pathlib import Path
 
 import typer
 import yaml
+from pydantic import Field
 
 from llm4cov.cli import common
-from llm4cov.exec import ExecutorKind
-from llm4cov.policies import get_policy
-from llm4cov.synth.config import (
-    export_preset,
-    merge,
-    resolve,
-    stage_preset,
-    to_mapping,
-)
-from llm4cov.synth.contamination import ContaminationIndex
-from llm4cov.synth.engine import PROGRESS_GROUP, SynthRun, run_summary
+from llm4cov.cli.options import PRINT_CONFIG, flag, print_config, with_flags, with_options
+from llm4cov.exec.settings import SimSettings
+from llm4cov.policies import Policy, get_policy
+from llm4cov.synth.config import ExportConfig, SynthConfig, export_preset, stage_preset
+from llm4cov.synth.engine import PROGRESS_GROUP, run_summary
 from llm4cov.synth.export import export_dataset
+from llm4cov.synth.launch import PolicyMaker, RepoSource, role_policies, synth_run
 from llm4cov.synth.records import RepoRow, RepoStatus, Role
-from llm4cov.synth.sources import RepoFormat, count_repos, iter_repos
+from llm4cov.synth.sources import RepoFormat
+from llm4cov.util.settings import Settings, resolve, to_mapping, validate
 
 synth_app = typer.Typer(
     help="Offline agentic data synthesis (paper, 'Learning offline') and SFT export.",
     add_completion=False,
 )
 
-CONFIG = typer.Option(None, "--config", help="YAML file of settings (see `synth config`).")
+CONFIG = typer.Option(None, "--config", help="YAML file of synthesis settings (see "
+                      "`synth config`).")
 SET = typer.Option(None, "--set", help="Override one setting, e.g. --set selection.candidates=8 "
                    "(repeatable; values are YAML).")
-
-
-def _command_line(ctx: typer.Context, *words: str) -> str:
-    """The invocation as a command line: every option whose value is not its default."""
-    parts = ["llm4cov", *words]
-    for param in ctx.command.params:
-        value = ctx.params.get(param.name)
-        if value in (None, [], ()) or value == param.default:
-            continue
-        flag = param.opts[0]
-        if not flag.startswith("-"):
-            parts.append(str(value))
-        elif isinstance(value, bool):
-            parts.append(flag if value else param.secondary_opts[0])
-        else:
-            for v in value if isinstance(value, list | tuple) else [value]:
-                parts += [flag, str(v)]
-    return shlex.join(parts)
 
 
 def _print_repo(row: RepoRow) -> None:
@@ -65,7 +43,42 @@ def _print_repo(row: RepoRow) -> None:
         common.console.print(f"{row.repo_id}: skipped ({row.reason})")
 
 
+class SynthFlags(Settings):
+    """What ``llm4cov synth``'s flags set: synthesis settings (on the stage preset) and
+    the simulators."""
+
+    synth: SynthConfig = Field(default_factory=SynthConfig)
+    sim: SimSettings = Field(default_factory=SimSettings)
+
+
+SYNTH_FLAGS = (
+    flag("synth.budget.max_sim_calls", "--max-sim-calls", min=0),
+    flag("synth.budget.max_tokens", "--max-tokens", min=0),
+    *common.sim_flags(),
+)
+
+
+ROLE_OPTIONS = {
+    "student": (str, typer.Option(None, "--student", help="Student: 'random' or a model "
+                                  "name.")),
+    "student_base_url": (str, typer.Option(None, "--student-base-url",
+                                           help="OpenAI-compatible endpoint of the student.")),
+    "teacher": (str, typer.Option(None, "--teacher", help="Teacher: 'random' or a model "
+                                  "name.")),
+    "teacher_base_url": (str, typer.Option(None, "--teacher-base-url",
+                                           help="OpenAI-compatible endpoint of the teacher.")),
+}
+
+
+def _makers(ctx: typer.Context, values: dict) -> dict[str, PolicyMaker]:
+    """The policy makers of the roles given (``--student``, ``--teacher``)."""
+    return {who: functools.partial(get_policy, values[who], values[f"{who}_base_url"])
+            for who in ("student", "teacher") if values[who] is not None}
+
+
 @synth_app.callback(invoke_without_command=True)
+@with_options("makers", ROLE_OPTIONS, _makers)
+@with_flags(SynthFlags, *SYNTH_FLAGS)
 def synth(
     ctx: typer.Context,
     stage: int = typer.Option(None, "--stage", help="Paper stage 0, 1 or 2 (its defaults)."),
@@ -73,33 +86,17 @@ def synth(
                                "directory of repo directories."),
     out: Path = typer.Option(None, "--out", file_okay=False,
                              help="Run directory (a rerun resumes it)."),
-    student: str = typer.Option(None, "--student", help="Student: 'random' or a model name."),
-    student_base_url: str = typer.Option(None, "--student-base-url",
-                                         help="OpenAI-compatible endpoint of the student."),
-    teacher: str = typer.Option(None, "--teacher", help="Teacher: 'random' or a model name."),
-    teacher_base_url: str = typer.Option(None, "--teacher-base-url",
-                                         help="OpenAI-compatible endpoint of the teacher."),
     repos_format: RepoFormat = typer.Option(RepoFormat.AUTO, "--repos-format",
                                             help="Format of --repos."),
     benchmarks: list[Path] = typer.Option(None, "--benchmarks", help="Benchmark task JSONL "
                                           "for the contamination filter (repeatable)."),
-    config: Path = CONFIG,
+    config_file: Path = CONFIG,
     overrides: list[str] = SET,
-    max_sim_calls: int = typer.Option(None, "--max-sim-calls", min=0,
-                                      help="Simulator-call budget of the run directory."),
-    max_tokens: int = typer.Option(None, "--max-tokens", min=0,
-                                   help="Token budget (prompt + completion) of the run dir."),
     limit: int = typer.Option(None, "--limit", min=1, help="Only the first N repos."),
-    executor: ExecutorKind = common.EXECUTOR,
-    address: str = common.ADDRESS,
-    workers: int = common.WORKERS,
     quiet: bool = common.QUIET,
-    compile_timeout: float = common.COMPILE_TIMEOUT,
-    run_timeout: float = common.RUN_TIMEOUT,
-    seed: int = common.SEED,
-    fsm: bool = common.FSM,
-    no_cache: bool = common.NO_CACHE,
-    no_sandbox: bool = common.NO_SANDBOX,
+    show: bool = PRINT_CONFIG,
+    makers: dict[str, PolicyMaker] | None = None,
+    flags: dict | None = None,
 ) -> None:
     """Synthesize training data D(k) for paper stage K.
 
@@ -107,8 +104,7 @@ def synth(
     2: self-sampling (student, student). Writes OUT/run.json, samples.jsonl,
     points.jsonl, repos.jsonl; rerunning the same command resumes. Exit code 0 when the
     run finished or a budget stopped it, 1 for a policy failure or lost workers (rerun
-    to resume),
-    2 for bad input, 3 for toolchain problems.
+    to resume), 2 for bad input, 3 for toolchain problems.
 
     \b
     Examples:
@@ -119,33 +115,34 @@ def synth(
     """
     if ctx.invoked_subcommand is not None:
         return
-    if stage is None or repos is None or out is None:
+    if stage is None:
         raise common.fail("give --stage, --repos and --out (or a subcommand: export, config)")
-    budget = {k: v for k, v in (("max_sim_calls", max_sim_calls), ("max_tokens", max_tokens))
-              if v is not None}
-    cfg = resolve(stage_preset(stage), config, overrides or [])
-    cfg = merge(cfg, {"budget": budget}, "budget flags")
-    names = {"student": (student, student_base_url), "teacher": (teacher, teacher_base_url)}
-    policies = {}
-    for role, who in zip((Role.INTERMEDIATE, Role.TRANSITION), cfg.trace_type.roles,
-                         strict=True):
-        model, url = names[who]
-        if model is None:
-            raise common.fail(f"stage {stage} ({cfg.trace_type.value}) needs --{who}")
-        policies[role] = get_policy(model, url)
-    index = (ContaminationIndex.from_task_files(benchmarks, cfg.contamination_threshold)
-             if benchmarks else None)
-    items = islice(iter_repos(repos, repos_format), limit)
-    total = min(count_repos(repos), limit or sys.maxsize)
-    sim = common.sim_config(compile_timeout, run_timeout, seed, fsm, no_cache, no_sandbox)
-    sims = common.open_executor(executor, workers, sim, address)
+    flags = flags or {}
+    cfg = resolve(stage_preset(stage), config_file, overrides or [], flags.get("synth"))
+    sim = validate(SimSettings, flags.get("sim", {}), "flags")
+    if show:
+        print_config({"synth": cfg, "sim": sim})
+        return
+    if repos is None or out is None:
+        raise common.fail("give --stage, --repos and --out (or a subcommand: export, config)")
+    policies = role_policies(cfg.trace_type, makers or {})
+    _run(ctx, out, cfg, policies, sim, RepoSource(repos, repos_format, limit),
+         benchmarks or [], quiet)
+
+
+def _run(ctx: typer.Context, out: Path, cfg: SynthConfig, policies: dict[Role, Policy],
+         sim: SimSettings, source: RepoSource, benchmarks: list[Path], quiet: bool) -> None:
+    """Run (or resume) the synthesis into ``out`` and print what it did."""
+    total = source.count()
+    sims = common.open_executor(sim.executor, sim.workers, sim.sim_config(), sim.address)
     display = common.progress(quiet)
     try:
-        run = SynthRun(out, cfg, policies, sims.simulate, index,
-                       None if quiet else _print_repo, _command_line(ctx, "synth"), display)
+        run = synth_run(out, cfg, policies, sims.simulate, benchmarks,
+                        on_repo=None if quiet else _print_repo,
+                        command=common.command_line(ctx, "synth"), progress=display)
         display.plan(PROGRESS_GROUP, total, min(len(run.repos), total))
         with common.resumable("finished work is saved"), display:
-            outcome = asyncio.run(run.run(items))
+            outcome = asyncio.run(run.run(source.items()))
     finally:
         sims.close()
     summary = run_summary(out)
@@ -158,16 +155,16 @@ def synth(
 
 
 @synth_app.command("export")
+@with_flags(ExportConfig, flag("tokenizer", "--tokenizer"), flag("name", "--name"))
 def export(
     ctx: typer.Context,
     run_dir: Path = typer.Argument(..., help="A synth run directory."),
     out: Path = typer.Option(None, "--out", file_okay=False,
                              help="Export directory (default RUN_DIR/sft)."),
-    config: Path = CONFIG,
+    config_file: Path = CONFIG,
     overrides: list[str] = SET,
-    tokenizer: str = typer.Option(None, "--tokenizer", help="Local tokenizer.json or model "
-                                  "directory for token counts (default: approximate)."),
-    name: str = typer.Option(None, "--name", help="Dataset name for LlamaFactory."),
+    show: bool = PRINT_CONFIG,
+    flags: dict | None = None,
 ) -> None:
     """Export kept data points as SFT chat JSONL (+ LlamaFactory dataset_info.json,
     dataset card README.md, curation.json). Stage-0 runs are rebalanced (1/3 of short
@@ -179,11 +176,12 @@ def export(
         stage = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))["config"]["stage"]
     except (KeyError, TypeError) as exc:
         raise common.fail(f"{run_dir}/run.json: not a synth run record") from exc
-    cfg = resolve(export_preset(stage), config, overrides or [])
-    flags = {k: v for k, v in (("tokenizer", tokenizer), ("name", name)) if v is not None}
-    cfg = merge(cfg, flags, "flags")
+    cfg = resolve(export_preset(stage), config_file, overrides or [], flags)
+    if show:
+        print_config(cfg)
+        return
     result = export_dataset(run_dir, out or run_dir / "sft", cfg,
-                            _command_line(ctx, "synth", "export"))
+                            common.command_line(ctx, "synth", "export"))
     common.console.print(f"{result.samples} samples -> {result.out_dir / 'sft.jsonl'} "
                          f"(card: {result.out_dir / 'README.md'})")
 
@@ -191,14 +189,14 @@ def export(
 @synth_app.command("config")
 def show_config(
     stage: int = typer.Option(..., "--stage", help="Paper stage 0, 1 or 2."),
-    config: Path = CONFIG,
+    config_file: Path = CONFIG,
     overrides: list[str] = SET,
 ) -> None:
     """Print the resolved synthesis and export settings of a stage as YAML.
 
     Example: llm4cov synth config --stage 1 --set selection.strategy=best
     """
-    synth_cfg = resolve(stage_preset(stage), config, overrides or [])
+    synth_cfg = resolve(stage_preset(stage), config_file, overrides or [])
     typer.echo(yaml.safe_dump({"synth": to_mapping(synth_cfg),
                                "export": to_mapping(export_preset(stage))}, sort_keys=False))
 

@@ -10,8 +10,8 @@ from llm4cov.exec.base import (
     ExecutorKind,
     SimExecutor,
     WorkerLost,
-    get_executor,
 )
+from llm4cov.exec.factory import get_executor
 from llm4cov.exec.local import LocalExecutor
 
 __all__ = ["ExecutorError", "ExecutorKind", "LocalExecutor", "SimExecutor", "WorkerLost",

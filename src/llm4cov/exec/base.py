@@ -1,11 +1,12 @@
-"""The executor interface for simulator calls, its errors and the factory."""
+"""The executor interface for simulator calls and its errors (the factory is
+:mod:`llm4cov.exec.factory`)."""
 
 from __future__ import annotations
 
 from enum import StrEnum
 from typing import Protocol, runtime_checkable
 
-from llm4cov.sim.config import SimConfig
+from llm4cov.sim.call import SimCall
 from llm4cov.sim.observation import Observation
 from llm4cov.tasks.model import SourceFile, Task
 
@@ -44,12 +45,23 @@ class SimExecutor(Protocol):
 
     ``calls`` counts the simulator calls submitted so far (the cost unit of the field).
     A worker that dies makes its in-flight calls retry (at most ``DEFAULT_RETRIES``
-    times, then :class:`WorkerLost`); the task and testbench travel with each call, so
-    workers need no filesystem shared with the driver.
+    times, then :class:`WorkerLost`); the :class:`~llm4cov.sim.call.SimCall` travels
+    with each call, so workers need no filesystem shared with the driver. An executor
+    implements :meth:`simulate_call`; subclassing this protocol gives it
+    :meth:`simulate`.
     """
 
     workers: int
     calls: int
+
+    async def simulate_call(self, call: SimCall) -> Observation:
+        """The observation of one simulator call (failures are observations).
+
+        Raises:
+            WorkerLost: the call's worker died on every attempt.
+            ToolchainError: the simulator toolchain is missing on the worker.
+        """
+        ...
 
     async def simulate(
         self,
@@ -59,52 +71,11 @@ class SimExecutor(Protocol):
         aux_files: tuple[SourceFile, ...] = (),
         any_instance: bool = False,
     ) -> Observation:
-        """The observation of one simulator call (failures are observations).
-
-        Raises:
-            WorkerLost: the call's worker died on every attempt.
-            ToolchainError: the simulator toolchain is missing on the worker.
-        """
-        ...
+        """``simulate_call(SimCall(task, testbench, tb_name, aux_files, any_instance))``
+        (same errors)."""
+        return await self.simulate_call(SimCall(task, testbench, tb_name, tuple(aux_files),
+                                                any_instance))
 
     def close(self) -> None:
         """Release workers (idempotent)."""
         ...
-
-
-def get_executor(
-    kind: ExecutorKind | str = ExecutorKind.LOCAL,
-    workers: int | None = None,
-    config: SimConfig | None = None,
-    address: str | None = None,
-) -> SimExecutor:
-    """The executor named ``kind``.
-
-    ``local``: ``workers`` processes (default: usable CPUs). ``ray``: Ray tasks; with
-    ``address`` (``auto`` or ``HOST:PORT``) on a running cluster, otherwise on a local
-    Ray instance of ``workers`` CPUs (see :class:`~llm4cov.exec.ray_executor.RayExecutor`).
-
-    Raises:
-        ExecutorError: unknown ``kind`` (the message lists the valid names),
-            ``address`` with ``local``, Ray not installed, or a cluster not reachable.
-    """
-    try:
-        kind = ExecutorKind(kind)
-    except ValueError:
-        valid = ", ".join(k.value for k in ExecutorKind)
-        raise ExecutorError(f"unknown executor {kind!r}; valid: {valid}") from None
-    if kind is ExecutorKind.LOCAL:
-        if address is not None:
-            raise ExecutorError("--address names a Ray cluster: it needs --executor ray")
-        from llm4cov.exec.local import LocalExecutor
-
-        return LocalExecutor(workers=workers, config=config)
-    try:
-        from llm4cov.exec.ray_executor import RayExecutor
-    except ImportError as exc:
-        raise ExecutorError(f"--executor ray needs the ray extra (pip install "
-                            f"'llm4cov[ray]'): {exc}") from exc
-    try:
-        return RayExecutor(workers=workers, config=config, address=address)
-    except ConnectionError as exc:
-        raise ExecutorError(f"cannot reach the Ray cluster at {address}: {exc}") from exc

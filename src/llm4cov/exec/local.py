@@ -30,10 +30,11 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, TypeVar
 
-from llm4cov.exec.base import DEFAULT_RETRIES, WorkerLost
+from llm4cov.exec.base import DEFAULT_RETRIES, SimExecutor, WorkerLost
+from llm4cov.exec.worker import evaluate
+from llm4cov.sim.call import SimCall
 from llm4cov.sim.config import SimConfig, usable_cpus
 from llm4cov.sim.observation import Observation
-from llm4cov.tasks.model import SourceFile, Task
 from llm4cov.util.procs import child_pids
 
 log = logging.getLogger(__name__)
@@ -42,9 +43,6 @@ T = TypeVar("T")
 PARENT_POLL_S = 0.2
 """How often a worker checks that the pool's owner is alive (seconds)."""
 _KILL_PASSES = 3  # a simulation may start while the first pass runs
-
-_CONFIG: SimConfig | None = None
-_EVALUATOR = None
 
 
 def _kill_children_and_exit(code: int) -> None:
@@ -69,27 +67,15 @@ def _watch_parent(parent: int) -> None:
     _kill_children_and_exit(128 + signal.SIGKILL)
 
 
-def _init_worker(config: SimConfig, parent: int) -> None:
-    global _CONFIG
-    _CONFIG = config
+def _init_worker(parent: int) -> None:
     signal.signal(signal.SIGTERM, _on_sigterm)
     threading.Thread(target=_watch_parent, args=(parent,), name="llm4cov-parent-watch",
                      daemon=True).start()
 
 
-def _evaluate(task: Task, testbench: str, tb_name: str, aux_files, any_instance: bool):
-    global _EVALUATOR
-    if _EVALUATOR is None:  # here, not in the initializer: a ToolchainError is a result
-        from llm4cov.sim.evaluator import Evaluator
-
-        _EVALUATOR = Evaluator(_CONFIG)
-    return _EVALUATOR.evaluate(
-        task, testbench, tb_name=tb_name, aux_files=aux_files, any_instance=any_instance
-    )
-
-
-class LocalExecutor:
-    """``workers`` worker processes, each with its own :class:`Evaluator`.
+class LocalExecutor(SimExecutor):
+    """``workers`` worker processes, each with its own :class:`Evaluator`
+    (:func:`llm4cov.exec.worker.evaluate`).
 
     ``workers`` defaults to the number of usable CPUs. An automatic
     ``SimConfig.build_jobs`` (0) becomes CPUs / workers make jobs per build (at least
@@ -115,7 +101,7 @@ class LocalExecutor:
         if self._pool is None:
             self._pool = ProcessPoolExecutor(
                 max_workers=self.workers, mp_context=multiprocessing.get_context("fork"),
-                initializer=_init_worker, initargs=(self.config, os.getpid()),
+                initializer=_init_worker, initargs=(os.getpid(),),
             )
         return self._pool, self._generation
 
@@ -150,17 +136,9 @@ class LocalExecutor:
                 log.warning("a worker process died; retrying its call (attempt %d of %d)",
                             attempt + 1, self.max_retries + 1)
 
-    async def simulate(
-        self,
-        task: Task,
-        testbench: str,
-        tb_name: str = "tb.sv",
-        aux_files: tuple[SourceFile, ...] = (),
-        any_instance: bool = False,
-    ) -> Observation:
+    async def simulate_call(self, call: SimCall) -> Observation:
         self.calls += 1
-        return await self.run(_evaluate, task, testbench, tb_name, tuple(aux_files),
-                              any_instance)
+        return await self.run(evaluate, self.config, call)
 
     def close(self) -> None:
         if self._pool is not None:

@@ -22,24 +22,14 @@ from typing import Any
 import ray
 from ray import exceptions as ray_errors
 
-from llm4cov.exec.base import DEFAULT_RETRIES, WorkerLost
+from llm4cov.exec.base import DEFAULT_RETRIES, SimExecutor, WorkerLost
+from llm4cov.exec.worker import evaluate
+from llm4cov.sim.call import SimCall
 from llm4cov.sim.config import SimConfig, usable_cpus
 from llm4cov.sim.observation import Observation
-from llm4cov.tasks.model import SourceFile, Task
 
-_EVALUATORS: dict[SimConfig, Any] = {}
 _LOST = (ray_errors.WorkerCrashedError, ray_errors.NodeDiedError,
          ray_errors.OutOfMemoryError, ray_errors.LocalRayletDiedError)
-
-
-def _evaluate(config: SimConfig, task: Task, testbench: str, tb_name: str, aux, any_instance):
-    from llm4cov.sim.evaluator import Evaluator
-
-    if config not in _EVALUATORS:
-        _EVALUATORS[config] = Evaluator(config)
-    return _EVALUATORS[config].evaluate(
-        task, testbench, tb_name=tb_name, aux_files=aux, any_instance=any_instance
-    )
 
 
 def worker_runtime_env() -> dict[str, Any]:
@@ -56,7 +46,7 @@ def worker_runtime_env() -> dict[str, Any]:
     return {"py_modules": [str(Path(llm4cov.__file__).parent)], "pip": reqs}
 
 
-class RayExecutor:
+class RayExecutor(SimExecutor):
     """Simulator calls on a Ray cluster.
 
     ``address``: ``None`` starts a local Ray instance with ``workers`` CPUs (default:
@@ -96,7 +86,7 @@ class RayExecutor:
         self.config = config
         self.max_retries = max_retries
         self.calls = 0
-        self._remote = ray.remote(num_cpus=1, max_retries=max_retries)(_evaluate)
+        self._remote = ray.remote(num_cpus=1, max_retries=max_retries)(evaluate)
         self._gates: tuple[asyncio.AbstractEventLoop, asyncio.Semaphore] | None = None
 
     def _gate(self) -> asyncio.Semaphore:
@@ -106,23 +96,14 @@ class RayExecutor:
             self._gates = (loop, asyncio.Semaphore(self.workers))
         return self._gates[1]
 
-    async def simulate(
-        self,
-        task: Task,
-        testbench: str,
-        tb_name: str = "tb.sv",
-        aux_files: tuple[SourceFile, ...] = (),
-        any_instance: bool = False,
-    ) -> Observation:
+    async def simulate_call(self, call: SimCall) -> Observation:
         self.calls += 1
         async with self._gate():
-            ref = self._remote.remote(
-                self.config, task, testbench, tb_name, tuple(aux_files), any_instance
-            )
+            ref = self._remote.remote(self.config, call)
             try:
                 return await ref
             except _LOST as exc:
-                raise WorkerLost(f"{task.id}: the Ray worker or node died ({exc})",
+                raise WorkerLost(f"{call.task.id}: the Ray worker or node died ({exc})",
                                  self.max_retries + 1) from exc
 
     def close(self) -> None:

@@ -30,6 +30,7 @@ import hashlib
 import json
 import tempfile
 import time
+from collections import Counter
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
@@ -43,7 +44,7 @@ from llm4cov.policies.random_stimulus import Stimulus, random_testbench
 from llm4cov.sim.cache import cache_root
 from llm4cov.sim.config import SimConfig
 from llm4cov.sim.evaluator import Evaluator
-from llm4cov.sim.observation import MetricCoverage, Observation, UncoveredItem, overall_percent
+from llm4cov.sim.observation import Observation, UncoveredItem, overall_without
 from llm4cov.tasks.hdl import Port, compile_order
 from llm4cov.tasks.model import Task
 
@@ -134,15 +135,8 @@ def excluded_overall(obs: Observation, result: FormalResult) -> float:
     unreachable goal removed from its metric's total (one goal = one point)."""
     if not obs.sim_pass or obs.coverage is None:
         return 0.0
-    gone: dict[str, int] = {}
-    for g in result.goals:
-        if g.status == "unreachable":
-            gone[g.metric] = gone.get(g.metric, 0) + 1
-    metrics = {
-        name: MetricCoverage(covered=m.covered, total=max(m.covered, m.total - gone.get(name, 0)))
-        for name, m in obs.coverage.metrics.items()
-    }
-    return overall_percent(metrics)
+    gone = Counter(g.metric for g in result.goals if g.status == "unreachable")
+    return overall_without(obs.coverage.metrics, gone)
 
 
 @dataclass(frozen=True)

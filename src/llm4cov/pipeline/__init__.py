@@ -12,12 +12,12 @@ mode ``naive``, one SFT on the union of the stage datasets (the Fig. 6 baseline)
 
 from llm4cov.pipeline.config import PipelineConfig, PipelineConfigError, load_config
 from llm4cov.pipeline.records import PipelineDirError
-from llm4cov.pipeline.runner import PipelineResult, naive_datasets, run_pipeline
+from llm4cov.pipeline.runner import PipelineResult, PipelineStatus, naive_datasets, run_pipeline
 from llm4cov.pipeline.serving import ServerNotReady, wait_until_served
 from llm4cov.pipeline.steps import PipelineError
 
 __all__ = [
     "PipelineConfig", "PipelineConfigError", "PipelineDirError", "PipelineError",
-    "PipelineResult", "ServerNotReady", "load_config", "naive_datasets", "run_pipeline",
-    "wait_until_served",
+    "PipelineResult", "PipelineStatus", "ServerNotReady", "load_config", "naive_datasets",
+    "run_pipeline", "wait_until_served",
 ]

@@ -6,47 +6,48 @@ synthesis and export settings are synth's stage presets 0, 1 and 2
 training settings are :class:`llm4cov.train.TrainConfig`'s (the paper's SFT recipe).
 The ``synth``, ``export`` and ``train`` mappings override those, for every stage at
 the top level and for one stage under ``stages[k]``; they are checked against the
-target settings when the file is loaded. Unknown keys are errors everywhere.
+target settings when the file is loaded. Unknown keys and wrong types are errors
+everywhere (:mod:`llm4cov.util.settings`, the one config layer). ``sim`` is the
+simulator settings of every synth and bench step (executor, address, workers, ...).
 Relative paths are relative to the current directory, as in every other command.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import Field, model_validator
 
-from llm4cov.bench.config import NOT_IDENTITY, BenchConfig, Mode
+from llm4cov.bench.config import NOT_IDENTITY, BenchConfig, BenchSettings, Mode
+from llm4cov.exec.settings import SimSettings
 from llm4cov.synth.config import (
     STAGES,
-    ConfigError,
     ExportConfig,
     SynthConfig,
     export_preset,
-    merge,
-    read_mapping,
     stage_preset,
-    to_mapping,
 )
 from llm4cov.synth.sources import RepoFormat
+from llm4cov.train.config import REQUIRED as TRAIN_SET_BY_PIPELINE
+from llm4cov.util.settings import (
+    ConfigError,
+    Settings,
+    load,
+    merge,
+    to_mapping,
+)
 
 TINY = "tiny"
-TRAIN_SET_BY_PIPELINE = ("data", "init", "out")
-BENCH_SET_BY_PIPELINE = ("tasks", "model", "base_url", "mode", "workers",
-                         "compile_timeout_s", "run_timeout_s", "sim_seed", "fsm")
 
 
-class PipelineConfigError(ValueError):
+class PipelineConfigError(ConfigError):
     """An unusable pipeline config (the message names the key and the valid ones)."""
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
-
-
-class TinyInit(_Strict):
+class TinyInit(Settings):
     """A tiny random Qwen3 as checkpoint 0 (:mod:`llm4cov.train.tiny`), for CPU smoke runs.
     Built once into ``OUT/init``; the defaults are ``llm4cov train-tiny``'s."""
 
@@ -58,7 +59,7 @@ class TinyInit(_Strict):
     seed: int = 0
 
 
-class Teacher(_Strict):
+class Teacher(Settings):
     """The teacher ``M_teacher``: ``random`` (the built-in baseline), ``local:PATH``, or a
     model name served by an OpenAI-compatible endpoint at ``base_url``."""
 
@@ -66,7 +67,7 @@ class Teacher(_Strict):
     base_url: str | None = None
 
 
-class Student(_Strict):
+class Student(Settings):
     """How checkpoint k is run as the student (synthesis) and as the model under test.
 
     ``local``: loaded in this process with transformers (``local:PATH``). ``vllm``: served
@@ -84,7 +85,7 @@ class Student(_Strict):
     """Seconds between two polls of ``/models``."""
 
     @model_validator(mode="after")
-    def _check(self) -> Student:
+    def _check(self) -> Self:
         if self.serve == "vllm" and not self.base_url:
             raise ValueError("student.serve vllm needs student.base_url (e.g. "
                              "http://localhost:8000/v1)")
@@ -93,7 +94,7 @@ class Student(_Strict):
         return self
 
 
-class StageSpec(_Strict):
+class StageSpec(Settings):
     """One stage ``k``: the synth/export preset and this stage's overrides."""
 
     preset: int | None = None
@@ -108,16 +109,17 @@ class StageSpec(_Strict):
     train: dict[str, Any] = Field(default_factory=dict)
 
 
-class BenchSpec(BaseModel):
+class BenchSpec(BenchSettings):
     """Evaluation of every trained checkpoint with ``llm4cov bench`` on ``tasks``, once
-    per mode. Any other key is a :class:`~llm4cov.bench.config.BenchConfig` setting
-    (``samples``, ``rounds``, ``baselines``, ``max_tokens``, ...); the model, the
-    simulator settings (``sim``) and the mode are set by the pipeline."""
-
-    model_config = ConfigDict(extra="allow", frozen=True, use_attribute_docstrings=True)
+    per mode, with the bench protocol settings (:class:`~llm4cov.bench.config.
+    BenchSettings`: ``samples``, ``rounds``, ``baselines``, ``max_tokens``, ...); the
+    model, the mode and the simulator settings (the pipeline's ``sim``) are set by the
+    pipeline."""
 
     tasks: str
+    """Task JSONL of the benchmark."""
     modes: tuple[Mode, ...] = (Mode.AGENTIC,)
+    """Bench modes, each its own run: agentic, direct."""
     plots: bool = True
     """Write ``report.html`` with plots (matplotlib) for every bench run."""
     checkpoint0: bool = True
@@ -125,56 +127,28 @@ class BenchSpec(BaseModel):
     0, into ``OUT/base/bench/<mode>/``."""
 
     @model_validator(mode="after")
-    def _check(self) -> BenchSpec:
-        known = {f.name for f in fields(BenchConfig)} - set(BENCH_SET_BY_PIPELINE)
-        unknown = sorted(set(self.settings()) - known)
-        if unknown:
-            raise ValueError(f"unknown bench key(s) {', '.join(unknown)}; valid: tasks, "
-                             f"modes, plots, checkpoint0, {', '.join(sorted(known))}")
+    def _valid_modes(self) -> Self:
         if not self.modes:
             raise ValueError("bench.modes must name at least one mode")
-        try:
-            self.config(Mode.AGENTIC, "check")
-        except TypeError as exc:
-            raise ValueError(f"bench: a value has the wrong type ({exc})") from exc
         return self
 
-    def settings(self) -> dict[str, Any]:
-        """The BenchConfig settings given (the keys beyond tasks, modes, plots,
-        checkpoint0)."""
-        return dict(self.model_extra or {})
-
     def config(self, mode: Mode, model: str, base_url: str | None = None,
-               sim: SimSpec | None = None) -> BenchConfig:
-        """The bench run of ``model`` in ``mode``."""
-        values = dict(self.settings())
-        for key in ("baselines", "ids"):
-            if key in values:
-                values[key] = tuple(values[key] or ())
-        sim = sim or SimSpec()
+               sim: SimSettings | None = None) -> BenchConfig:
+        """The bench run of ``model`` in ``mode`` on the simulator settings ``sim``."""
+        protocol = {name: getattr(self, name) for name in BenchSettings.model_fields}
         return BenchConfig(tasks=self.tasks, model=model, base_url=base_url, mode=mode,
-                           workers=sim.workers, compile_timeout_s=sim.compile_timeout_s,
-                           run_timeout_s=sim.run_timeout_s, sim_seed=sim.seed, fsm=sim.fsm,
-                           **values)
+                           sim=sim or SimSettings(), **protocol)
 
     def identity(self) -> dict[str, Any]:
-        return {"tasks": self.tasks, "modes": [m.value for m in self.modes],
-                **{k: v for k, v in self.settings().items() if k not in NOT_IDENTITY}}
+        """The tasks, the modes and the protocol settings given in the file that decide
+        results."""
+        given = (self.model_fields_set & set(BenchSettings.model_fields)) - set(NOT_IDENTITY)
+        settings = to_mapping(self)
+        return {"tasks": self.tasks, "modes": settings["modes"],
+                **{k: v for k, v in settings.items() if k in given}}
 
 
-class SimSpec(_Strict):
-    """Simulator settings of every synthesis and bench step (``SimConfig`` defaults)."""
-
-    workers: int | None = Field(None, ge=1)
-    """Parallel simulations; None = CPU count."""
-    compile_timeout_s: float = Field(300.0, gt=0)
-    run_timeout_s: float = Field(60.0, gt=0)
-    seed: int = 1
-    """Simulator seed (``+verilator+seed``)."""
-    fsm: bool = False
-
-
-class NaiveSpec(_Strict):
+class NaiveSpec(Settings):
     """Mode ``naive`` (paper Fig. 6 baseline): one SFT from ``init`` on the union of
     stage datasets."""
 
@@ -183,7 +157,7 @@ class NaiveSpec(_Strict):
     progressive run in ``out`` (its export steps must be finished)."""
 
 
-class PipelineConfig(_Strict):
+class PipelineConfig(Settings):
     """``llm4cov pipeline --config stages.yaml``: K stages of synthesize -> export ->
     train -> evaluate, or mode ``naive``."""
 
@@ -215,10 +189,12 @@ class PipelineConfig(_Strict):
     "{train_configs}/accelerate_zero3.yaml", --num_processes, "8"]``); ``{train_configs}``
     is the folder of the shipped configs."""
     naive: NaiveSpec = Field(default_factory=NaiveSpec)
-    sim: SimSpec = Field(default_factory=SimSpec)
+    sim: SimSettings = Field(default_factory=SimSettings)
+    """Simulator settings of every synth and bench step (executor, address, workers,
+    timeouts, seed, fsm, cache, sandbox)."""
 
     @model_validator(mode="after")
-    def _check(self) -> PipelineConfig:
+    def _check(self) -> Self:
         if (self.init == TINY) != (self.tiny is not None):
             raise ValueError("init: tiny goes with a tiny: section (and a tiny: section "
                              "with init: tiny)")
@@ -253,7 +229,7 @@ class PipelineConfig(_Strict):
         naive), without data/init/out.
 
         Raises:
-            ValueError: unknown keys or invalid values.
+            ConfigError: unknown keys, wrong types or invalid values (named).
         """
         values = {**self.train, **(self.stages[k].train if k is not None else {})}
         taken = sorted(set(values) & set(TRAIN_SET_BY_PIPELINE))
@@ -262,12 +238,9 @@ class PipelineConfig(_Strict):
                              f"{', '.join(TRAIN_SET_BY_PIPELINE)})")
         from llm4cov.train.config import TrainConfig
 
-        try:
-            checked = TrainConfig.from_mapping(
-                {**values, "data": "-", "init": "-", "out": "-"}, source="train").as_dict()
-        except TypeError as exc:
-            raise ValueError(f"train: a value has the wrong type ({exc}); YAML reads 1e-5 "
-                             "as text, write 1.0e-5") from exc
+        where = f"stages[{k}].train" if k is not None else "train"
+        checked = TrainConfig.from_mapping(
+            {**values, **dict.fromkeys(TRAIN_SET_BY_PIPELINE, "-")}, source=where).as_dict()
         return {k_: v for k_, v in checked.items() if k_ not in TRAIN_SET_BY_PIPELINE}
 
     def stage_identity(self, k: int) -> dict[str, Any]:
@@ -285,7 +258,7 @@ class PipelineConfig(_Strict):
             "benchmarks": list(self.benchmarks), "teacher": self.teacher.model,
             "student": {"serve": self.student.serve, "served_name": self.student.served_name},
             "bench": self.bench.identity() if self.bench else None,
-            "sim": self.sim.model_dump(exclude={"workers"}),
+            "sim": self.sim.identity(),
         }
 
 
@@ -302,58 +275,21 @@ class StagePlan:
     limit: int | None = None
 
 
-def _valid_keys(loc: tuple, model: type[BaseModel] = PipelineConfig) -> list[str]:
-    """The keys valid at the parent of ``loc`` (for unknown-key messages)."""
-    for part in loc[:-1]:
-        if isinstance(part, int):
-            continue
-        field = model.model_fields.get(part)
-        inner = field and _model_in(field.annotation)
-        if inner is None:
-            return []
-        model = inner
-    return sorted(model.model_fields)
-
-
-def _model_in(annotation: Any) -> type[BaseModel] | None:
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return annotation
-    for arg in getattr(annotation, "__args__", ()):
-        found = _model_in(arg)
-        if found is not None:
-            return found
-    return None
-
-
-def _message(exc: ValidationError, source: str) -> str:
-    lines = []
-    for err in exc.errors():
-        msg = err["msg"].removeprefix("Value error, ")
-        if err["type"] == "extra_forbidden":
-            msg = f"unknown key; valid: {', '.join(_valid_keys(err['loc']))}"
-        where = ".".join(str(p) for p in err["loc"])
-        lines.append(f"{where}: {msg}" if where else msg)
-    return f"{source}: " + "; ".join(lines)
-
-
-def load_config(path: Path | str | None = None, **overrides: Any) -> PipelineConfig:
-    """The config of YAML file ``path`` (optional) with top-level ``overrides`` whose
-    value is not None (the CLI flags ``--out``, ``--mode``).
+def load_config(path: Path | str | None = None, overrides: Iterable[str] = (),
+                **values: Any) -> PipelineConfig:
+    """The config of YAML file ``path`` (optional), then ``key.sub=value`` overrides,
+    then ``values`` whose value is not None (the CLI flags ``--out``, ``--mode``, nested
+    ones such as ``sim={"executor": "ray"}``; mappings merge key by key).
 
     Raises:
         PipelineConfigError: unreadable YAML, unknown keys or invalid values.
     """
     try:
-        values = read_mapping(path) if path is not None else {}
+        return load(PipelineConfig, path, overrides,
+                    {k: v for k, v in values.items() if v is not None})
     except ConfigError as exc:
-        raise PipelineConfigError(str(exc)) from exc
-    source = str(path) if path else "config"
-    values.update({k: v for k, v in overrides.items() if v is not None})
-    try:
-        return PipelineConfig.model_validate(values)
-    except ValidationError as exc:
-        raise PipelineConfigError(_message(exc, source)) from None
+        raise PipelineConfigError(str(exc)) from None
 
 
-__all__ = ["BenchSpec", "NaiveSpec", "PipelineConfig", "PipelineConfigError", "SimSpec",
-           "StagePlan", "StageSpec", "Student", "Teacher", "TinyInit", "load_config"]
+__all__ = ["BenchSpec", "NaiveSpec", "PipelineConfig", "PipelineConfigError", "StagePlan",
+           "StageSpec", "Student", "Teacher", "TinyInit", "load_config"]

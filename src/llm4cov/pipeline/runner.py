@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -42,14 +43,25 @@ NAIVE = "naive"
 BASE = "base"
 
 
+class PipelineStatus(StrEnum):
+    """How an invocation ended (its ``status`` in ``run.json``)."""
+
+    FINISHED = "finished"
+    """Every stage done."""
+    STOPPED = "stopped"
+    """A synth or bench budget stopped it; a rerun continues."""
+    ERROR = "error"
+    """An exception ended it (recorded, then raised)."""
+
+
 @dataclass(frozen=True)
 class PipelineResult:
-    """What an invocation left: ``status`` is ``finished`` (every stage done) or
-    ``stopped`` (a synth or bench budget); ``stages`` the finished stage rows;
-    ``invocation`` this invocation's record in ``run.json``."""
+    """What an invocation left: ``status`` is :attr:`PipelineStatus.FINISHED` or
+    :attr:`PipelineStatus.STOPPED`; ``stages`` the finished stage rows; ``invocation``
+    this invocation's record in ``run.json``."""
 
     out: Path
-    status: str
+    status: PipelineStatus
     stages: list[dict[str, Any]]
     invocation: dict[str, Any]
 
@@ -244,7 +256,7 @@ def run_pipeline(config: PipelineConfig, command: str = "",
     run, datasets = open_run(config, command)
     session = Session(config, run, on_event, command or "llm4cov pipeline")
     started, t0 = datetime.now(UTC).isoformat(timespec="seconds"), time.monotonic()
-    status, error = "stopped", None
+    status, error = PipelineStatus.STOPPED, None
     try:
         init_checkpoint(config, on_event)
         if config.mode == NAIVE:
@@ -256,9 +268,9 @@ def run_pipeline(config: PipelineConfig, command: str = "",
                 if rows[-1] is None:
                     break
         if rows and rows[-1] is not None:
-            status = "finished"
+            status = PipelineStatus.FINISHED
     except BaseException as exc:
-        status, error = "error", f"{type(exc).__name__}: {exc}"
+        status, error = PipelineStatus.ERROR, f"{type(exc).__name__}: {exc}"
         raise
     finally:
         session.close()

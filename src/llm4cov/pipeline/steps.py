@@ -1,7 +1,7 @@
 """The steps of one stage, each a thin call into the package that owns it and each
 resumable there: ``synth`` (:class:`~llm4cov.synth.SynthRun`), ``export``
 (:func:`~llm4cov.synth.export_dataset`), ``train`` (:func:`~llm4cov.train.train_stage`,
-or a launcher such as ``accelerate launch``) and ``bench`` (:func:`llm4cov.bench.pipeline.run`).
+or a launcher such as ``accelerate launch``) and ``bench`` (:func:`llm4cov.bench.session.run`).
 
 :class:`Session` holds what one invocation shares: the config, the run directory, the
 simulator executor, the teacher policy, and what the invocation did (steps run,
@@ -15,7 +15,6 @@ import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -66,15 +65,14 @@ class Session:
                                      "wall_s": round(time.monotonic() - started, 1)})
 
     def executor(self) -> SimExecutor:
-        """The simulator pool of this invocation (started on first use)."""
-        if self._executor is None:
-            from llm4cov.exec import get_executor
-            from llm4cov.sim.config import SimConfig
+        """The simulators of this invocation's synth steps (started on first use): the
+        executor, address, workers and evaluator settings of the config's ``sim``.
 
-            sim = self.config.sim
-            self._executor = get_executor("local", workers=sim.workers, config=SimConfig(
-                compile_timeout_s=sim.compile_timeout_s, run_timeout_s=sim.run_timeout_s,
-                seed=sim.seed, fsm_coverage=sim.fsm))
+        Raises:
+            ExecutorError: the executor cannot be set up (Ray missing, no cluster).
+        """
+        if self._executor is None:
+            self._executor = self.config.sim.open_executor()
         return self._executor
 
     def teacher(self) -> Policy:
@@ -102,23 +100,15 @@ def synth_step(session: Session, plan: StagePlan, student: ModelRef, run_dir: Pa
                ) -> dict[str, Any] | None:
     """Synthesize ``D(k)`` into ``run_dir`` (resumes it); None when a synth budget stopped
     it. Counts: repos by status, points by kind and verdict, simulator calls, tokens."""
-    from llm4cov.synth import ContaminationIndex, SynthRun, iter_repos, run_summary
-    from llm4cov.synth.records import Role
+    from llm4cov.synth import run_summary
+    from llm4cov.synth.launch import RepoSource, role_policies, synth_run
 
-    config = session.config
     makers = {"teacher": session.teacher, "student": lambda: session.student(student)}
-    policies: dict[str, Policy] = {}
-    for who in dict.fromkeys(plan.synth.trace_type.roles):
-        policies[who] = makers[who]()
-    int_who, trans_who = plan.synth.trace_type.roles
-    index = (ContaminationIndex.from_task_files(config.benchmarks,
-                                                plan.synth.contamination_threshold)
-             if config.benchmarks else None)
-    items = islice(iter_repos(plan.repos, config.repos_format), plan.limit)
+    policies = role_policies(plan.synth.trace_type, makers)
     executor = session.executor()
-    run = SynthRun(run_dir, plan.synth,
-                   {Role.INTERMEDIATE: policies[int_who], Role.TRANSITION: policies[trans_who]},
-                   executor.simulate, index, command=f"{session.command} (stage {plan.k})")
+    run = synth_run(run_dir, plan.synth, policies, executor.simulate,
+                    session.config.benchmarks, command=f"{session.command} (stage {plan.k})")
+    items = RepoSource(plan.repos, session.config.repos_format, plan.limit).items()
     before = executor.calls
     try:
         outcome = asyncio.run(run.run(items))
@@ -204,7 +194,7 @@ def bench_step(session: Session, model: ModelRef, mode: Mode, run_dir: Path
                ) -> dict[str, Any] | None:
     """Evaluate ``model`` with ``llm4cov bench`` in ``run_dir`` (resumes it); None when a
     bench budget left it incomplete. Headline metrics are percent (0-100)."""
-    from llm4cov.bench.pipeline import RESULTS_FILE, run, select_tasks
+    from llm4cov.bench.session import RESULTS_FILE, run, select_tasks
 
     spec = session.config.bench
     session.ensure_served(model)

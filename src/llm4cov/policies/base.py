@@ -12,11 +12,17 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from llm4cov.tasks.model import Task
+from llm4cov.util.settings import STRICT
 
 
 @dataclass(frozen=True)
 class SamplingParams:
-    """Sampling parameters (paper defaults for the Qwen family: T=0.7, top-p=0.8)."""
+    """Sampling parameters (paper defaults for the Qwen family: T=0.7, top-p=0.8).
+
+    A frozen dataclass (hashable, used as a key to batch requests); inside settings
+    models it validates like one (unknown keys and wrong types are errors)."""
+
+    __pydantic_config__ = STRICT
 
     temperature: float = 0.7
     top_p: float = 0.8
@@ -43,7 +49,11 @@ class GenerationRequest:
 
 @dataclass(frozen=True)
 class Generation:
-    """A policy's answer: raw text plus accounting (tokens, seconds)."""
+    """A policy's answer: raw text plus accounting (tokens, seconds).
+
+    ``annotations``: facts a tool policy reports about its answer, kept with the round
+    (e.g. the ``formal`` policy's verdicts under ``"formal"``); empty for a model.
+    """
 
     text: str
     model: str
@@ -51,6 +61,7 @@ class Generation:
     completion_tokens: int = 0
     finish_reason: str = "stop"
     latency_s: float = 0.0
+    annotations: dict[str, Any] = field(default_factory=dict)
 
 
 class PolicyError(RuntimeError):

@@ -44,6 +44,20 @@ def feedback_items(text: str) -> list[UncoveredItem]:
     return items
 
 
+def verdicts(result) -> dict[str, Any]:
+    """The annotation of one analysis (:class:`llm4cov.formal.closure.FormalResult`):
+    counts of goals ``reached``/``unreachable``/``unknown`` and every proven-unreachable
+    item (``file``, ``line``, ``kind``, ``item``, ``goal``, ``metric``), which the bench
+    lists and leaves out of the separate "unreachable excluded" figure."""
+    return {
+        **{status: result.count(status) for status in ("reached", "unreachable", "unknown")},
+        "unreachable_items": [
+            {"file": g.item.file, "line": g.item.line, "kind": g.item.kind,
+             "item": g.item.detail, "goal": g.what, "metric": g.metric}
+            for g in result.goals if g.status == "unreachable"],
+    }
+
+
 def current_testbench(text: str) -> str | None:
     """The testbench shown under ``## Current testbench``, or None in the first round."""
     m = _CURRENT.search(text)
@@ -91,7 +105,7 @@ class FormalPolicy:
             return Generation(text=first.text, model=self.name, latency_s=first.latency_s)
         items = self._new_items(request.task, feedback_items(text))
         note = "// llm4cov formal: no new holes in the feedback\n"
-        answer = tb
+        answer, annotations = tb, {}
         if items:
             seed = request.seed if request.seed is not None else (request.params.seed or 0)
             try:
@@ -108,8 +122,9 @@ class FormalPolicy:
             note = (f"// llm4cov formal: {result.count('reached')} reached, "
                     f"{result.count('unreachable')} proven unreachable, "
                     f"{result.count('unknown')} unknown of {len(result.goals)} goals ({how})\n")
+            annotations = {"formal": verdicts(result)}
         return Generation(text=f"```systemverilog\n{note}{answer}```\n", model=self.name,
-                          latency_s=time.monotonic() - start)
+                          latency_s=time.monotonic() - start, annotations=annotations)
 
     def describe(self) -> dict[str, Any]:
         return {"model": self.name, "length": self.random.length,

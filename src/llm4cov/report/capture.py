@@ -160,10 +160,10 @@ def _capture_in(root: Path, task: Task, testbench: str, config: SimConfig,
 
 def read_coverage(work: Path, out_dir: Path | None, result: Capture) -> None:
     """Fill ``result.points`` from the run's own coverage file in the kept work dir
-    ``work`` (the evaluator's ``KEPT_COVERAGE``; never another ``*.dat`` the testbench
+    ``work`` (the Verilator backend's ``KEPT_COVERAGE``; never another ``*.dat`` the testbench
     wrote) and copy it to ``out_dir``. A file that is not regular, or over
     ``COVERAGE_MAX_BYTES``, is not read (a note says so when over)."""
-    from llm4cov.sim.evaluator import COVERAGE_MAX_BYTES, KEPT_COVERAGE
+    from llm4cov.sim.backends.verilator import COVERAGE_MAX_BYTES, KEPT_COVERAGE
 
     dat = work / KEPT_COVERAGE
     size = _regular_size(dat)

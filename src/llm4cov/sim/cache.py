@@ -96,12 +96,15 @@ def limit_bytes(env_var: str, default: int) -> int:
 
 @functools.cache
 def sources_digest() -> str:
-    """Hash of the evaluator's own source files (a code change invalidates the cache)."""
+    """Hash of the evaluator's own source files, its backends' included (a code change
+    invalidates the cache)."""
     digest = hashlib.sha256()
-    sim = sorted(p for p in (_PACKAGE / "sim").iterdir() if p.suffix in (".py", ".cpp", ".h"))
-    files = [*sim, _PACKAGE / "tasks" / "hdl.py"]
-    for path in files:
-        digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    root = _PACKAGE / "sim"
+    sim = sorted(p for p in root.rglob("*") if p.suffix in (".py", ".cpp", ".h"))
+    files = [(p.relative_to(root).as_posix(), p) for p in sim]
+    files.append(("hdl.py", _PACKAGE / "tasks" / "hdl.py"))
+    for name, path in files:
+        digest.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()
 
 

@@ -83,6 +83,16 @@ def overall_percent(metrics: dict[str, MetricCoverage]) -> float:
     return sum(pcts) / len(pcts) if pcts else 0.0
 
 
+def overall_without(metrics: dict[str, MetricCoverage], removed: dict[str, int]) -> float:
+    """:func:`overall_percent` (percent) with ``removed[metric]`` uncovered points left out
+    of that metric's total (proven-unreachable points: a separate figure beside the
+    headline, never the headline itself; a total never drops below the covered count)."""
+    return overall_percent({
+        name: MetricCoverage(covered=m.covered,
+                             total=max(m.covered, m.total - removed.get(name, 0)))
+        for name, m in metrics.items()})
+
+
 class CoverageReport(BaseModel):
     """Coverage of the DUT instance and its subtree.
 

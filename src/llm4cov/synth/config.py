@@ -1,34 +1,35 @@
-"""Settings of ``llm4cov synth`` and ``llm4cov synth export``: one dataclass per command.
+"""Settings of ``llm4cov synth`` and ``llm4cov synth export``: one model per command, on
+the shared config layer (:mod:`llm4cov.util.settings`).
 
 Defaults are the paper's values (``../shared/docs/paper.md``, "Learning offline" and
 "Stages"); where the paper is silent the field's docstring says so and what we chose.
-Precedence: dataclass defaults < the stage preset (:func:`stage_preset`) < a YAML file
-< ``--set key.sub=value`` overrides. Unknown keys are errors that list the valid ones.
+Precedence: model defaults < the stage preset (:func:`stage_preset`) < a YAML file
+< ``--set key.sub=value`` overrides < flags. Unknown keys are errors that list the valid
+ones.
 Units: ``Cov`` values and margins on them are fractions (0-1); anything named
 ``*_percent`` is percent (0-100).
 """
 
 from __future__ import annotations
 
-import dataclasses
-import types
-import typing
-from dataclasses import dataclass, field
 from enum import StrEnum
-from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Self
 
-import yaml
+from pydantic import Field, model_validator
 
 from llm4cov.policies.base import SamplingParams
+from llm4cov.util.settings import (
+    ConfigError,
+    Settings,
+    merge,
+    read_mapping,
+    resolve,
+    to_mapping,
+)
 
 STAGES = (0, 1, 2)
 STRATEGIES = ("worst", "best", "median", "uniform")
 FAILURE_STATUSES = ("compile_error", "runtime_error", "timeout", "no_coverage", "rejected")
-
-
-class ConfigError(ValueError):
-    """An invalid setting: unknown key, wrong type or out-of-range value."""
 
 
 class TraceType(StrEnum):
@@ -48,8 +49,7 @@ class TraceType(StrEnum):
         }[self]
 
 
-@dataclass(frozen=True)
-class SelectionConfig:
+class SelectionConfig(Settings):
     """Which sampled intermediate states get transitions (paper, worst-state-prioritized
     synthesis and its Fig. 5 ablation)."""
 
@@ -73,7 +73,8 @@ class SelectionConfig:
     """Ablation baselines only: states per repo; None = as many as ``worst`` selects on
     the same candidates (ours: the paper says only "equal budgets")."""
 
-    def __post_init__(self) -> None:
+    @model_validator(mode="after")
+    def _valid(self) -> Self:
         _check(self.strategy in STRATEGIES, f"strategy must be one of {', '.join(STRATEGIES)}")
         _check(self.candidates >= 1, "candidates must be >= 1")
         _check(self.max_states >= 1, "max_states must be >= 1")
@@ -83,10 +84,10 @@ class SelectionConfig:
         unknown = set(self.failure_priority) - set(FAILURE_STATUSES)
         _check(not unknown, f"failure_priority: unknown status {sorted(unknown)}; "
                             f"valid: {', '.join(FAILURE_STATUSES)}")
+        return self
 
 
-@dataclass(frozen=True)
-class RejectionConfig:
+class RejectionConfig(Settings):
     """Coverage-guided rejection (paper, "Coverage-guided rejection")."""
 
     tau_delta: float = 0.01
@@ -95,13 +96,14 @@ class RejectionConfig:
     min_overall_percent: float = 0.0
     """Also require ``Cov(o_{t+1})`` >= this (percent; paper, Stage 0: 50)."""
 
-    def __post_init__(self) -> None:
+    @model_validator(mode="after")
+    def _valid(self) -> Self:
         _check(0 <= self.tau_delta <= 1, "tau_delta is a fraction in [0, 1]")
         _check(0 <= self.min_overall_percent <= 100, "min_overall_percent is in [0, 100]")
+        return self
 
 
-@dataclass(frozen=True)
-class BudgetConfig:
+class BudgetConfig(Settings):
     """Limits of one run directory (earlier invocations included); None = no limit.
 
     ``max_sim_calls`` is never exceeded: a repo starts only when its worst-case number
@@ -112,14 +114,15 @@ class BudgetConfig:
     max_sim_calls: int | None = None
     max_tokens: int | None = None
 
-    def __post_init__(self) -> None:
+    @model_validator(mode="after")
+    def _valid(self) -> Self:
         for name in ("max_sim_calls", "max_tokens"):
             value = getattr(self, name)
             _check(value is None or value >= 0, f"{name} must be >= 0 or null")
+        return self
 
 
-@dataclass(frozen=True)
-class SynthConfig:
+class SynthConfig(Settings):
     """One synthesis run ``D(k)`` (paper, "Stages")."""
 
     stage: int = 0
@@ -132,14 +135,14 @@ class SynthConfig:
     transitions: int = 3
     """M: transitions sampled with ``M_trans`` from each selected state (paper silent;
     3 gives about the 6 teacher points per repo of Stage 1)."""
-    selection: SelectionConfig = field(default_factory=SelectionConfig)
-    rejection: RejectionConfig = field(default_factory=RejectionConfig)
-    budget: BudgetConfig = field(default_factory=BudgetConfig)
+    selection: SelectionConfig = Field(default_factory=SelectionConfig)
+    rejection: RejectionConfig = Field(default_factory=RejectionConfig)
+    budget: BudgetConfig = Field(default_factory=BudgetConfig)
     syntax_rules: bool = False
     """Add the expert SystemVerilog rules to generation prompts (paper: Stage 0); they
     are never stored in samples or exported."""
-    int_sampling: SamplingParams = field(default_factory=SamplingParams)
-    trans_sampling: SamplingParams = field(default_factory=SamplingParams)
+    int_sampling: SamplingParams = Field(default_factory=SamplingParams)
+    trans_sampling: SamplingParams = Field(default_factory=SamplingParams)
     screen_compile: bool = True
     """Simulate the ``random`` policy's testbench once per repo first and drop repos that
     do not compile under the evaluator or have no coverage points (ours)."""
@@ -151,13 +154,14 @@ class SynthConfig:
     concurrency: int = 4
     """Repos in flight at once (simulations are limited by the executor's workers)."""
 
-    def __post_init__(self) -> None:
+    @model_validator(mode="after")
+    def _valid(self) -> Self:
         _check(self.stage in STAGES, f"stage must be one of {STAGES}")
-        object.__setattr__(self, "trace_type", TraceType(self.trace_type))
         _check(self.transitions >= 1, "transitions must be >= 1")
         _check(self.concurrency >= 1, "concurrency must be >= 1")
         _check(0 < self.contamination_threshold <= 1,
                "contamination_threshold is a fraction in (0, 1]")
+        return self
 
     def identity(self) -> dict[str, Any]:
         """Fields that decide the data; a run directory refuses a resume when they differ
@@ -168,8 +172,7 @@ class SynthConfig:
         return values
 
 
-@dataclass(frozen=True)
-class RebalanceConfig:
+class RebalanceConfig(Settings):
     """Stage-0 rebalancing of short-context points (paper, "Stages": keep 1/3 of short
     direct-inference points and 1/2 of short agentic points)."""
 
@@ -181,22 +184,24 @@ class RebalanceConfig:
     seed: int = 42
     """Seed of the deterministic subsampling."""
 
-    def __post_init__(self) -> None:
+    @model_validator(mode="after")
+    def _valid(self) -> Self:
         _check(self.short_tokens >= 0, "short_tokens must be >= 0")
         for name in ("short_direct_keep", "short_agentic_keep"):
             _check(0 <= getattr(self, name) <= 1, f"{name} is a fraction in [0, 1]")
+        return self
 
 
-@dataclass(frozen=True)
-class ExportConfig:
+class ExportConfig(Settings):
     """``llm4cov synth export``: curation and the SFT dataset's name."""
 
     name: str = ""
-    """Dataset name in LlamaFactory's ``dataset_info.json``; empty = ``llm4cov_stage<k>``."""
+    """Dataset name in LlamaFactory's ``dataset_info.json``; empty = ``llm4cov_stage<k>``
+    (the stage presets set it)."""
     tokenizer: str | None = None
     """Local tokenizer (a ``tokenizer.json`` file or a model directory) for token counts;
     None = the approximate counter (:mod:`llm4cov.synth.tokens`)."""
-    rebalance: RebalanceConfig = field(default_factory=RebalanceConfig)
+    rebalance: RebalanceConfig = Field(default_factory=RebalanceConfig)
 
 
 _STAGE_PRESETS: dict[int, dict[str, Any]] = {
@@ -241,123 +246,12 @@ def export_preset(stage: int) -> ExportConfig:
     return merge(ExportConfig(name=f"llm4cov_stage{stage}"), _EXPORT_PRESETS[stage])
 
 
-C = TypeVar("C")
-
-
-def resolve(base: C, yaml_path: Path | str | None = None, overrides: list[str] = ()) -> C:
-    """``base`` updated by a YAML file and then by ``key.sub=value`` overrides (values
-    parsed as YAML scalars).
-
-    Raises:
-        ConfigError: unreadable YAML, unknown key, wrong type or invalid value.
-    """
-    config = base
-    if yaml_path is not None:
-        config = merge(config, read_mapping(yaml_path), str(yaml_path))
-    for item in overrides:
-        key, sep, raw = item.partition("=")
-        if not sep or not key.strip():
-            raise ConfigError(f"override {item!r}: expected key=value, "
-                              "e.g. selection.candidates=8")
-        nested: dict[str, Any] = {}
-        node = nested
-        *parents, leaf = key.strip().split(".")
-        for part in parents:
-            node = node.setdefault(part, {})
-        node[leaf] = yaml.safe_load(raw) if raw.strip() else None
-        config = merge(config, nested, f"--set {item}")
-    return config
-
-
-def read_mapping(path: Path | str) -> dict[str, Any]:
-    """The mapping of settings in YAML file ``path`` (an empty file is ``{}``).
-
-    Raises:
-        ConfigError: unreadable file, invalid YAML, or not a mapping.
-    """
-    try:
-        loaded = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
-    except (OSError, yaml.YAMLError) as exc:
-        raise ConfigError(f"{path}: {exc}") from exc
-    if not isinstance(loaded, dict):
-        raise ConfigError(f"{path}: expected a mapping of settings")
-    return loaded
-
-
-def merge(config: C, values: dict[str, Any], source: str = "config") -> C:
-    """A copy of dataclass ``config`` with ``values`` applied (nested dataclasses take
-    nested mappings).
-
-    Raises:
-        ConfigError: unknown key (the message lists the valid ones), wrong type, or a
-            value the dataclass rejects.
-    """
-    hints = typing.get_type_hints(type(config))
-    known = {f.name for f in dataclasses.fields(config)}
-    unknown = sorted(set(values) - known)
-    if unknown:
-        raise ConfigError(f"{source}: unknown key(s) {', '.join(unknown)} in "
-                          f"{type(config).__name__}; valid: {', '.join(sorted(known))}")
-    changes: dict[str, Any] = {}
-    for name, value in values.items():
-        current = getattr(config, name)
-        if dataclasses.is_dataclass(current):
-            if not isinstance(value, dict):
-                raise ConfigError(f"{source}: {name} must be a mapping")
-            changes[name] = merge(current, value, f"{source}: {name}")
-        else:
-            changes[name] = _coerce(value, hints[name], f"{source}: {name}")
-    try:
-        return dataclasses.replace(config, **changes)
-    except (ValueError, TypeError) as exc:
-        raise ConfigError(f"{source}: {exc}") from exc
-
-
-def to_mapping(config: Any) -> dict[str, Any]:
-    """Plain JSON/YAML-friendly form of a config dataclass (tuples as lists, enums as
-    their values)."""
-
-    def plain(value: Any) -> Any:
-        if isinstance(value, StrEnum):
-            return value.value
-        if isinstance(value, tuple | list):
-            return [plain(v) for v in value]
-        if isinstance(value, dict):
-            return {k: plain(v) for k, v in value.items()}
-        return value
-
-    return plain(dataclasses.asdict(config))
-
-
-def _coerce(value: Any, hint: Any, where: str) -> Any:
-    """``value`` checked against the annotation ``hint`` (int, float, bool, str, enums,
-    ``X | None`` and ``tuple[str, ...]``)."""
-    args = typing.get_args(hint)
-    if typing.get_origin(hint) in (typing.Union, types.UnionType):
-        if value is None and type(None) in args:
-            return None
-        (inner,) = [a for a in args if a is not type(None)]
-        return _coerce(value, inner, where)
-    if typing.get_origin(hint) is tuple:
-        if not isinstance(value, list | tuple):
-            raise ConfigError(f"{where}: expected a list, got {value!r}")
-        return tuple(_coerce(v, args[0], where) for v in value)
-    if hint is bool:
-        ok = isinstance(value, bool)
-    elif hint is int:
-        ok = isinstance(value, int) and not isinstance(value, bool)
-    elif hint is float:
-        ok = isinstance(value, int | float) and not isinstance(value, bool)
-        value = float(value) if ok else value
-    elif isinstance(hint, type) and issubclass(hint, StrEnum):
-        ok = value in {m.value for m in hint}
-    else:
-        ok = isinstance(value, hint)
-    if not ok:
-        raise ConfigError(f"{where}: {value!r} is not a valid {getattr(hint, '__name__', hint)}")
-    return value
-
-
 def _check(condition: bool, message: str) -> None:
     if not condition:
         raise ConfigError(message)
+
+
+__all__ = ["FAILURE_STATUSES", "STAGES", "STRATEGIES", "BudgetConfig", "ConfigError",
+           "ExportConfig", "RebalanceConfig", "RejectionConfig", "SelectionConfig",
+           "SynthConfig", "TraceType", "export_preset", "merge", "read_mapping", "resolve",
+           "stage_preset", "to_mapping"]

@@ -26,16 +26,16 @@ import hashlib
 import json
 import logging
 from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from llm4cov.agent.loop import no_testbench_observation
 from llm4cov.agent.prompt import syntax_rules
 from llm4cov.agent.response import extract_testbench
-from llm4cov.bench.progress import NullProgress, ProgressSink
 from llm4cov.policies.base import GenerationRequest, Policy, SamplingParams, agenerate
 from llm4cov.policies.random_stimulus import random_testbench
+from llm4cov.sim.call import Simulate
 from llm4cov.sim.observation import Observation, Status
 from llm4cov.synth.chat import state_messages
 from llm4cov.synth.config import SynthConfig, to_mapping
@@ -56,15 +56,16 @@ from llm4cov.synth.records import (
     Verdict,
 )
 from llm4cov.synth.rejection import coverage_gain, judge_transitions
-from llm4cov.synth.selection import select_states
+from llm4cov.synth.selection import max_selected_states, select_states
 from llm4cov.synth.sources import RepoItem
 from llm4cov.tasks.model import Task
 from llm4cov.util.aio import bounded_map
+from llm4cov.util.budget import Budget
 from llm4cov.util.jsonl import ResultLog, iter_jsonl
+from llm4cov.util.progress import NullProgress, ProgressSink
 
 log = logging.getLogger(__name__)
 
-Simulate = Callable[[Task, str], Awaitable[Observation]]
 PROBE_MODEL = "random"
 PROBE_SKIPS = (Status.COMPILE_ERROR, Status.NO_COVERAGE, Status.REJECTED, Status.TOOL_ERROR)
 """Probe statuses that skip a repo (``tool_error``: the simulator cannot handle the
@@ -93,41 +94,6 @@ async def gather_all(coros: Iterable[Awaitable[SampleRow]]) -> list[SampleRow]:
 
 
 @dataclass
-class Spent:
-    """Simulator calls and policy tokens (prompt + completion) spent by the run dir."""
-
-    sim_calls: int = 0
-    tokens: int = 0
-
-
-@dataclass
-class Budget:
-    """Admission control for :class:`BudgetConfig` limits (see its docstring)."""
-
-    max_sim_calls: int | None
-    max_tokens: int | None
-    spent: Spent = field(default_factory=Spent)
-    reserved: int = 0
-
-    def try_reserve(self, sim_calls: int) -> bool:
-        """Reserve ``sim_calls`` if they fit and the token budget is not used up."""
-        if self.max_tokens is not None and self.spent.tokens >= self.max_tokens:
-            return False
-        total = self.spent.sim_calls + self.reserved + sim_calls
-        if self.max_sim_calls is not None and total > self.max_sim_calls:
-            return False
-        self.reserved += sim_calls
-        return True
-
-    def release(self, sim_calls: int) -> None:
-        self.reserved -= sim_calls
-
-    def charge(self, sim_calls: int, tokens: int) -> None:
-        self.spent.sim_calls += sim_calls
-        self.spent.tokens += tokens
-
-
-@dataclass
 class RunOutcome:
     """What one invocation did: repos finished or skipped now, repos finished by an
     earlier invocation, and whether a budget stopped it before the source ran out."""
@@ -136,7 +102,6 @@ class RunOutcome:
     skipped: int = 0
     already: int = 0
     budget_stopped: bool = False
-    spent: Spent = field(default_factory=Spent)
 
 
 class SynthRun:
@@ -176,7 +141,8 @@ class SynthRun:
         self.points = ResultLog(self.out / "points.jsonl", POINT_KEY)
         self.repos = ResultLog(self.out / "repos.jsonl", REPO_KEY)
         self.rules = syntax_rules() if config.syntax_rules else None
-        self.budget = Budget(config.budget.max_sim_calls, config.budget.max_tokens)
+        self.budget = Budget(max_sim_calls=config.budget.max_sim_calls,
+                             max_tokens=config.budget.max_tokens)
         self._cached: dict[tuple, SampleRow] = {}
         for raw in iter_jsonl(self.samples.path):
             row = SampleRow.model_validate(raw)
@@ -205,8 +171,7 @@ class SynthRun:
     def worst_case_calls(self) -> int:
         """Most simulator calls one repo can take: probe + K + states x M."""
         sel = self.config.selection
-        states = min(sel.max_states, 3) if sel.strategy == "worst" else (
-            sel.states_per_repo or min(sel.max_states, 3))
+        states = max_selected_states(sel)
         probe = 1 if self.config.screen_compile else 0
         return probe + sel.candidates + min(states, sel.candidates) * self.config.transitions
 
@@ -218,7 +183,7 @@ class SynthRun:
             PolicyError, ToolchainError, WorkerLost: infrastructure failures (after the
                 repos in flight finish); rows written so far stay and a rerun resumes.
         """
-        outcome = RunOutcome(spent=self.budget.spent)
+        outcome = RunOutcome()
 
         async def one(item: RepoItem) -> None:
             if (item.repo_id,) in self.repos:

@@ -26,6 +26,23 @@ from dataclasses import dataclass
 from llm4cov.sim.observation import Observation
 from llm4cov.synth.config import SelectionConfig
 
+WORST_RULE_STATES = 3
+"""The most states the worst-state rule can select per repo: one failed state, the
+worst successful one and the median one (paper, "Worst-state-prioritized synthesis":
+"in practice up to three states per repo"; docs/synth.md, "Worst-state-prioritized
+selection")."""
+
+
+def max_selected_states(config: SelectionConfig) -> int:
+    """The most states one repo can have selected under ``config``: the worst rule
+    picks at most :data:`WORST_RULE_STATES` and at most ``max_states``; an ablation
+    strategy picks as many as the worst rule would, or ``states_per_repo`` when set
+    (docs/synth.md, "Ablation selectors and budget matching")."""
+    worst = min(config.max_states, WORST_RULE_STATES)
+    if config.strategy == "worst":
+        return worst
+    return config.states_per_repo or worst
+
 
 @dataclass(frozen=True)
 class Selected:

@@ -17,21 +17,20 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from llm4cov.bench.budget import Budget
 from llm4cov.bench.config import ArmKind, BenchConfig
 from llm4cov.bench.metrics import Estimator
 from llm4cov.bench.plan import load_plan, make_plan, open_plan, save_plan
-from llm4cov.bench.progress import ProgressSink
 from llm4cov.bench.report import html_report, markdown
-from llm4cov.bench.rows import ROW_KEY
+from llm4cov.bench.rows import ROW_KEY, charge_prior
 from llm4cov.bench.runner import run_bench
 from llm4cov.bench.score import score
-from llm4cov.exec.base import get_executor
 from llm4cov.policies import Policy, get_policy
 from llm4cov.sim.toolchain import find_toolchain
 from llm4cov.tasks.cvdp import load_any_tasks
 from llm4cov.tasks.model import Task, TaskError
+from llm4cov.util.budget import Budget
 from llm4cov.util.jsonl import ResultLog, iter_jsonl
+from llm4cov.util.progress import ProgressSink
 
 RESULTS_FILE = "results.jsonl"
 
@@ -104,7 +103,7 @@ def run(
     """Run or resume the bench of ``config`` on ``tasks`` (see :func:`select_tasks`) in
     ``run_dir``, then write the reports.
 
-    Simulations run on ``config.executor`` (local process pool or Ray). The invocation
+    Simulations run on ``config.sim.executor`` (local process pool or Ray). The invocation
     (start, wall seconds, new rows, simulator calls, executor, budget) is recorded in
     ``run.json`` even when the run stops on an error or an interrupt; the reports are
     written then too.
@@ -120,10 +119,9 @@ def run(
     plan = open_plan(run_dir, make_plan(config, tasks, simulator))
     log = ResultLog(run_dir / RESULTS_FILE, ROW_KEY)
     budget = Budget(config.max_samples, config.max_sim_calls, config.max_total_tokens)
-    budget.spend_prior(log.rows())
+    charge_prior(budget, log.rows())
     rows_before = len(log)
-    executor = get_executor(config.executor, workers=config.workers,
-                            config=config.sim_config(), address=config.address)
+    executor = config.sim.open_executor()
     started, t0 = datetime.now(UTC).isoformat(timespec="seconds"), time.monotonic()
     error = None
     try:
@@ -137,7 +135,7 @@ def run(
         plan.invocations.append({
             "started": started, "wall_s": round(time.monotonic() - t0, 1),
             "new_rows": len(log) - rows_before, "sim_calls": executor.calls,
-            "executor": config.executor.value, "workers": executor.workers,
+            "executor": config.sim.executor.value, "workers": executor.workers,
             "max_concurrency": config.max_concurrency, "budget": budget.as_dict(),
             "error": error,
         })

@@ -1,0 +1,93 @@
+"""Results table and loss plot of a `llm4cov pipeline` run directory (progressive + naive).
+
+Usage: python docs/results/learning_table.py RUN_DIR [LOSS_PNG]
+
+Rows: checkpoint 0 (``base``), checkpoint k+1 of every stage, ``naive``, each in every
+bench mode found, plus the bench baselines (``random``, ``reference``) of the first bench;
+columns are the bench's own headline metrics (percent; 1 sample per task, so pass@1 =
+Cov Pass), tasks scored, tasks whose prompt exceeded the model's context, generated tokens
+and the bench's model seconds. With LOSS_PNG, the training loss per optimizer step of
+every trained checkpoint is plotted there (matplotlib).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+
+def _rows(path: Path):
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def _benches(run: Path) -> list[tuple[str, Path]]:
+    """(checkpoint label, bench run dir) in loop order."""
+    out = [("ckpt 0 (base)", run / "base")]
+    k = 0
+    while (run / f"stage{k}").is_dir():
+        out.append((f"ckpt {k + 1} (stage {k} SFT)", run / f"stage{k}"))
+        k += 1
+    out.append(("naive (union, one SFT)", run / "naive"))
+    return out
+
+
+def table(run: Path) -> str:
+    lines = ["| checkpoint | mode | tasks | Sim Pass | Cov Pass = pass@1 | Avg Cov | "
+             "context exceeded | generated tokens | model s |", "|" + "---|" * 9]
+    baselines: dict[str, dict] = {}
+    for label, root in _benches(run):
+        for mode_dir in sorted((root / "bench").glob("*")) if (root / "bench").is_dir() else []:
+            summary_file = mode_dir / "summary.json"
+            if not summary_file.is_file():
+                lines.append(f"| {label} | {mode_dir.name} | not finished | | | | | | |")
+                continue
+            summary = json.loads(summary_file.read_text())
+            rows = _rows(mode_dir / "results.jsonl")
+            for name, arm in summary["arms"].items():
+                if name in ("random", "reference"):
+                    baselines.setdefault(f"{name} | {mode_dir.name}", arm)
+                    continue
+                h = arm["headline"] or {}
+                mine = [r for r in rows if r["arm"] == name]
+                exceeded = {r["task_id"] for r in mine if r["prompt_tokens"] and
+                            not r["completion_tokens"] and r["response"] == ""}
+                lines.append(
+                    f"| {label} | {mode_dir.name} | {arm['tasks_scored']}/{arm['tasks_planned']} "
+                    f"| {h.get('sim_pass', 0):.1f} | {h.get('cov_pass', 0):.1f} "
+                    f"| {h.get('avg_cov', 0):.1f} | {len(exceeded)} "
+                    f"| {sum(r['completion_tokens'] for r in mine)} "
+                    f"| {sum(r['gen_s'] for r in mine):.0f} |")
+    for key, arm in baselines.items():
+        h = arm["headline"] or {}
+        lines.append(f"| {key} | {arm['tasks_scored']}/{arm['tasks_planned']} "
+                     f"| {h.get('sim_pass', 0):.1f} | {h.get('cov_pass', 0):.1f} "
+                     f"| {h.get('avg_cov', 0):.1f} | - | - | - |")
+    return "\n".join(lines)
+
+
+def plot(run: Path, png: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.5, 3.5))
+    for label, root in _benches(run)[1:]:
+        report = root / "checkpoint" / "train_report.json"
+        if report.is_file():
+            losses = json.loads(report.read_text())["losses"]
+            ax.plot([r["step"] for r in losses], [r["loss"] for r in losses], ".-", label=label)
+    ax.set_xlabel("optimizer step")
+    ax.set_ylabel("train loss (testbench tokens)")
+    ax.set_title(f"SFT on CPU: {run}")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(png, dpi=100)
+
+
+if __name__ == "__main__":
+    run_dir = Path(sys.argv[1])
+    print(table(run_dir))
+    if len(sys.argv) > 2:
+        plot(run_dir, Path(sys.argv[2]))

@@ -1,0 +1,35 @@
+"""The worker side of every executor: one :class:`SimCall` through a per-process
+:class:`~llm4cov.sim.evaluator.Evaluator`.
+
+The local process pool and Ray both run :func:`evaluate`, so a call is cached and
+observed the same way wherever it runs.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from llm4cov.sim.call import SimCall
+from llm4cov.sim.config import SimConfig
+from llm4cov.sim.observation import Observation
+
+if TYPE_CHECKING:
+    from llm4cov.sim.evaluator import Evaluator
+
+_EVALUATORS: dict[SimConfig, Evaluator] = {}
+
+
+def evaluate(config: SimConfig, call: SimCall) -> Observation:
+    """The observation of ``call`` on this process's evaluator for ``config`` (built on
+    first use, here and not in a worker initializer, so that a missing toolchain is the
+    call's error rather than a broken worker).
+
+    Raises:
+        ToolchainError: the simulator toolchain is missing on this worker.
+        SandboxUnavailable: ``config.sandbox`` is on and the OS sandbox cannot run here.
+    """
+    if config not in _EVALUATORS:
+        from llm4cov.sim.evaluator import Evaluator
+
+        _EVALUATORS[config] = Evaluator(config)
+    return _EVALUATORS[config].evaluate_call(call)

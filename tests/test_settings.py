@@ -1,0 +1,187 @@
+"""The one config layer: every shipped config loads, unknown keys and wrong types are
+refused naming the key, and the CLI's defaults are the models' (written once)."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import EXAMPLES, REPO
+from llm4cov.bench.config import BenchConfig
+from llm4cov.cli.app import app, main
+from llm4cov.cli.options import Flag
+from llm4cov.exec.settings import SimSettings
+from llm4cov.pipeline.config import PipelineConfig, load_config
+from llm4cov.policies.base import SamplingParams
+from llm4cov.sim.config import SimConfig
+from llm4cov.synth.config import STAGES, ExportConfig, SynthConfig, export_preset, stage_preset
+from llm4cov.train import TrainConfig, configs_dir
+from llm4cov.util.settings import ConfigError, load, read_mapping, to_mapping, validate
+
+TRAIN_REQUIRED = {"data": "d.jsonl", "init": "m", "out": "o"}
+
+
+@pytest.mark.parametrize("path", sorted(EXAMPLES.glob("*.yaml")), ids=lambda p: p.name)
+def test_every_shipped_example_yaml_loads(path):
+    kind = PipelineConfig if "stages" in read_mapping(path) or path.name.startswith(
+        "pipeline") else BenchConfig
+    config = load_config(path) if kind is PipelineConfig else load(BenchConfig, path)
+    assert isinstance(config, kind)
+
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_every_preset_round_trips_through_the_layer(stage):
+    synth, export = stage_preset(stage), export_preset(stage)
+    assert validate(SynthConfig, to_mapping(synth)) == synth
+    assert validate(ExportConfig, to_mapping(export)) == export
+    stage_yaml = TrainConfig.load(configs_dir() / "stage.yaml", **TRAIN_REQUIRED)
+    assert stage_yaml == TrainConfig(**TRAIN_REQUIRED)
+
+
+BAD = [
+    (SynthConfig, {}, {"selection": {"candidats": 3}}, "selection.candidats: unknown key; "
+     "valid: candidates"),
+    (SynthConfig, {}, {"int_sampling": {"temprature": 1}}, "int_sampling.temprature: "
+     "unknown key"),
+    (SynthConfig, {}, {"int_sampling": {"max_tokens": "many"}}, "int_sampling.max_tokens: "
+     "'many'"),
+    (SynthConfig, {}, {"transitions": "three"}, "transitions: 'three'"),
+    (ExportConfig, {}, {"rebalance": {"seed": [1]}}, "rebalance.seed: [1]"),
+    (BenchConfig, {"tasks": "t"}, {"sampels": 2}, "sampels: unknown key; valid: "),
+    (BenchConfig, {"tasks": "t"}, {"sim": {"fsm": "sometimes"}}, "sim.fsm: 'sometimes'"),
+    (BenchConfig, {"tasks": "t"}, {"start_from": "worst"}, "start_from: 'worst'"),
+    (BenchConfig, {}, {}, "tasks: Field required"),
+    (TrainConfig, TRAIN_REQUIRED, {"lora_rank": 8}, "lora_rank: unknown key"),
+    (TrainConfig, TRAIN_REQUIRED, {"epochs": "one"}, "epochs: 'one'"),
+    (SimSettings, {}, {"executor": "slurm"}, "executor: 'slurm': Input should be 'local' or "
+     "'ray'"),
+]
+
+
+@pytest.mark.parametrize(("model", "base", "change", "message"), BAD,
+                         ids=[f"{m.__name__}-{next(iter(c), 'missing')}" for m, _, c, _ in BAD])
+def test_unknown_keys_and_wrong_types_name_the_key(tmp_path, model, base, change, message):
+    path = tmp_path / "settings.yaml"
+    path.write_text(yaml.safe_dump({**base, **change}), encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"settings\.yaml") as info:
+        load(model, path)
+    assert message in str(info.value)
+
+
+def test_yaml_floats_without_a_dot_just_work(tmp_path):
+    path = tmp_path / "stage.yaml"
+    path.write_text("learning_rate: 1e-5\n", encoding="utf-8")  # YAML 1.1 reads a string
+    assert TrainConfig.load(path, **TRAIN_REQUIRED).learning_rate == 1e-5
+
+
+def test_nested_dataclasses_stay_hashable_dataclasses():
+    synth = SynthConfig.model_validate({"int_sampling": {"temperature": 0.2}})
+    assert type(synth.int_sampling) is SamplingParams and hash(synth) == hash(synth)
+    assert dataclasses.replace(synth.int_sampling, seed=None) == SamplingParams(0.2)
+    assert {synth.int_sampling: 1}[SamplingParams(temperature=0.2)] == 1
+
+
+def test_sim_settings_defaults_are_the_evaluators():
+    sim = SimSettings()
+    assert sim.sim_config() == SimConfig()
+    assert SimSettings(fsm=True, cache=False, sandbox=False).sim_config() == SimConfig(
+        fsm_coverage=True, result_cache=False, sandbox=False)
+
+
+def _flagged_commands():
+    """(command path, model, flags) of every command built with ``with_flags``."""
+    import typer.main
+
+    root = typer.main.get_command(app)
+    found = []
+
+    def walk(command, path):
+        callback = getattr(command, "callback", None)
+        settings = getattr(callback, "flags", None) or getattr(
+            getattr(callback, "__wrapped__", None), "flags", None)
+        if settings is not None:
+            found.append((path, command, *settings))
+        for name, sub in getattr(command, "commands", {}).items():
+            walk(sub, [*path, name])
+
+    walk(root, [])
+    return found
+
+
+def test_cli_defaults_are_the_models_defaults():
+    """No default is written twice: every settings flag's default is its field's."""
+    commands = _flagged_commands()
+    assert {" ".join(p) for p, *_ in commands} >= {"bench", "synth", "train", "pipeline"}
+    for path, command, model, flags in commands:
+        params = {p.name: p for p in command.params}
+        for flag in flags:
+            assert isinstance(flag, Flag)
+            default = params[flag.param].default
+            expected = flag.default(model)
+            assert default == expected or (default is None and expected in ((), None)), (
+                path, flag.key, default, expected)
+
+
+def _printed(argv, capsys):
+    assert main([*argv, "--print-config"]) == 0
+    return yaml.safe_load(capsys.readouterr().out)
+
+
+def test_print_config_without_flags_shows_the_model_defaults(capsys, tmp_path):
+    assert _printed(["bench", "--tasks", "t.jsonl"], capsys) == to_mapping(
+        BenchConfig(tasks="t.jsonl"))
+    assert _printed(["synth", "--stage", "1"], capsys) == {
+        "synth": to_mapping(stage_preset(1)), "sim": to_mapping(SimSettings())}
+    train = ["train", *(a for k, v in TRAIN_REQUIRED.items() for a in (f"--{k}", v))]
+    assert _printed(train, capsys) == to_mapping(TrainConfig(**TRAIN_REQUIRED))
+    smoke = EXAMPLES / "pipeline_smoke.yaml"
+    assert _printed(["pipeline", "--config", str(smoke)], capsys) == to_mapping(
+        load_config(smoke))
+
+
+def test_flags_override_the_file_and_defaults_do_not(capsys, tmp_path):
+    path = tmp_path / "bench.yaml"
+    path.write_text("tasks: t.jsonl\nsamples: 2\nsim: {workers: 3, fsm: true}\n",
+                    encoding="utf-8")
+    shown = _printed(["bench", "--config", str(path), "--samples", "5", "--set",
+                      "sim.seed=7", "--no-fsm", "--executor", "ray"], capsys)
+    assert shown["samples"] == 5 and shown["rounds"] == 3
+    assert shown["sim"] == {**to_mapping(SimSettings()), "workers": 3, "fsm": False,
+                            "seed": 7, "executor": "ray"}
+    assert main(["bench", "--config", str(path), "--set", "sim.wrkers=1"]) == 2
+    assert "sim.wrkers: unknown key; valid: address" in capsys.readouterr().err
+
+
+def test_the_pipeline_takes_the_executor_from_its_flags(capsys):
+    shown = _printed(["pipeline", "--config", str(EXAMPLES / "pipeline_smoke.yaml"),
+                      "--executor", "ray", "--address", "auto"], capsys)
+    assert (shown["sim"]["executor"], shown["sim"]["address"], shown["sim"]["workers"]) == (
+        "ray", "auto", 2)
+    config = load_config(EXAMPLES / "pipeline_smoke.yaml", sim={"executor": "ray"})
+    bench = config.bench.config(config.bench.modes[0], "m", None, config.sim)
+    assert bench.sim.executor == "ray" and bench.sim.workers == 2
+
+
+def test_cli_modules_do_not_use_dunder_import():
+    assert not [p.name for p in (REPO / "src/llm4cov/cli").glob("*.py")
+                if "__import__" in Path(p).read_text(encoding="utf-8")]
+
+
+def test_cli_command_functions_are_short():
+    """A command builds its settings from flags and calls into the package: no command
+    function is longer than ~40 lines (docstring aside)."""
+    import ast
+
+    long = []
+    for path in sorted((REPO / "src/llm4cov/cli").glob("*_cmd.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef):
+                doc = node.body[0] if ast.get_docstring(node) else None
+                lines = node.end_lineno - node.lineno + 1
+                lines -= (doc.end_lineno - doc.lineno + 1) if doc else 0
+                if lines > 42:
+                    long.append(f"{path.name}:{node.name} ({lines} lines)")
+    assert not long
