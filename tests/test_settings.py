@@ -142,6 +142,15 @@ def test_print_config_without_flags_shows_the_model_defaults(capsys, tmp_path):
         load_config(smoke))
 
 
+def test_gen_prints_one_sample_s_settings(capsys, tmp_path):
+    shown = _printed(["gen", str(EXAMPLES / "traffic_fsm"), "--out", str(tmp_path / "o"),
+                      "--rounds", "2", "--no-fsm"], capsys)
+    assert shown["rounds"] == 2 and shown["tasks"] == "local/traffic_fsm"
+    assert shown["sim"] == {**to_mapping(SimSettings()), "fsm": False}
+    assert "samples" not in shown and "max_sim_calls" not in shown  # not one run's settings
+    assert not (tmp_path / "o").exists()  # nothing run
+
+
 def test_flags_override_the_file_and_defaults_do_not(capsys, tmp_path):
     path = tmp_path / "bench.yaml"
     path.write_text("tasks: t.jsonl\nsamples: 2\nsim: {workers: 3, fsm: true}\n",

@@ -12,7 +12,7 @@ import typer
 from llm4cov.agent.loop import AgentRun, arun_agent
 from llm4cov.bench.config import BenchConfig
 from llm4cov.cli import common, report_opts
-from llm4cov.cli.options import flag, with_flags
+from llm4cov.cli.options import PRINT_CONFIG, flag, print_config, with_flags
 from llm4cov.cli.round_progress import RoundProgress
 from llm4cov.policies import Policy, get_policy
 from llm4cov.sim.report import coverage_markdown
@@ -76,6 +76,10 @@ GEN_FLAGS = (
 )
 """The agent and simulator flags of ``llm4cov gen``: the fields of one bench sample
 (:class:`BenchConfig`; gen runs one sample of ``rounds`` rounds on one simulator)."""
+GEN_UNUSED = {"samples", "baselines", "ids", "limit", "max_concurrency", "max_samples",
+              "max_sim_calls", "max_total_tokens"}
+""":class:`BenchConfig` fields that do not apply to one gen run (left out of
+``--print-config``)."""
 
 
 @common.with_task
@@ -95,6 +99,7 @@ def gen(
     trace: str = report_opts.TRACE,
     keep_workdir: bool = report_opts.KEEP_WORKDIR,
     exclude: Path = report_opts.EXCLUDE,
+    show: bool = PRINT_CONFIG,
     task: Task | None = None,
     flags: dict | None = None,
 ) -> None:
@@ -109,6 +114,9 @@ def gen(
     Example: llm4cov gen examples/traffic_fsm --out runs/traffic
     """
     settings = load(BenchConfig, flags=flags, base={"tasks": task.id})
+    if show:
+        print_config(settings.model_dump(exclude=GEN_UNUSED))
+        return
     policy = get_policy(settings.model, settings.base_url, **(
         {"length": stimulus_length} if settings.model == "random" else {}))
     request = report_opts.ReportRequest(None if no_html else html or out / "html", lcov, ucis,
