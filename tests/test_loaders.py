@@ -46,10 +46,13 @@ def test_directory_loader_build_options():
     from conftest import FIXTURES
 
     task = task_from_dir(FIXTURES / "real_inputs_nested_include", include_dirs=["include"],
-                         defines={"CC_EXTRA": "1"}, parameters={"P": "2"})
+                         defines={"CC_EXTRA": "1"})
     assert task.include_dirs == ["include"]
-    assert (task.defines, task.parameters, task.compile_files) == ({"CC_EXTRA": "1"},
-                                                                   {"P": "2"}, [])
+    assert (task.defines, task.parameters, task.compile_files) == ({"CC_EXTRA": "1"}, {}, [])
+    with pytest.raises(TaskError, match="override P: not a parameter of module 'cc_counter' "
+                                        r"\(overridable: none\)"):
+        task_from_dir(FIXTURES / "real_inputs_nested_include", include_dirs=["include"],
+                      parameters={"P": "2"})
 
 
 def test_directory_loader_with_a_filelist_keeps_its_order():

@@ -210,3 +210,17 @@ def test_bad_build_fields_are_validation_errors():
         Task(id="t", rtl_files=rtl, dut_module_name="m", compile_files=["b.v"])
     with pytest.raises(ValueError, match="not a SystemVerilog identifier: '1bad'"):
         Task(id="t", rtl_files=rtl, dut_module_name="m", defines={"1bad": ""})
+
+
+def test_a_parameter_override_must_name_an_overridable_parameter(tmp_path: Path):
+    """A simulator ignores an override of a parameter the DUT lacks (or of a
+    localparam) without a word: the loader refuses it and names the valid ones."""
+    (tmp_path / "w.sv").write_text(
+        "module w #(parameter W = 8, localparam L = 2) (input [W-1:0] a);\n"
+        "  parameter P = 3;  // local: the module has a parameter port list\n"
+        "endmodule\n")
+    assert task_from_dir(tmp_path, parameters={"W": "11"}).parameters == {"W": "11"}
+    for name in ("X", "L", "P"):
+        with pytest.raises(TaskError, match=rf"override {name}: not a parameter of module "
+                                            r"'w' \(overridable: W\)"):
+            task_from_dir(tmp_path, parameters={name: "1"})

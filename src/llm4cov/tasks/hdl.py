@@ -251,6 +251,35 @@ class Design:
             ValueError: the module is not declared (with the compiler's view of the
                 macros) or has an interface port (a testbench cannot drive it as a signal).
         """
+        ports: list[Port] = []
+        _comp, top = self._top(module, parameters)
+        for p in top.body.portList:
+            if p.kind == ast.SymbolKind.InterfacePort:
+                raise ValueError(f"port {p.name!r} of {module!r} is an interface port")
+            if p.kind == ast.SymbolKind.Port:
+                ports.append(_port(p))
+        return ports
+
+
+    def parameters(self, module: str) -> list[str]:
+        """Names of the parameters of ``module`` an instance may override (``parameter``
+        and type parameters, not ``localparam``; a body ``parameter`` is local when the
+        module has a parameter port list, IEEE 1800-2017 6.20.1), in declaration order.
+
+        Raises:
+            ValueError: the module is not declared.
+        """
+        _comp, top = self._top(module)
+        return [p.name for p in top.body.parameters if not p.isLocalParam]
+
+    def _top(self, module: str, parameters: Mapping[str, str] | None = None) -> tuple:
+        """``(compilation, instance)``: ``module`` elaborated as the top instance with
+        ``parameters`` overridden (hold the compilation while using the instance's
+        symbols: they live in it).
+
+        Raises:
+            ValueError: the module is not declared (with the compiler's view of the macros).
+        """
         options = ast.CompilationOptions()
         options.topModules = {module}
         options.paramOverrides = [f"{k}={v}" for k, v in (parameters or {}).items()]
@@ -259,13 +288,7 @@ class Design:
         tops = [i for i in comp.getRoot().topInstances if i.name == module]
         if not tops:
             raise ValueError(f"module {module!r} is not declared in the RTL files")
-        ports: list[Port] = []
-        for p in tops[0].body.portList:
-            if p.kind == ast.SymbolKind.InterfacePort:
-                raise ValueError(f"port {p.name!r} of {module!r} is an interface port")
-            if p.kind == ast.SymbolKind.Port:
-                ports.append(_port(p))
-        return ports
+        return comp, tops[0]
 
 
 def _instances(module: object) -> tuple[tuple[str, str], ...]:

@@ -82,8 +82,8 @@ def task_from_dir(
         rtl = build.pop("rtl")
     if not rtl:
         raise TaskError(f"{root}: no RTL files ({', '.join(HDL_SUFFIXES)}) found")
-    decls = parse_design(rtl, build["include_dirs"], build["defines"],
-                         build["compile_files"]).decls()
+    design = parse_design(rtl, build["include_dirs"], build["defines"], build["compile_files"])
+    decls = design.decls()
     declared = [d.name for d in decls]
     if top is not None:
         if top not in declared:
@@ -100,6 +100,7 @@ def task_from_dir(
                 f"{root}: several top-level modules ({', '.join(tops)}); choose one with --top"
             )
         dut = tops[0]
+    _check_overrides(root, design, dut, build["parameters"])
     return Task(
         id=task_id or f"local/{root.resolve().name}",
         source="local",
@@ -110,6 +111,22 @@ def task_from_dir(
         meta={"notes": notes, "path": str(root)},
         **build,
     )
+
+
+def _check_overrides(root: Path, design, dut: str, parameters: Mapping[str, str]) -> None:
+    """Refuse parameter overrides (``--param``, a filelist's ``-G``/``-pvalue+``) that
+    name no overridable parameter of the DUT: a simulator would ignore them silently.
+
+    Raises:
+        TaskError: the message names the unknown overrides and the valid parameters.
+    """
+    if not parameters:
+        return
+    valid = design.parameters(dut)
+    unknown = [name for name in parameters if name not in valid]
+    if unknown:
+        raise TaskError(f"{root}: parameter override {', '.join(unknown)}: not a parameter "
+                        f"of module {dut!r} (overridable: {', '.join(valid) or 'none'})")
 
 
 def filelist_root(filelist: Path | str) -> Path:
