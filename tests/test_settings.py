@@ -151,6 +151,14 @@ def test_gen_prints_one_sample_s_settings(capsys, tmp_path):
     assert not (tmp_path / "o").exists()  # nothing run
 
 
+def test_sim_and_formal_print_their_settings(capsys):
+    rtl = str(EXAMPLES / "alu_comb")
+    assert _printed(["sim", "--rtl", rtl, "--tb", "tb.sv", "--no-fsm"], capsys) == {
+        **to_mapping(SimSettings()), "fsm": False}
+    shown = _printed(["formal", "--rtl", rtl, "--cover-depth", "5"], capsys)
+    assert shown["formal"]["cover_depth"] == 5 and shown["sim"] == to_mapping(SimSettings())
+
+
 def test_flags_override_the_file_and_defaults_do_not(capsys, tmp_path):
     path = tmp_path / "bench.yaml"
     path.write_text("tasks: t.jsonl\nsamples: 2\nsim: {workers: 3, fsm: true}\n",

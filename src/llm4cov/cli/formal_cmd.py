@@ -9,7 +9,7 @@ from pathlib import Path
 import typer
 
 from llm4cov.cli import common
-from llm4cov.cli.options import with_flags
+from llm4cov.cli.options import PRINT_CONFIG, print_config, with_flags
 from llm4cov.exec.settings import SimSettings
 from llm4cov.formal.closure import Closure, FormalConfig
 from llm4cov.tasks.model import Task
@@ -39,6 +39,7 @@ def formal(
                                       help="Wall-clock limit of each SBY job, seconds."),
     prove_budget: float = typer.Option(_DEFAULTS.prove_budget_s, "--prove-budget", min=0.0,
                                        help="Wall seconds for all prove jobs of the design."),
+    show: bool = PRINT_CONFIG,
     task: Task | None = None,
     flags: dict | None = None,
 ) -> None:
@@ -55,13 +56,16 @@ def formal(
     from llm4cov.formal import close, find_tools
     from llm4cov.tasks.loaders import read_text
 
-    text = read_text(tb, []) if tb is not None else None
-    tools = find_tools()
     sim = load(SimSettings, flags=flags)
-    evaluator = common.evaluator(replace(sim.sim_config(), feedback_limit=100_000))
     config = FormalConfig(cover_depth=cover_depth, prove_depth=prove_depth,
                           job_timeout_s=job_timeout, prove_budget_s=prove_budget,
                           sandbox=sim.sandbox, cache=sim.cache)
+    if show:
+        print_config({"formal": config, "sim": sim})
+        return
+    text = read_text(tb, []) if tb is not None else None
+    tools = find_tools()
+    evaluator = common.evaluator(replace(sim.sim_config(), feedback_limit=100_000))
     with common.console.status(f"formal closure of {task.dut_module_name} ..."):
         closure = close(task, text, evaluator, config, tools=tools)
     raise typer.Exit(_write(closure, out, as_json))

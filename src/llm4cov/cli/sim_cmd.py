@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from llm4cov.cli import common, report_opts
-from llm4cov.cli.options import with_flags
+from llm4cov.cli.options import PRINT_CONFIG, print_config, with_flags
 from llm4cov.exec.settings import SimSettings
 from llm4cov.sim import hints
 from llm4cov.sim.report import coverage_markdown
@@ -50,6 +50,7 @@ def sim(
     trace: str = report_opts.TRACE,
     keep_workdir: bool = report_opts.KEEP_WORKDIR,
     exclude: Path = report_opts.EXCLUDE,
+    show: bool = PRINT_CONFIG,
     task: Task | None = None,
     flags: dict | None = None,
 ) -> None:
@@ -60,27 +61,38 @@ def sim(
 
     Example: llm4cov sim --rtl examples/alu_comb --tb my_tb.sv
     """
+    settings = load(SimSettings, flags=flags)
+    if show:
+        print_config(settings)
+        return
     text, aux_files, notes = _read_testbench(tb, aux)
     request = report_opts.ReportRequest(html, lcov, ucis, trace, keep_workdir, exclude)
-    config = request.config(load(SimSettings, flags=flags).sim_config())
-    evaluator = common.evaluator(config)
     with common.console.status(f"simulating {tb.name} against {task.dut_module_name} ..."):
-        if request.needs_capture():
-            if aux_files:
-                notes.append("--aux files are not passed to the report outputs' run")
-            out_dir = html or next((p.parent for p in (lcov, ucis) if p),
-                                   Path.cwd() if trace else None)
-            obs = report_opts.produce(
-                task, text, config, request, out_dir, title=f"Coverage: {task.id}",
-                tb_name=tb.name, any_instance=any_instance, rtl_dir=rtl).observation
-        else:
-            obs = evaluator.evaluate(task, text, tb_name=tb.name, aux_files=aux_files,
-                                     any_instance=any_instance)
+        obs = _simulate(task, text, tb.name, aux_files, any_instance, settings, request,
+                        rtl, notes)
     if notes:
         obs = obs.model_copy(update={"notes": notes + obs.notes})
     typer.echo(obs.model_dump_json(indent=2) if as_json
                else coverage_markdown(obs, task, title="Simulation"))
     raise typer.Exit(0 if obs.sim_pass else 1)
+
+
+def _simulate(task: Task, text: str, tb_name: str, aux_files: list, any_instance: bool,
+              settings: SimSettings, request: report_opts.ReportRequest, rtl: Path | None,
+              notes: list[str]):
+    """The observation of one testbench; through the report capture when a report
+    output is asked for (a note when ``aux_files`` cannot follow it there)."""
+    config = request.config(settings.sim_config())
+    if not request.needs_capture():
+        return common.evaluator(config).evaluate(task, text, tb_name=tb_name,
+                                                 aux_files=aux_files, any_instance=any_instance)
+    if aux_files:
+        notes.append("--aux files are not passed to the report outputs' run")
+    out_dir = request.html or next((p.parent for p in (request.lcov, request.ucis) if p),
+                                   Path.cwd() if request.trace else None)
+    return report_opts.produce(task, text, config, request, out_dir,
+                               title=f"Coverage: {task.id}", tb_name=tb_name,
+                               any_instance=any_instance, rtl_dir=rtl).observation
 
 
 def register(app: typer.Typer) -> None:
