@@ -1,13 +1,13 @@
 """Per-task table of a `llm4cov bench --model formal --baselines random` run directory.
 
-Usage: python docs/results/formal_table.py RUN_DIR
+Usage: python docs/results/formal_table.py RUN_DIR [TIMING_DIR]
 
 Coverage, Sim Pass, Cov Pass and the formal verdicts (goals reached / proven unreachable /
 unknown, best coverage with proven-unreachable excluded) come from RUN_DIR/summary.json
 (the bench's own scoring; the verdicts are the `formal` policy's row annotations); wall
 seconds per design are the sum of the rows' simulation and generation seconds per arm
-(RUN_DIR/results.jsonl), the formal analyses included in the formal arm's generation
-seconds.
+(TIMING_DIR/results.jsonl, default RUN_DIR: a rerun served from the caches has no
+meaningful times), the formal analyses included in the formal arm's generation seconds.
 """
 
 from __future__ import annotations
@@ -20,12 +20,12 @@ from pathlib import Path
 VERDICTS = ("reached", "unreachable", "unknown")
 
 
-def main(run_dir: Path) -> None:
+def main(run_dir: Path, timing_dir: Path) -> None:
     summary = json.loads((run_dir / "summary.json").read_text())
     arms = {name: {t["task_id"]: t for t in arm["per_task"]}
             for name, arm in summary["arms"].items()}
     wall: dict[tuple[str, str], float] = defaultdict(float)
-    for line in (run_dir / "results.jsonl").read_text().splitlines():
+    for line in (timing_dir / "results.jsonl").read_text().splitlines():
         row = json.loads(line)
         wall[(row["arm"], row["task_id"])] += row.get("wall_s", 0.0) + row.get("gen_s", 0.0)
     print("| task | random cov | formal cov | formal best cov, unreachable excluded | "
@@ -53,4 +53,4 @@ def main(run_dir: Path) -> None:
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]))
+    main(Path(sys.argv[1]), Path(sys.argv[2] if len(sys.argv) > 2 else sys.argv[1]))
