@@ -16,6 +16,7 @@ from llm4cov.cli.options import PRINT_CONFIG, flag, print_config, with_flags
 from llm4cov.cli.round_progress import RoundProgress
 from llm4cov.policies import Policy, get_policy
 from llm4cov.sim.report import coverage_markdown
+from llm4cov.sim.rtl_check import guard
 from llm4cov.tasks.model import Task
 from llm4cov.util.settings import load
 
@@ -109,7 +110,8 @@ def gen(
     per round under OUT/rounds/. Simulations run one at a time on --executor (a worker
     process, or a Ray task). Exit code 0 when the best testbench simulates, 1 when no
     round produced a passing simulation (or the model server or the workers failed),
-    2 for bad input, 3 for toolchain problems.
+    2 for bad input (also: the RTL does not compile on its own, found after the first
+    testbench whose errors all lie in the RTL), 3 for toolchain problems.
 
     Example: llm4cov gen examples/traffic_fsm --out runs/traffic
     """
@@ -151,7 +153,7 @@ def _run_agent(task: Task, policy: Policy, settings: BenchConfig,
 
         async def agent() -> AgentRun:
             with progress.ticking():
-                return await arun_agent(task, policy, progress.wrap(sims.simulate), config,
+                return await arun_agent(task, policy, progress.wrap(guard(sims.simulate)), config,
                                         progress.on_round)
 
         try:
