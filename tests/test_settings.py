@@ -202,3 +202,71 @@ def test_cli_command_functions_are_short():
                 if lines > 42:
                     long.append(f"{path.name}:{node.name} ({lines} lines)")
     assert not long
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["bench", "--print-config", "--samples", "9", "report", "RUN"],
+     "--print-config, --samples: option(s) of `llm4cov bench` do not apply to `bench report`"),
+    (["synth", "--stage", "9", "config", "--stage", "0"],
+     "--stage: option(s) of `llm4cov synth` do not apply to `synth config`"),
+    (["bench", "--tasks", "t.jsonl", "--print-config", "--set", "model=[1"],
+     "override 'model=[1': the value is not valid YAML"),
+    (["synth", "config", "--stage", "0", "--set", "int_sampling.top_p=5"],
+     "int_sampling: top_p must be between 0 and 1 (got 5.0)"),
+    (["synth", "--stage", "0", "--print-config", "--set", "trans_sampling.max_tokens=0"],
+     "trans_sampling: max_tokens must be >= 1 (got 0)"),
+    (["synth", "--stage", "1", "--set", "stage=0", "--print-config"],
+     "stage 0 in --set stage=0, flags differs from --stage 1"),
+])
+def test_bad_command_lines_are_one_line_errors_that_run_nothing(argv, message, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("text", ["false\n", "[]\n", "0\n", "''\n", "- a\n"])
+def test_a_config_file_that_is_not_a_mapping_is_refused(text, tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(ConfigError, match="expected a mapping of settings"):
+        read_mapping(path)
+    (tmp_path / "empty.yaml").write_text("# nothing\n", encoding="utf-8")
+    assert read_mapping(tmp_path / "empty.yaml") == {}
+
+
+def test_a_config_file_that_is_not_utf8_is_named(tmp_path, capsys):
+    path = tmp_path / "c.yaml"
+    path.write_bytes(b"samples: \xff\n")
+    assert main(["bench", "--config", str(path), "--print-config"]) == 2
+    assert f"{path}: not UTF-8 text (byte 9" in capsys.readouterr().err
+
+
+def test_synth_print_config_reads_back_and_sets_the_simulator(capsys, tmp_path):
+    shown = _printed(["synth", "--stage", "0", "--set", "sim.workers=2", "--set",
+                      "selection.candidates=3"], capsys)
+    assert shown["sim"]["workers"] == 2 and shown["synth"]["selection"]["candidates"] == 3
+    path = tmp_path / "synth.yaml"
+    path.write_text(yaml.safe_dump(shown), encoding="utf-8")
+    assert _printed(["synth", "--stage", "0", "--config", str(path)], capsys) == shown
+    mixed = tmp_path / "mixed.yaml"
+    mixed.write_text("synth: {}\nselection: {candidates: 2}\n", encoding="utf-8")
+    assert main(["synth", "--stage", "0", "--config", str(mixed), "--print-config"]) == 2
+    assert "give either synthesis keys or the sections synth, sim, not both" in \
+        capsys.readouterr().err
+
+
+def test_bench_takes_its_tasks_from_set(capsys):
+    assert _printed(["bench", "--set", "tasks=t.jsonl"], capsys)["tasks"] == "t.jsonl"
+
+
+@pytest.mark.parametrize(("run_json", "message"), [
+    ("not json", "not a valid synth run record (Expecting value"),
+    ('{"config": {"stage": 0}}', "not a valid synth run record (missing 'identity')"),
+    ('{"config": {"stage": 7}, "identity": {}}', "config: stage must be one of (0, 1, 2)"),
+])
+def test_synth_export_of_a_broken_run_record_names_it(run_json, message, tmp_path, capsys):
+    (tmp_path / "run.json").write_text(run_json, encoding="utf-8")
+    assert main(["synth", "export", str(tmp_path), "--out", str(tmp_path / "sft")]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "run.json" in err
+    assert not (tmp_path / "sft").exists()

@@ -115,9 +115,10 @@ def bench(
       llm4cov bench --config bench.yaml --set sim.workers=4 --print-config
       llm4cov bench report runs/bench/rtllm/random-agentic-n5
     """
-    if ctx.invoked_subcommand is not None:
+    if common.subcommand_invoked(ctx):
         return
-    if config_file is None and "tasks" not in (flags or {}):
+    if config_file is None and "tasks" not in (flags or {}) and not any(
+            o.partition("=")[0].strip() == "tasks" for o in overrides or []):
         raise common.fail("--tasks FILE is required (or use: llm4cov bench report RUN_DIR)")
     config = load(BenchConfig, config_file, overrides or [], flags)
     if show:

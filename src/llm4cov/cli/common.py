@@ -107,6 +107,25 @@ def command_line(ctx: typer.Context, *words: str) -> str:
     return shlex.join(parts)
 
 
+def subcommand_invoked(ctx: typer.Context) -> bool:
+    """Whether a subcommand of the group ``ctx`` runs (then the group's own body must
+    not). The group's options given with a subcommand would be ignored silently, so
+    they are refused.
+
+    Raises:
+        CliError: an option of the group was given on the command line (exit code 2).
+    """
+    if ctx.invoked_subcommand is None:
+        return False
+    given = [p.opts[0] for p in ctx.command.params if p.name and p.opts
+             and ctx.get_parameter_source(p.name).name not in ("DEFAULT", "DEFAULT_MAP")]
+    if given:
+        raise fail(f"{', '.join(given)}: option(s) of `llm4cov {ctx.info_name}` do not "
+                   f"apply to `{ctx.info_name} {ctx.invoked_subcommand}`; give "
+                   f"`{ctx.info_name} {ctx.invoked_subcommand}`'s own options after it")
+    return True
+
+
 def fail(message: str, code: int = 2) -> CliError:
     """The error to raise for ``message``: ``main`` prints it as one line and exits with
     ``code`` (2 bad input, 1 failed, 3 toolchain; see :mod:`llm4cov.cli.errors`)."""

@@ -51,7 +51,7 @@ def formal(
 
     Example: llm4cov formal --rtl tests/fixtures/formal_lock --out closing_tb.sv
     """
-    if ctx.invoked_subcommand is not None:
+    if common.subcommand_invoked(ctx):
         return
     from llm4cov.formal import close, find_tools
     from llm4cov.tasks.loaders import read_text

@@ -18,11 +18,21 @@ from llm4cov.exec.settings import SimSettings
 from llm4cov.policies import Policy, get_policy
 from llm4cov.synth.config import ExportConfig, SynthConfig, export_preset, stage_preset
 from llm4cov.synth.engine import PROGRESS_GROUP, run_summary
-from llm4cov.synth.export import export_dataset
+from llm4cov.synth.export import export_dataset, read_run
 from llm4cov.synth.launch import PolicyMaker, RepoSource, role_policies, synth_run
 from llm4cov.synth.records import RepoRow, RepoStatus, Role
 from llm4cov.synth.sources import RepoFormat
-from llm4cov.util.settings import Settings, resolve, to_mapping, validate
+from llm4cov.util.settings import (
+    ConfigError,
+    Settings,
+    deep_update,
+    merge,
+    parse_override,
+    read_mapping,
+    resolve,
+    to_mapping,
+    validate,
+)
 
 synth_app = typer.Typer(
     help="Offline agentic data synthesis (paper, 'Learning offline') and SFT export.",
@@ -113,13 +123,11 @@ def synth(
           --student-base-url URL --teacher T --teacher-base-url URL2 \\
           --out runs/d1 --executor ray --address auto
     """
-    if ctx.invoked_subcommand is not None:
+    if common.subcommand_invoked(ctx):
         return
     if stage is None:
         raise common.fail("give --stage, --repos and --out (or a subcommand: export, config)")
-    flags = flags or {}
-    cfg = resolve(stage_preset(stage), config_file, overrides or [], flags.get("synth"))
-    sim = validate(SimSettings, flags.get("sim", {}), "flags")
+    cfg, sim = _settings(stage, config_file, overrides or [], flags or {})
     if show:
         print_config({"synth": cfg, "sim": sim})
         return
@@ -128,6 +136,45 @@ def synth(
     policies = role_policies(cfg.trace_type, makers or {})
     _run(ctx, out, cfg, policies, sim, RepoSource(repos, repos_format, limit),
          benchmarks or [], quiet)
+
+
+SECTIONS = ("synth", "sim")
+"""The sections of a sectioned ``synth --config`` file (what ``--print-config`` prints)."""
+
+
+def _settings(stage: int, config_file: Path | None, overrides: list[str], flags: dict
+              ) -> tuple[SynthConfig, SimSettings]:
+    """The synthesis settings (stage preset < file < ``--set`` < flags) and the simulator
+    settings. The file holds synthesis keys at its top level, or ``synth:`` and ``sim:``
+    sections; ``--set sim.KEY=VALUE`` sets a simulator setting, ``--set synth.KEY=...``
+    or ``--set KEY=...`` a synthesis one.
+
+    Raises:
+        ConfigError: a bad file, override or value (the message names the key).
+        CliError: the settings name another stage than ``--stage``.
+    """
+    data = read_mapping(config_file) if config_file is not None else {}
+    sectioned = any(key in SECTIONS for key in data)
+    if sectioned and set(data) - set(SECTIONS):
+        raise ConfigError(f"{config_file}: give either synthesis keys or the sections "
+                          f"{', '.join(SECTIONS)}, not both (found "
+                          f"{', '.join(sorted(set(data) - set(SECTIONS)))})")
+    parts = {"synth": data.get("synth") or {}, "sim": data.get("sim") or {}} if sectioned \
+        else {"synth": data, "sim": {}}
+    for item in overrides:
+        value = parse_override(item)
+        where = next(iter(value))
+        section = where if where in SECTIONS else "synth"
+        parts[section] = deep_update(parts[section], value[where] if where in SECTIONS
+                                     else value)
+    source = ", ".join([*([str(config_file)] if config_file else []),
+                        *(f"--set {o}" for o in overrides), "flags"])
+    cfg = merge(stage_preset(stage), deep_update(parts["synth"], flags.get("synth", {})), source)
+    if cfg.stage != stage:
+        raise common.fail(f"stage {cfg.stage} in {source} differs from --stage {stage} (the "
+                          "stage is chosen with --stage, which also picks its preset)")
+    sim = validate(SimSettings, deep_update(parts["sim"], flags.get("sim", {})), source)
+    return cfg, sim
 
 
 def _run(ctx: typer.Context, out: Path, cfg: SynthConfig, policies: dict[Role, Policy],
@@ -172,10 +219,7 @@ def export(
 
     Example: llm4cov synth export runs/d0 --out data/d0
     """
-    try:
-        stage = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))["config"]["stage"]
-    except (KeyError, TypeError) as exc:
-        raise common.fail(f"{run_dir}/run.json: not a synth run record") from exc
+    stage = read_run(run_dir)["config"]["stage"]
     cfg = resolve(export_preset(stage), config_file, overrides or [], flags)
     if show:
         print_config(cfg)

@@ -29,6 +29,15 @@ class SamplingParams:
     max_tokens: int = 8192
     seed: int | None = None
 
+    def __post_init__(self) -> None:
+        """Raises ValueError: temperature < 0, top_p outside [0, 1] or max_tokens < 1."""
+        if not self.temperature >= 0:
+            raise ValueError(f"temperature must be >= 0 (got {self.temperature})")
+        if not 0 <= self.top_p <= 1:
+            raise ValueError(f"top_p must be between 0 and 1 (got {self.top_p})")
+        if self.max_tokens < 1:
+            raise ValueError(f"max_tokens must be >= 1 (got {self.max_tokens})")
+
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 

@@ -32,12 +32,13 @@ from typing import Any
 from llm4cov.agent.prompt import render_repo
 from llm4cov.synth.card import render_card
 from llm4cov.synth.chat import training_messages
-from llm4cov.synth.config import ExportConfig, to_mapping
+from llm4cov.synth.config import ExportConfig, SynthConfig, to_mapping
 from llm4cov.synth.curation import CurationItem, rebalance
 from llm4cov.synth.records import DataPoint, RepoStatus, Verdict
 from llm4cov.synth.tokens import TokenCounter, get_token_counter
 from llm4cov.tasks.model import Task
 from llm4cov.util.jsonl import iter_jsonl
+from llm4cov.util.settings import ConfigError, validate
 
 SFT_FILE = "sft.jsonl"
 
@@ -92,17 +93,44 @@ def _write_atomic(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
+RUN_KEYS = ("config", "identity")
+"""What an export reads from ``run.json`` (the settings, and their identity for the card)."""
+
+
+def read_run(run_dir: Path) -> dict[str, Any]:
+    """``run_dir/run.json`` with its synthesis settings checked.
+
+    Raises:
+        ExportError: ``run.json`` is missing, not JSON, or its ``config`` is not a valid
+            :class:`~llm4cov.synth.config.SynthConfig` (the message names the file).
+    """
+    path = run_dir / "run.json"
+    if not path.exists():
+        raise ExportError(f"{run_dir}: no run.json (not a synth run directory)")
+    try:
+        run = json.loads(path.read_text(encoding="utf-8"))
+        missing = [k for k in RUN_KEYS if k not in run]
+        if missing:
+            raise KeyError(", ".join(missing))
+        config = validate(SynthConfig, run["config"], f"{path}: config")
+    except ConfigError as exc:
+        raise ExportError(f"not a valid synth run record: {exc}") from exc
+    except KeyError as exc:
+        raise ExportError(f"{path}: not a valid synth run record (missing {exc})") from exc
+    except (ValueError, TypeError) as exc:  # not JSON, not a mapping
+        raise ExportError(f"{path}: not a valid synth run record ({exc})") from exc
+    return {**run, "config": config.model_dump(mode="json")}
+
+
 def load_run(run_dir: Path) -> tuple[dict[str, Any], dict[str, Task], list[DataPoint]]:
     """``run.json``, the tasks of finished repos, and their data points. Points of a
     repo without a ``done`` row (a run killed between its points and its repo row) are
     left out: the resumed run rewrites them.
 
     Raises:
-        ExportError: ``run.json`` is missing.
+        ExportError: see :func:`read_run`.
     """
-    if not (run_dir / "run.json").exists():
-        raise ExportError(f"{run_dir}: no run.json (not a synth run directory)")
-    run = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
+    run = read_run(run_dir)
     tasks = {row["repo_id"]: Task.model_validate(row["task"])
              for row in iter_jsonl(run_dir / "repos.jsonl")
              if row["status"] == RepoStatus.DONE.value}

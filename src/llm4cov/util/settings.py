@@ -51,9 +51,13 @@ def read_mapping(path: Path | str) -> dict[str, Any]:
         ConfigError: unreadable file, invalid YAML, or not a mapping.
     """
     try:
-        loaded = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+        loaded = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start}: {exc.reason})") from exc
     except (OSError, yaml.YAMLError) as exc:
         raise ConfigError(f"{path}: {exc}") from exc
+    if loaded is None:  # an empty file (or comments only)
+        return {}
     if not isinstance(loaded, dict):
         raise ConfigError(f"{path}: expected a mapping of settings")
     return loaded
@@ -64,12 +68,18 @@ def parse_override(item: str) -> dict[str, Any]:
     read as a YAML scalar; empty = null).
 
     Raises:
-        ConfigError: not of the form key=value.
+        ConfigError: not of the form key=value, or the value is not valid YAML.
     """
     key, sep, raw = item.partition("=")
     if not sep or not key.strip():
         raise ConfigError(f"override {item!r}: expected key=value, e.g. selection.candidates=8")
-    return nested(key.strip(), yaml.safe_load(raw) if raw.strip() else None)
+    try:
+        value = yaml.safe_load(raw) if raw.strip() else None
+    except yaml.YAMLError as exc:
+        problem = str(exc).splitlines()[0]
+        raise ConfigError(f"override {item!r}: the value is not valid YAML ({problem}); "
+                          "quote it, e.g. key='[1'") from exc
+    return nested(key.strip(), value)
 
 
 def nested(path: str, value: Any) -> dict[str, Any]:
