@@ -49,7 +49,8 @@ def sim_flags(seed: str = "--seed") -> tuple[Flag, ...]:
 
 
 CONFIG = typer.Option(None, "--config", help="YAML file of settings (see --print-config).")
-SET = typer.Option(None, "--set", help="Override one setting, e.g. --set sim.workers=2 "
+SET = typer.Option(None, "--set", metavar="KEY=VALUE",
+                   help="Override one setting, e.g. --set sim.workers=2 "
                    "(repeatable; values are YAML).")
 
 INCDIR = typer.Option(None, "--incdir", help="Extra `include directory, relative to the RTL "

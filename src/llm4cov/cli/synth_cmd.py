@@ -41,7 +41,8 @@ synth_app = typer.Typer(
 
 CONFIG = typer.Option(None, "--config", help="YAML file of synthesis settings (see "
                       "`synth config`).")
-SET = typer.Option(None, "--set", help="Override one setting, e.g. --set selection.candidates=8 "
+SET = typer.Option(None, "--set", metavar="KEY=VALUE",
+                   help="Override one setting, e.g. --set selection.candidates=8 "
                    "(repeatable; values are YAML).")
 
 
