@@ -5,20 +5,29 @@ Usage: python docs/results/learning_table.py RUN_DIR [LOSS_PNG]
 Rows: checkpoint 0 (``base``), checkpoint k+1 of every stage, ``naive``, each in every
 bench mode found, plus the bench baselines (``random``, ``reference``) of the first bench;
 columns are the bench's own headline metrics (percent; 1 sample per task, so pass@1 =
-Cov Pass), tasks scored, tasks whose prompt exceeded the model's context, generated tokens
-and the bench's model seconds. With LOSS_PNG, the training loss per optimizer step of
-every trained checkpoint is plotted there (matplotlib).
+Cov Pass), tasks scored, tasks whose prompt exceeded the model's context, generated tokens,
+the bench's model seconds and the evaluator status of every answer (every round; why the
+student's testbenches fail: ``rejected`` = no testbench in the answer). With LOSS_PNG,
+the training loss per optimizer step of every trained checkpoint is plotted there
+(matplotlib).
 """
 
 from __future__ import annotations
 
 import json
 import sys
+from collections import Counter
 from pathlib import Path
 
 
 def _rows(path: Path):
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def _statuses(rows: list[dict]) -> str:
+    """Counts of the rows' final statuses, most frequent first (``success 3, rejected 9``)."""
+    counts = Counter(r["status"] for r in rows)
+    return ", ".join(f"{status} {n}" for status, n in counts.most_common())
 
 
 def _benches(run: Path) -> list[tuple[str, Path]]:
@@ -34,13 +43,14 @@ def _benches(run: Path) -> list[tuple[str, Path]]:
 
 def table(run: Path) -> str:
     lines = ["| checkpoint | mode | tasks | Sim Pass | Cov Pass = pass@1 | Avg Cov | "
-             "context exceeded | generated tokens | model s |", "|" + "---|" * 9]
+             "context exceeded | generated tokens | model s | status per answer |",
+             "|" + "---|" * 10]
     baselines: dict[str, dict] = {}
     for label, root in _benches(run):
         for mode_dir in sorted((root / "bench").glob("*")) if (root / "bench").is_dir() else []:
             summary_file = mode_dir / "summary.json"
             if not summary_file.is_file():
-                lines.append(f"| {label} | {mode_dir.name} | not finished | | | | | | |")
+                lines.append(f"| {label} | {mode_dir.name} | not finished | | | | | | | |")
                 continue
             summary = json.loads(summary_file.read_text())
             rows = _rows(mode_dir / "results.jsonl")
@@ -57,12 +67,12 @@ def table(run: Path) -> str:
                     f"| {h.get('sim_pass', 0):.1f} | {h.get('cov_pass', 0):.1f} "
                     f"| {h.get('avg_cov', 0):.1f} | {len(exceeded)} "
                     f"| {sum(r['completion_tokens'] for r in mine)} "
-                    f"| {sum(r['gen_s'] for r in mine):.0f} |")
+                    f"| {sum(r['gen_s'] for r in mine):.0f} | {_statuses(mine)} |")
     for key, arm in baselines.items():
         h = arm["headline"] or {}
         lines.append(f"| {key} | {arm['tasks_scored']}/{arm['tasks_planned']} "
                      f"| {h.get('sim_pass', 0):.1f} | {h.get('cov_pass', 0):.1f} "
-                     f"| {h.get('avg_cov', 0):.1f} | - | - | - |")
+                     f"| {h.get('avg_cov', 0):.1f} | - | - | - | - |")
     return "\n".join(lines)
 
 
