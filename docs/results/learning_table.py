@@ -7,7 +7,8 @@ bench mode found, plus the bench baselines (``random``, ``reference``) of the fi
 columns are the bench's own headline metrics (percent; 1 sample per task, so pass@1 =
 Cov Pass), tasks scored, tasks whose prompt exceeded the model's context, generated tokens,
 the bench's model seconds and the evaluator status of every answer (every round; why the
-student's testbenches fail: ``rejected`` = no testbench in the answer). With LOSS_PNG,
+student's testbenches fail: ``rejected`` = no testbench in the answer), then a second
+table counting every answer by :func:`failure_kind`. With LOSS_PNG,
 the training loss per optimizer step of every trained checkpoint is plotted there
 (matplotlib).
 """
@@ -76,6 +77,35 @@ def table(run: Path) -> str:
     return "\n".join(lines)
 
 
+FAILURE_KINDS = ("no module", "context exceeded", "no DUT instance", "other compile error",
+                 "simulated")
+
+
+def failure_kind(row: dict) -> str:
+    """What became of one answer (one of :data:`FAILURE_KINDS`)."""
+    log = (row.get("observation") or {}).get("log", "") or ""
+    if "does not instantiate" in log:
+        return "no DUT instance"
+    if row["status"] == "rejected":
+        return "context exceeded" if row["completion_tokens"] == 0 else "no module"
+    return "other compile error" if row["status"] == "compile_error" else "simulated"
+
+
+def failures(run: Path) -> str:
+    """Every model answer of every bench of ``run`` counted by :func:`failure_kind`."""
+    lines = ["| checkpoint | mode | answers | " + " | ".join(FAILURE_KINDS) + " |",
+             "|" + "---|" * (3 + len(FAILURE_KINDS))]
+    for label, root in _benches(run):
+        for mode_dir in sorted((root / "bench").glob("*")) if (root / "bench").is_dir() else []:
+            mine = [r for r in _rows(mode_dir / "results.jsonl")
+                    if r["arm"] not in ("random", "reference")]
+            counts = Counter(failure_kind(r) for r in mine)
+            done = "" if (mode_dir / "summary.json").is_file() else " (unfinished)"
+            lines.append(f"| {label} | {mode_dir.name} | {len(mine)}{done} | "
+                         + " | ".join(str(counts[k]) for k in FAILURE_KINDS) + " |")
+    return "\n".join(lines)
+
+
 def plot(run: Path, png: Path) -> None:
     import matplotlib
 
@@ -99,5 +129,7 @@ def plot(run: Path, png: Path) -> None:
 if __name__ == "__main__":
     run_dir = Path(sys.argv[1])
     print(table(run_dir))
+    print()
+    print(failures(run_dir))
     if len(sys.argv) > 2:
         plot(run_dir, Path(sys.argv[2]))
