@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from llm4cov.models.store import MODELS_ENV, models_root
 from llm4cov.tasks.loaders import task_from_dir
 from llm4cov.tasks.model import Task
 
@@ -16,6 +17,9 @@ SHARED = REPO.parent / "shared"
 EXAMPLES = REPO / "examples"
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
+# Fetched models (`llm4cov model get`, read-only here) stay visible to the slow
+# real-model tests; tests of the model store point LLM4COV_MODELS_DIR elsewhere.
+os.environ.setdefault(MODELS_ENV, str(models_root()))
 # The suite never reads or writes a user's result cache or build artifacts: one fresh
 # cache dir per test session (its reusable build files are made once per session).
 os.environ.setdefault("LLM4COV_CACHE_DIR", tempfile.mkdtemp(prefix="llm4cov-test-cache-"))

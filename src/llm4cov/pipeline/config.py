@@ -77,6 +77,10 @@ class Student(Settings):
     """
 
     serve: Literal["local", "vllm"] = "local"
+    dtype: Literal["auto", "fp32", "bf16", "int8"] = "auto"
+    """Weights of a ``local`` student (:class:`~llm4cov.policies.local_transformers.
+    LocalTransformersPolicy`): auto = bf16 on a GPU that has it, else fp32; int8 =
+    dynamic int8 quantization on the CPU (about 2x faster generation)."""
     base_url: str | None = None
     served_name: str = "llm4cov-ckpt{k}"
     wait_s: float = Field(3600.0, ge=0)
@@ -256,7 +260,9 @@ class PipelineConfig(Settings):
             "init": self.init, "tiny": self.tiny.model_dump() if self.tiny else None,
             "repos_format": self.repos_format.value, "limit": self.limit,
             "benchmarks": list(self.benchmarks), "teacher": self.teacher.model,
-            "student": {"serve": self.student.serve, "served_name": self.student.served_name},
+            "student": {"serve": self.student.serve, "served_name": self.student.served_name,
+                        **({"dtype": self.student.dtype} if self.student.dtype != "auto"
+                           else {})},
             "bench": self.bench.identity() if self.bench else None,
             "sim": self.sim.identity(),
         }

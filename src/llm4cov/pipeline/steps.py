@@ -89,7 +89,9 @@ class Session:
     def student(self, ref: ModelRef) -> Policy:
         """The policy of checkpoint ``ref``; a served one is waited for first."""
         self.ensure_served(ref)
-        return get_policy(ref.name, ref.base_url)
+        if ref.served:
+            return get_policy(ref.name, ref.base_url)
+        return get_policy(ref.name, dtype=self.config.student.dtype)
 
     def close(self) -> None:
         if self._executor is not None:
