@@ -166,5 +166,5 @@ def test_a_student_dtype_enters_the_identity_only_when_set(tmp_path):
                                                  "served_name": "llm4cov-ckpt{k}"}
     int8 = load(tmp_path, student={"dtype": "int8"})
     assert int8.global_identity()["student"]["dtype"] == "int8"
-    with pytest.raises(PipelineConfigError, match="student.dtype"):
+    with pytest.raises(PipelineConfigError, match=r"student\.dtype"):
         load(tmp_path, student={"dtype": "fp8"})

@@ -234,6 +234,32 @@ def test_a_config_file_that_is_not_a_mapping_is_refused(text, tmp_path):
     assert read_mapping(tmp_path / "empty.yaml") == {}
 
 
+@pytest.mark.parametrize(("values", "message"), [
+    ({"samples": True}, "samples: True: expected a number, not a boolean"),
+    ({"sim": {"seed": False}}, "sim.seed: False: expected a number, not a boolean"),
+    ({"limit": True, "temperature": False},
+     "limit: True: expected a number, not a boolean; "
+     "temperature: False: expected a number, not a boolean"),
+])
+def test_a_boolean_is_not_a_number(values, message):
+    with pytest.raises(ConfigError) as info:
+        validate(BenchConfig, {"tasks": "t.jsonl", **values})
+    assert str(info.value) == f"config: {message}"
+    assert validate(BenchConfig, {"tasks": "t.jsonl", "syntax_rules": True}).syntax_rules
+
+
+def test_a_key_given_twice_is_refused_with_its_line(tmp_path, capsys):
+    path = tmp_path / "c.yaml"
+    path.write_text("samples: 1\nsim:\n  seed: 2\n  seed: 3\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match="line 4: key 'seed' given twice in one mapping"):
+        read_mapping(path)
+    assert main(["bench", "--config", str(path), "--print-config"]) == 2
+    assert capsys.readouterr().err == (f"error: {path}: line 4: key 'seed' given twice in "
+                                       "one mapping\n")
+    path.write_text("samples: 1\nsim: {seed: 2}\nrounds: 2\n", encoding="utf-8")
+    assert read_mapping(path) == {"samples": 1, "sim": {"seed": 2}, "rounds": 2}
+
+
 def test_a_config_file_that_is_not_utf8_is_named(tmp_path, capsys):
     path = tmp_path / "c.yaml"
     path.write_bytes(b"samples: \xff\n")

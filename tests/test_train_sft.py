@@ -200,8 +200,10 @@ def test_local_backend_generates_from_the_trained_checkpoint(policy, work):
     gen = policy.generate(req)
     tokenizer = AutoTokenizer.from_pretrained(work / "ckpt2")
     prompt = tokenizer.apply_chat_template(req.messages, add_generation_prompt=True,
-                                           tokenize=True, return_dict=True)["input_ids"]
-    assert gen.model == f"local:{work / 'ckpt2'}" and gen.prompt_tokens == len(prompt)
+                                           tokenize=False) + "```systemverilog\n"
+    prompt_ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
+    assert gen.model == f"local:{work / 'ckpt2'}" and gen.prompt_tokens == len(prompt_ids)
+    assert gen.text.startswith("```systemverilog\n")  # the answer prefix
     assert 1 <= gen.completion_tokens <= 12
     assert gen.finish_reason == ("length" if gen.completion_tokens == 12 else "stop")
     assert policy.generate(req).text == gen.text  # same seed, same sample

@@ -13,6 +13,7 @@ Precedence everywhere: model defaults < a preset (e.g. a synth stage) < the YAML
 from __future__ import annotations
 
 import dataclasses
+import types
 import typing
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -44,14 +45,34 @@ class Settings(BaseModel):
 S = TypeVar("S", bound=BaseModel)
 
 
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, except that a key given twice in one mapping is an error
+    (the YAML spec requires unique keys; PyYAML would keep the last one silently)."""
+
+    def construct_mapping(self, node, deep=False):
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            try:
+                duplicate = key in seen
+                seen.add(key)
+            except TypeError:  # an unhashable key; the base class reports it
+                continue
+            if duplicate:
+                raise yaml.YAMLError(f"line {key_node.start_mark.line + 1}: key {key!r} "
+                                     "given twice in one mapping")
+        return super().construct_mapping(node, deep)
+
+
 def read_mapping(path: Path | str) -> dict[str, Any]:
     """The mapping of settings in YAML file ``path`` (an empty file is ``{}``).
 
     Raises:
-        ConfigError: unreadable file, invalid YAML, or not a mapping.
+        ConfigError: unreadable file, invalid YAML (a key given twice in one mapping
+            included), or not a mapping.
     """
     try:
-        loaded = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+        loaded = yaml.load(Path(path).read_text(encoding="utf-8"), _UniqueKeyLoader)
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start}: {exc.reason})") from exc
     except (OSError, yaml.YAMLError) as exc:
@@ -109,10 +130,40 @@ def validate(model: type[S], values: Mapping[str, Any], source: str = "config") 
     Raises:
         ConfigError: ``source: key: problem`` for each bad key.
     """
+    flags = booleans_for_numbers(model, values)
+    if flags:
+        raise ConfigError(f"{source}: {'; '.join(flags)}")
     try:
         return model.model_validate(dict(values))
     except ValidationError as exc:
         raise ConfigError(f"{source}: {describe(exc, model)}") from None
+
+
+def booleans_for_numbers(node: Any, values: Mapping[str, Any], path: str = "") -> list[str]:
+    """``key: True: ...`` for each boolean given to a number field of ``node`` (a model
+    or dataclass; nested sections too). pydantic would read ``true`` as 1 (lax mode),
+    so ``samples: true`` would silently mean one sample."""
+    fields, problems = _fields(node), []
+    for key, value in values.items():
+        if key not in fields:
+            continue
+        where = f"{path}{key}"
+        section = _section_type(fields[key])
+        if isinstance(value, Mapping) and section is not None:
+            problems += booleans_for_numbers(section, value, where + ".")
+        elif isinstance(value, bool) and _numeric(fields[key]):
+            problems.append(f"{where}: {value!r}: expected a number, not a boolean")
+    return problems
+
+
+def _numeric(annotation: Any) -> bool:
+    """``annotation`` is int or float, possibly optional or constrained."""
+    if annotation in (int, float):
+        return True
+    args = [a for a in getattr(annotation, "__args__", ()) if a is not type(None)]
+    return bool(args) and typing.get_origin(annotation) in (typing.Union, types.UnionType,
+                                                            typing.Annotated) and all(
+        _numeric(a) for a in args)
 
 
 def merge(config: S, values: Mapping[str, Any], source: str = "config") -> S:
