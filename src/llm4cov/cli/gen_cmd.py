@@ -77,8 +77,9 @@ GEN_FLAGS = (
 )
 """The agent and simulator flags of ``llm4cov gen``: the fields of one bench sample
 (:class:`BenchConfig`; gen runs one sample of ``rounds`` rounds on one simulator)."""
-GEN_UNUSED = {"samples", "baselines", "ids", "limit", "max_concurrency", "max_samples",
-              "max_sim_calls", "max_total_tokens"}
+GEN_UNUSED = {**dict.fromkeys(("samples", "baselines", "ids", "limit", "max_concurrency",
+                               "max_samples", "max_sim_calls", "max_total_tokens"), True),
+              "sim": {"workers"}}
 """:class:`BenchConfig` fields that do not apply to one gen run (left out of
 ``--print-config``)."""
 
