@@ -11,7 +11,6 @@ naive arm then starts from this export (runs/smollm2/presynth/stage1_data):
       runs/smollm2/presynth/stage1_data]'
 """
 import json
-import sys
 import time
 from pathlib import Path
 
@@ -23,8 +22,8 @@ from llm4cov.pipeline.steps import Session, export_step, synth_step
 config = load_config("examples/pipeline_smollm2_cpu.yaml")
 out = Path(config.out)
 steps = out / "steps.jsonl"
-while not any((r["name"], r["step"]) == ("stage0", "train")
-              for r in map(json.loads, steps.read_text().splitlines())):
+while not steps.is_file() or not any((r["name"], r["step"]) == ("stage0", "train")
+                                     for r in map(json.loads, steps.read_text().splitlines())):
     time.sleep(10)
 session = Session(config, run=None, on_event=lambda e: print(e, flush=True),
                   command="llm4cov pipeline --config examples/pipeline_smollm2_cpu.yaml")
@@ -37,4 +36,3 @@ exported = export_step(session, plan, out / "stage1" / "synth",
                        Path("runs/smollm2/presynth/stage1_data"))
 print("export", json.dumps(exported), time.monotonic() - started, flush=True)
 session.close()
-sys.exit(0)

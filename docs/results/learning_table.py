@@ -42,33 +42,40 @@ def _benches(run: Path) -> list[tuple[str, Path]]:
     return out
 
 
+def _mode_dirs(run: Path):
+    """(checkpoint label, bench mode dir) of every bench of ``run``, in loop order."""
+    for label, root in _benches(run):
+        if (root / "bench").is_dir():
+            for mode_dir in sorted((root / "bench").glob("*")):
+                yield label, mode_dir
+
+
 def table(run: Path) -> str:
     lines = ["| checkpoint | mode | tasks | Sim Pass | Cov Pass = pass@1 | Avg Cov | "
              "context exceeded | generated tokens | model s | status per answer |",
              "|" + "---|" * 10]
     baselines: dict[str, dict] = {}
-    for label, root in _benches(run):
-        for mode_dir in sorted((root / "bench").glob("*")) if (root / "bench").is_dir() else []:
-            summary_file = mode_dir / "summary.json"
-            if not summary_file.is_file():
-                lines.append(f"| {label} | {mode_dir.name} | not finished | | | | | | | |")
+    for label, mode_dir in _mode_dirs(run):
+        summary_file = mode_dir / "summary.json"
+        if not summary_file.is_file():
+            lines.append(f"| {label} | {mode_dir.name} | not finished | | | | | | | |")
+            continue
+        summary = json.loads(summary_file.read_text())
+        rows = _rows(mode_dir / "results.jsonl")
+        for name, arm in summary["arms"].items():
+            if name in ("random", "reference"):
+                baselines.setdefault(f"{name} | {mode_dir.name}", arm)
                 continue
-            summary = json.loads(summary_file.read_text())
-            rows = _rows(mode_dir / "results.jsonl")
-            for name, arm in summary["arms"].items():
-                if name in ("random", "reference"):
-                    baselines.setdefault(f"{name} | {mode_dir.name}", arm)
-                    continue
-                h = arm["headline"] or {}
-                mine = [r for r in rows if r["arm"] == name]
-                exceeded = {r["task_id"] for r in mine if r["prompt_tokens"] and
-                            not r["completion_tokens"] and r["response"] == ""}
-                lines.append(
-                    f"| {label} | {mode_dir.name} | {arm['tasks_scored']}/{arm['tasks_planned']} "
-                    f"| {h.get('sim_pass', 0):.1f} | {h.get('cov_pass', 0):.1f} "
-                    f"| {h.get('avg_cov', 0):.1f} | {len(exceeded)} "
-                    f"| {sum(r['completion_tokens'] for r in mine)} "
-                    f"| {sum(r['gen_s'] for r in mine):.0f} | {_statuses(mine)} |")
+            h = arm["headline"] or {}
+            mine = [r for r in rows if r["arm"] == name]
+            exceeded = {r["task_id"] for r in mine if r["prompt_tokens"] and
+                        not r["completion_tokens"] and r["response"] == ""}
+            lines.append(
+                f"| {label} | {mode_dir.name} | {arm['tasks_scored']}/{arm['tasks_planned']} "
+                f"| {h.get('sim_pass', 0):.1f} | {h.get('cov_pass', 0):.1f} "
+                f"| {h.get('avg_cov', 0):.1f} | {len(exceeded)} "
+                f"| {sum(r['completion_tokens'] for r in mine)} "
+                f"| {sum(r['gen_s'] for r in mine):.0f} | {_statuses(mine)} |")
     for key, arm in baselines.items():
         h = arm["headline"] or {}
         lines.append(f"| {key} | {arm['tasks_scored']}/{arm['tasks_planned']} "
@@ -95,14 +102,13 @@ def failures(run: Path) -> str:
     """Every model answer of every bench of ``run`` counted by :func:`failure_kind`."""
     lines = ["| checkpoint | mode | answers | " + " | ".join(FAILURE_KINDS) + " |",
              "|" + "---|" * (3 + len(FAILURE_KINDS))]
-    for label, root in _benches(run):
-        for mode_dir in sorted((root / "bench").glob("*")) if (root / "bench").is_dir() else []:
-            mine = [r for r in _rows(mode_dir / "results.jsonl")
-                    if r["arm"] not in ("random", "reference")]
-            counts = Counter(failure_kind(r) for r in mine)
-            done = "" if (mode_dir / "summary.json").is_file() else " (unfinished)"
-            lines.append(f"| {label} | {mode_dir.name} | {len(mine)}{done} | "
-                         + " | ".join(str(counts[k]) for k in FAILURE_KINDS) + " |")
+    for label, mode_dir in _mode_dirs(run):
+        mine = [r for r in _rows(mode_dir / "results.jsonl")
+                if r["arm"] not in ("random", "reference")]
+        counts = Counter(failure_kind(r) for r in mine)
+        done = "" if (mode_dir / "summary.json").is_file() else " (unfinished)"
+        lines.append(f"| {label} | {mode_dir.name} | {len(mine)}{done} | "
+                     + " | ".join(str(counts[k]) for k in FAILURE_KINDS) + " |")
     return "\n".join(lines)
 
 

@@ -23,6 +23,7 @@ from pydantic import Field, model_validator
 
 from llm4cov.bench.config import NOT_IDENTITY, BenchConfig, BenchSettings, Mode
 from llm4cov.exec.settings import SimSettings
+from llm4cov.policies.local_transformers import Dtype
 from llm4cov.synth.config import (
     STAGES,
     ExportConfig,
@@ -77,7 +78,7 @@ class Student(Settings):
     """
 
     serve: Literal["local", "vllm"] = "local"
-    dtype: Literal["auto", "fp32", "bf16", "int8"] = "auto"
+    dtype: Dtype = "auto"
     """Weights of a ``local`` student (:class:`~llm4cov.policies.local_transformers.
     LocalTransformersPolicy`): auto = bf16 on a GPU that has it, else fp32; int8 =
     dynamic int8 quantization on the CPU (about 2x faster generation)."""

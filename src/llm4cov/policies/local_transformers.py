@@ -24,7 +24,8 @@ import logging
 import queue
 import threading
 import time
-from typing import Any
+import typing
+from typing import Any, Literal
 
 from llm4cov.policies.base import Generation, GenerationRequest, PolicyError, SamplingParams
 
@@ -35,7 +36,9 @@ CONTEXT_EXCEEDED = "context_exceeded"
 ANSWER_PREFIX = FENCE + "systemverilog\n"
 """How a local model's answer starts by default: the fence the agent's system prompt
 asks for (:mod:`llm4cov.agent.prompt`); the teachers' answers in SFT data start so too."""
-DTYPES = ("auto", "bf16", "fp32", "int8")
+Dtype = Literal["auto", "bf16", "fp32", "int8"]
+"""Weights of a local model (see :class:`LocalTransformersPolicy`)."""
+DTYPES: tuple[str, ...] = typing.get_args(Dtype)
 
 
 def quantize_int8(model):
@@ -139,7 +142,7 @@ class LocalTransformersPolicy:
         ValueError: a bad ``batch_size``, ``dtype`` or ``cache``, or ``int8`` on a GPU.
     """
 
-    def __init__(self, path: str, device: str | None = None, dtype: str = "auto",
+    def __init__(self, path: str, device: str | None = None, dtype: Dtype = "auto",
                  batch_size: int = 8, batch_wait_s: float = 0.25,
                  stop_at_code_end: bool = True, answer_prefix: str = ANSWER_PREFIX,
                  cache: str = "static", name: str | None = None) -> None:
@@ -158,8 +161,7 @@ class LocalTransformersPolicy:
         if dtype == "int8" and self.device != "cpu":
             raise ValueError("dtype int8 (dynamic quantization) runs on the CPU only")
         bf16_ok = self.device.startswith("cuda") and torch.cuda.is_bf16_supported()
-        self.dtype = ("bf16" if dtype == "bf16" or (dtype == "auto" and bf16_ok) else
-                      "int8" if dtype == "int8" else "fp32")
+        self.dtype = dtype if dtype != "auto" else "bf16" if bf16_ok else "fp32"
         self.batch_size = batch_size
         self.batch_wait_s = batch_wait_s
         self.stop_at_code_end = stop_at_code_end

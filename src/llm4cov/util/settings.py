@@ -157,13 +157,12 @@ def booleans_for_numbers(node: Any, values: Mapping[str, Any], path: str = "") -
 
 
 def _numeric(annotation: Any) -> bool:
-    """``annotation`` is int or float, possibly optional or constrained."""
+    """``annotation`` is int or float, possibly optional (``int | None``)."""
     if annotation in (int, float):
         return True
-    args = [a for a in getattr(annotation, "__args__", ()) if a is not type(None)]
-    return bool(args) and typing.get_origin(annotation) in (typing.Union, types.UnionType,
-                                                            typing.Annotated) and all(
-        _numeric(a) for a in args)
+    args = [a for a in typing.get_args(annotation) if a is not type(None)]
+    return (typing.get_origin(annotation) in (typing.Union, types.UnionType) and bool(args)
+            and all(_numeric(a) for a in args))
 
 
 def merge(config: S, values: Mapping[str, Any], source: str = "config") -> S:
