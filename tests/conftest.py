@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import tempfile
 from pathlib import Path
@@ -23,6 +24,26 @@ os.environ.setdefault(MODELS_ENV, str(models_root()))
 # The suite never reads or writes a user's result cache or build artifacts: one fresh
 # cache dir per test session (its reusable build files are made once per session).
 os.environ.setdefault("LLM4COV_CACHE_DIR", tempfile.mkdtemp(prefix="llm4cov-test-cache-"))
+
+
+EXTRA_MODULES = {
+    "requires_train": ("train", ("torch", "transformers", "trl", "peft", "gguf")),
+    "requires_ray": ("ray", ("ray",)),
+}
+"""Marker -> (extra, modules it needs): a marked test is skipped, with the reason, when
+one of the modules is not installed (README's test command installs no torch)."""
+
+
+def pytest_collection_modifyitems(config, items):
+    for marker, (extra, modules) in EXTRA_MODULES.items():
+        missing = [m for m in modules if importlib.util.find_spec(m) is None]
+        if not missing:
+            continue
+        skip = pytest.mark.skip(reason=f"needs the [{extra}] extra ({', '.join(missing)} "
+                                       "not installed)")
+        for item in items:
+            if marker in item.keywords:
+                item.add_marker(skip)
 
 
 def shared_path(*parts: str) -> Path:

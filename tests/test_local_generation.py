@@ -22,6 +22,8 @@ from llm4cov.policies.local_transformers import (
     closed_code_block_end,
 )
 
+pytestmark = pytest.mark.requires_train
+
 CORPUS = Path(__file__).resolve().parent / "fixtures" / "train" / "stage.jsonl"
 
 

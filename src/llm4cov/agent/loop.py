@@ -18,7 +18,13 @@ from pydantic import BaseModel, Field
 
 from llm4cov.agent.prompt import build_messages, syntax_rules
 from llm4cov.agent.response import NO_TESTBENCH, extract_testbench
-from llm4cov.policies.base import GenerationRequest, Policy, SamplingParams, agenerate
+from llm4cov.policies.base import (
+    AgentState,
+    GenerationRequest,
+    Policy,
+    SamplingParams,
+    agenerate,
+)
 from llm4cov.sim.call import Simulate
 from llm4cov.sim.observation import Observation, Status
 from llm4cov.tasks.model import Task
@@ -118,7 +124,8 @@ async def arun_agent(
         from_round, tb, obs = state
         messages = build_messages(task, tb, obs, rules)
         seed = None if config.seed is None else config.seed + r
-        gen = await agenerate(policy, GenerationRequest(task, messages, config.params, seed))
+        request = GenerationRequest(task, messages, config.params, seed, AgentState(r, tb, obs))
+        gen = await agenerate(policy, request)
         new_tb = extract_testbench(gen.text, task.dut_module_name)
         new_obs = await simulate(task, new_tb) if new_tb else no_testbench_observation()
         record = RoundRecord(

@@ -14,7 +14,7 @@ from llm4cov.bench.config import BenchConfig
 from llm4cov.cli import common, report_opts
 from llm4cov.cli.options import PRINT_CONFIG, flag, print_config, with_flags
 from llm4cov.cli.round_progress import RoundProgress
-from llm4cov.policies import Policy, get_policy
+from llm4cov.policies import BUILTIN, Policy, get_policy
 from llm4cov.sim.report import coverage_markdown
 from llm4cov.sim.rtl_check import guard
 from llm4cov.tasks.model import Task
@@ -121,7 +121,7 @@ def gen(
         print_config(settings.model_dump(exclude=GEN_UNUSED))
         return
     policy = get_policy(settings.model, settings.base_url, **(
-        {"length": stimulus_length} if settings.model == "random" else {}))
+        {"length": stimulus_length} if settings.model in BUILTIN else {}))
     request = report_opts.ReportRequest(None if no_html else html or out / "html", lcov, ucis,
                                         trace, keep_workdir, exclude)
     run = _run_agent(task, policy, settings, request, out)

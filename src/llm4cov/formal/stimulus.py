@@ -4,7 +4,10 @@ A trace is a list of steps, each the values of the DUT's top-level inputs for on
 cycle (step 0 has the reset active, see ``closure.py``). A phase replays it: wait for the
 falling clock edge, then per step assign every input and wait for the next falling
 edge, so the values are stable at the rising edge as in the solver's model (one clock
-edge per step; ``#10`` per step for a design without a clock). Registers the reset does
+edge per step; ``#10`` per step for a design without a clock). In the ``compact`` style
+(the default) a phase is a table, one packed row of every driven input per step, read
+by a loop (its length grows by one literal per step); in the ``vectors`` style every
+step is a line of assignments. Registers the reset does
 not initialise keep their simulated values, so a replay after other stimulus can
 diverge from the witness; the evaluator's observation is the judge.
 
@@ -17,11 +20,12 @@ into the built-in random testbench instead (:func:`closing_testbench`, ``directe
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from pyslang import syntax
 
-from llm4cov.policies.random_stimulus import random_testbench
+from llm4cov.policies.random_stimulus import Style, random_testbench
 from llm4cov.tasks.hdl import Port, parse_tree
 from llm4cov.tasks.model import Task
 
@@ -41,18 +45,58 @@ def _literal(port: Port, value: int) -> str:
     return f"{port.type_text}'({text})" if port.cast else text
 
 
+def _free_name(base: str, taken: set[str]) -> str:
+    name, n = base, 0
+    while name in taken:
+        n += 1
+        name = f"{base}{n}"
+    taken.add(name)
+    return name
+
+
+def _table_phase(phase: Phase, driven: list[Port], conn: dict[str, str], wait: str,
+                 taken: set[str], indent: str) -> list[str]:
+    """One phase as a table of packed rows (every driven input, first port highest)."""
+    width = sum(p.width for p in driven)
+    table, t = _free_name("trace", taken), _free_name("t", taken)
+    rows = []
+    for step in phase.steps:
+        row = 0
+        for p in driven:
+            row = (row << p.width) | (step.get(p.name, 0) & ((1 << p.width) - 1))
+        rows.append(f"{width}'h{row:x}")
+    lines = [f"{indent}begin",
+             f"{indent}  logic [{width - 1}:0] {table} [{len(rows)}] = '{{{', '.join(rows)}}};",
+             f"{indent}  {wait}",
+             f"{indent}  for (int {t} = 0; {t} < {len(rows)}; {t}++) begin"]
+    low = width
+    for p in driven:
+        low -= p.width
+        bits = f"{table}[{t}][{low + p.width - 1}:{low}]"
+        value = f"{p.type_text}'({bits})" if p.cast else bits
+        lines.append(f"{indent}    {conn[p.name]} = {value};")
+    lines += [f"{indent}    {wait}", f"{indent}  end", f"{indent}  {wait}", f"{indent}end"]
+    return lines
+
+
 def phase_code(
     phases: list[Phase], ports: list[Port], conn: dict[str, str], clock: str | None,
-    indent: str = "    ",
+    indent: str = "    ", style: Style = "compact", taken: set[str] | None = None,
 ) -> str:
     """SystemVerilog statements replaying ``phases``; ``conn`` maps a DUT input port to
-    the testbench variable driving it, ``clock`` is the DUT clock port (or None)."""
+    the testbench variable driving it, ``clock`` is the DUT clock port (or None);
+    ``taken``: identifiers of the testbench the ``compact`` style's table and loop
+    variable must not shadow."""
     wait = f"@(negedge {conn[clock]});" if clock else "#10;"
     driven = [p for p in ports if p.direction == "input" and p.name != clock
               and p.name in conn and not p.unpacked]
+    names = set(taken or ()) | set(conn.values())
     lines = []
     for phase in phases:
         lines.append(f"{indent}// llm4cov formal: {phase.title} ({len(phase.steps)} steps)")
+        if style == "compact" and driven and phase.steps:
+            lines += _table_phase(phase, driven, conn, wait, names, indent)
+            continue
         lines.append(f"{indent}{wait}")
         for step in phase.steps:
             sets = " ".join(f"{conn[p.name]} = {_literal(p, step.get(p.name, 0))};"
@@ -133,6 +177,7 @@ def _finish_offset(testbench: str) -> int | None:
 
 def merge_phases(
     testbench: str, task: Task, ports: list[Port], clock: str | None, phases: list[Phase],
+    style: Style = "compact",
 ) -> str | None:
     """``testbench`` with ``phases`` inserted before its final ``$finish``, or None when
     the DUT's inputs or the ``$finish`` cannot be found (see the module docstring)."""
@@ -141,28 +186,29 @@ def merge_phases(
     if conns is None or offset is None or (clock is not None and clock not in conns):
         return None
     data = testbench.encode("utf-8", errors="surrogateescape")
-    code = phase_code(phases, ports, conns, clock).lstrip() + "    "
+    taken = set(re.findall(r"[A-Za-z_]\w*", testbench))
+    code = phase_code(phases, ports, conns, clock, style=style, taken=taken).lstrip() + "    "
     return (data[:offset] + code.encode() + data[offset:]).decode(
         "utf-8", errors="surrogateescape")
 
 
 def closing_testbench(
     testbench: str | None, task: Task, ports: list[Port], clock: str | None,
-    phases: list[Phase], seed: int = 0,
+    phases: list[Phase], seed: int = 0, style: Style = "compact",
 ) -> tuple[str, str]:
     """The testbench that replays ``phases``: ``(text, how)`` with ``how`` ``merged``
     (appended to ``testbench``) or ``directed`` (appended to the built-in random
-    testbench of ``seed``, when ``testbench`` is None or cannot take them).
+    testbench of ``seed`` in ``style``, when ``testbench`` is None or cannot take them).
 
     Raises:
         ValueError: the DUT cannot be driven by the random testbench either.
     """
     if testbench is not None:
-        merged = merge_phases(testbench, task, ports, clock, phases)
+        merged = merge_phases(testbench, task, ports, clock, phases, style)
         if merged is not None:
             return merged, "merged"
-    base = random_testbench(task, seed)
-    merged = merge_phases(base, task, ports, clock, phases)
+    base = random_testbench(task, seed, style=style)
+    merged = merge_phases(base, task, ports, clock, phases, style)
     if merged is None:
         raise ValueError("the built-in testbench cannot take the formal phases")
     return merged, "directed"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from llm4cov.policies.base import (
+    AgentState,
     Generation,
     GenerationRequest,
     Policy,
@@ -10,11 +11,14 @@ from llm4cov.policies.base import (
     SamplingParams,
 )
 
-BUILTIN = ("random", "formal")
+BUILTIN = ("random", "random-vectors", "formal", "formal-vectors")
+"""Policies that need no model server; ``-vectors`` writes one literal line per stimulus
+vector (the style before the compact loops, kept for comparison)."""
 
 
 def get_policy(model: str = "random", base_url: str | None = None, **options) -> Policy:
-    """The policy for ``model``: ``random`` (built-in baseline), ``local:PATH`` (a
+    """The policy for ``model``: ``random`` (built-in baseline; ``random-vectors`` in the
+    long style), ``formal`` (``formal-vectors``), ``local:PATH`` (a
     checkpoint run in this process with transformers, needs the ``train`` extra), a
     fetched model's name (``smollm2-135m``, see ``llm4cov model list``; run locally like
     ``local:`` unless ``base_url`` is given, then it is the served name) or any model
@@ -29,14 +33,14 @@ def get_policy(model: str = "random", base_url: str | None = None, **options) ->
 
     from llm4cov.models.registry import REGISTRY
 
-    if model == "random":
+    if model in ("random", "random-vectors"):
         from llm4cov.policies.random_stimulus import RandomStimulusPolicy
 
-        return RandomStimulusPolicy(**options)
-    if model == "formal":
+        return RandomStimulusPolicy(**options, style=_style(model))
+    if model in ("formal", "formal-vectors"):
         from llm4cov.policies.formal import FormalPolicy
 
-        return FormalPolicy(**options)
+        return FormalPolicy(**options, style=_style(model))
     if model.startswith("local:"):
         path = model.removeprefix("local:")
         if not path:
@@ -62,8 +66,13 @@ def get_policy(model: str = "random", base_url: str | None = None, **options) ->
     return OpenAIChatPolicy(model, base_url=base_url, **options)
 
 
+def _style(model: str) -> str:
+    return "vectors" if model.endswith("-vectors") else "compact"
+
+
 __all__ = [
     "BUILTIN",
+    "AgentState",
     "Generation",
     "GenerationRequest",
     "Policy",

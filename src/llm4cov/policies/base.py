@@ -1,8 +1,10 @@
 """The policy interface: who writes the next testbench (paper: the model ``M``).
 
-A policy maps a :class:`GenerationRequest` (the task plus the chat messages the agent
-built from the state ``s_t``) to a :class:`Generation` (the raw response text). LLM
-policies read ``messages``; the non-LLM ``random`` baseline reads ``task``.
+A policy maps a :class:`GenerationRequest` (the task, the chat messages the agent
+built from the state ``s_t`` and the state itself as data, :class:`AgentState`) to a
+:class:`Generation` (the raw response text). LLM policies read ``messages``; the
+non-LLM policies read ``task`` and ``state`` (``random`` varies its stimulus by round,
+``formal`` closes the uncovered items of ``state.observation``).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import asyncio
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from llm4cov.sim.observation import Observation
 from llm4cov.tasks.model import Task
 from llm4cov.util.settings import STRICT
 
@@ -43,17 +46,39 @@ class SamplingParams:
 
 
 @dataclass(frozen=True)
+class AgentState:
+    """The state ``s_t = (R, x_t, o_t)`` a request is generated from, as data (the repo
+    is the request's ``task``): ``testbench`` and ``observation`` are None in ``s_0``.
+
+    ``round`` is the 0-based index of the round being generated (0 = direct inference
+    from ``s_0``; synthesis states count the transitions before them, so a repair of a
+    sampled state is round 1).
+    """
+
+    round: int = 0
+    testbench: str | None = None
+    observation: Observation | None = None
+
+    @property
+    def is_initial(self) -> bool:
+        """Whether this is ``s_0`` (no current testbench)."""
+        return self.testbench is None
+
+
+@dataclass(frozen=True)
 class GenerationRequest:
     """One call to a policy.
 
-    ``messages`` are OpenAI-style chat messages (``{"role", "content"}``). ``seed`` is
-    the per-sample seed (it overrides ``params.seed`` when set).
+    ``messages`` are OpenAI-style chat messages (``{"role", "content"}``), rendered from
+    ``state`` by the agent (``agent/prompt.py``). ``seed`` is the per-sample seed (it
+    overrides ``params.seed`` when set). ``state`` defaults to ``s_0``.
     """
 
     task: Task
     messages: list[dict[str, str]]
     params: SamplingParams = field(default_factory=SamplingParams)
     seed: int | None = None
+    state: AgentState = field(default_factory=AgentState)
 
 
 @dataclass(frozen=True)

@@ -1,47 +1,29 @@
 """The ``formal`` policy: random start, then formal closure of the holes the feedback names.
 
-A teacher that reads the agent's state like a model does (``agent/prompt.py``): with no
-current testbench (the first round) it answers with the built-in random testbench
-(``random_stimulus.py``); afterwards it takes the current testbench and the uncovered
-items listed in the feedback (``- file:line [kind] detail | source``), runs the formal
-analysis on them (``llm4cov.formal.analyze``: witnesses for the reachable ones) and
-answers with the current testbench plus one replay phase per witness trace
-(``formal/stimulus.py``). With nothing reachable it answers the current testbench
-unchanged. It needs no model server, only the ``formal`` extra.
+A teacher that reads the agent's state as data (``GenerationRequest.state``, the same
+``s_t`` a model sees rendered as its prompt): with no current testbench (the first
+round) it answers with the built-in random testbench (``random_stimulus.py``);
+afterwards it takes the current testbench and the uncovered items of its observation
+(the list the feedback shows), runs the formal analysis on them
+(``llm4cov.formal.analyze``: witnesses for the reachable ones) and answers with the
+current testbench plus one replay phase per witness trace (``formal/stimulus.py``).
+With nothing reachable it answers the current testbench unchanged. It needs no model
+server, only the ``formal`` extra.
 """
 
 from __future__ import annotations
 
 import hashlib
-import re
 import threading
 import time
 from typing import Any
 
 from llm4cov.policies.base import Generation, GenerationRequest
-from llm4cov.policies.random_stimulus import RandomStimulusPolicy
+from llm4cov.policies.random_stimulus import RandomStimulusPolicy, Style
 from llm4cov.sim.observation import UncoveredItem
 
 POLICY_PROVE_BUDGET_S = 20.0
 """Prove budget per analysis (seconds): smaller than the CLI's, the policy runs often."""
-_ITEM = re.compile(r"^- (?P<file>\S+?):(?P<line>\d+) \[(?P<kind>\w+)\] (?P<rest>.*)$")
-_WHERE = re.compile(r" \(in (?:all \d+ instances|[\w.$*\[\], ]+?(?: and \d+ more)?)\)$")
-_CURRENT = re.compile(r"## Current testbench\n```(?:systemverilog|verilog|sv)?\n(?P<tb>.*?)\n```",
-                      re.DOTALL)
-
-
-def feedback_items(text: str) -> list[UncoveredItem]:
-    """The uncovered items listed in a feedback message, in order (see the module
-    docstring for the line format; the instance note and the source are dropped)."""
-    items = []
-    for line in text.splitlines():
-        m = _ITEM.match(line.strip())
-        if m is None:
-            continue
-        detail = m["rest"].split(" | ", 1)[0]
-        items.append(UncoveredItem(kind=m["kind"], file=m["file"], line=int(m["line"]),
-                                   detail=_WHERE.sub("", detail)))
-    return items
 
 
 def verdicts(result) -> dict[str, Any]:
@@ -58,12 +40,6 @@ def verdicts(result) -> dict[str, Any]:
     }
 
 
-def current_testbench(text: str) -> str | None:
-    """The testbench shown under ``## Current testbench``, or None in the first round."""
-    m = _CURRENT.search(text)
-    return m["tb"] + "\n" if m else None
-
-
 class FormalPolicy:
     """The ``formal`` policy (see the module docstring); ``config`` sets the formal
     budgets (:class:`llm4cov.formal.FormalConfig`).
@@ -72,12 +48,12 @@ class FormalPolicy:
         FormalToolError: the formal tools are not installed.
     """
 
-    name = "formal"
-
-    def __init__(self, length: int = 200, exhaustive_bits: int = 10, config=None) -> None:
+    def __init__(self, length: int = 200, exhaustive_bits: int = 10, config=None,
+                 style: Style = "compact") -> None:
         from llm4cov.formal import FormalConfig
 
-        self.random = RandomStimulusPolicy(length, exhaustive_bits)
+        self.random = RandomStimulusPolicy(length, exhaustive_bits, style)
+        self.name = "formal" if style == "compact" else f"formal-{style}"
         self.config = config or FormalConfig(prove_budget_s=POLICY_PROVE_BUDGET_S)
         self._tried: dict[str, set[tuple[str, int, str, str]]] = {}
         self._lock = threading.Lock()
@@ -98,12 +74,13 @@ class FormalPolicy:
         from llm4cov.formal.stimulus import Phase, closing_testbench
 
         start = time.monotonic()
-        text = "\n".join(m.get("content", "") for m in request.messages if m.get("role") == "user")
-        tb = current_testbench(text)
-        if tb is None:
+        state = request.state
+        if state.testbench is None:
             first = self.random.generate(request)
             return Generation(text=first.text, model=self.name, latency_s=first.latency_s)
-        items = self._new_items(request.task, feedback_items(text))
+        tb = state.testbench if state.testbench.endswith("\n") else state.testbench + "\n"
+        shown = state.observation.uncovered if state.observation is not None else []
+        items = self._new_items(request.task, list(shown))
         note = "// llm4cov formal: no new holes in the feedback\n"
         answer, annotations = tb, {}
         if items:
@@ -115,7 +92,8 @@ class FormalPolicy:
                 how = "unchanged"
                 if phases:
                     answer, how = closing_testbench(tb, request.task, design.ports,
-                                                    design.clock, phases, seed)
+                                                    design.clock, phases, seed,
+                                                    self.random.style)
             except ValueError as exc:
                 return Generation(text=f"formal policy: {exc}", model=self.name,
                                   latency_s=time.monotonic() - start)
@@ -128,5 +106,5 @@ class FormalPolicy:
 
     def describe(self) -> dict[str, Any]:
         return {"model": self.name, "length": self.random.length,
-                "exhaustive_bits": self.random.exhaustive_bits,
+                "exhaustive_bits": self.random.exhaustive_bits, "style": self.random.style,
                 "cover_depth": self.config.cover_depth, "prove_depth": self.config.prove_depth}

@@ -1,116 +1,52 @@
 """The built-in non-LLM baseline: a clock/reset/handshake-aware random testbench.
 
-From the DUT's ports as the compiler elaborates them (``hdl.task_ports``: the task's
-include dirs, macros and parameter overrides; each port declared with its own type,
-unpacked dimensions included) it writes a testbench that
+The ports are classified by ``stimulus_plan.py`` (clocks, resets and their polarity,
+controls, clock domains). Two styles write the same plan:
 
-- runs every clock input (1 bit, named ``*clk*``/``*clock*``, not a clock enable or
-  divider; else the DUT's only edge-triggering input) as a free-running clock;
-- holds every reset input (1 bit; a name token ``rst``/``reset`` with at most one
-  letter before and ``n``/``b`` after: ``rst_ni``, ``aresetn``, ``nreset``, ``HRESETn``,
-  not ``first``) active for two steps, releases it, and pulses it once more two thirds
-  of the way through. The active level comes from how the RTL uses the signal
-  (``negedge rst`` or ``if (!rst)`` = active low, ``posedge``/``if (rst)`` = active high,
-  over every module of the design), else from the lowRISC/PULP/AXI naming conventions
-  (``_n``, ``_ni``, ``_b``, ``_l``, ``...resetn``, ``n...``: active low);
-- drives the other inputs exhaustively when the design has no clock and at most
-  ``exhaustive_bits`` plain input bits, and otherwise with ``length`` random vectors
-  (all zeros and all ones first), generated here from ``seed``. Valid/ready inputs
-  (``*valid*``, ``*vld*``, ``*ready*``, ``*rdy*``, 1 bit) are high three times in four;
-  after a vector that raises an input valid whose ready output (same name with
-  ``ready``/``rdy``, ``_i`` -> ``_o``) is low, the vector is held until ready, at most
-  ``HOLD_CYCLES`` cycles (AXI-style: valid and data stay stable until accepted);
-- applies each vector at the falling clock edge (``#10`` without a clock), then calls
-  ``$finish``. Parameter overrides of the task become the testbench's own parameters,
-  passed to the DUT.
+- ``compact`` (the default): the stimulus is a seeded loop, so the answer's length does
+  not grow with the number of cycles (a testbench a model can learn to write):
+  ``$urandom`` seeded once with ``$urandom(SEED)``, sized casts (``8'($urandom)``,
+  wider ports from concatenated draws, package types cast), unpacked inputs driven by
+  ``foreach``, controls by ``$urandom_range`` (a clear once in 32 cycles, a start pulse
+  once in 16, valid/enable three in four), every clock domain in its own ``fork``
+  branch on its own clock's falling edge with its resets released at its own time;
+- ``vectors``: one literal line per stimulus vector (the style before the compact one,
+  kept for comparison; controls are random data, one domain).
+
+Both run every clock as a free-running clock, hold the resets active for two steps,
+release them and pulse them once more two thirds of the way through; drive the other
+inputs exhaustively when the design has no clock and at most ``exhaustive_bits`` plain
+input bits, and otherwise for ``length`` cycles (all zeros and all ones first); hold a
+vector that raises a valid whose ready output (same name with ``ready``/``rdy``,
+``_i`` -> ``_o``) is low until ready, at most ``HOLD_CYCLES`` cycles (AXI-style); apply
+each vector at the falling clock edge (``#10`` without a clock), then call ``$finish``.
+Parameter overrides of the task become the testbench's own parameters.
 """
 
 from __future__ import annotations
 
 import itertools
-import random
 import re
 import time
-from collections import Counter
-from typing import Any
-
-from pyslang import syntax
+from typing import Any, Literal
 
 from llm4cov.policies.base import Generation, GenerationRequest
-from llm4cov.tasks.hdl import Design, Port, task_design
+from llm4cov.policies.stimulus_plan import (
+    _HANDSHAKE,
+    Domain,
+    Drive,
+    Stimulus,
+    drivable,
+)
+from llm4cov.tasks.hdl import Port
 from llm4cov.tasks.model import Task
 
+Style = Literal["compact", "vectors"]
+"""How the built-in testbench writes its stimulus (see the module docstring)."""
 HOLD_CYCLES = 8
 MAX_ELEMENTS = 64
-"""Elements of an unpacked-array input driven per vector (the rest keep their value)."""
-
-_CLOCK = re.compile(r"clk|clock", re.IGNORECASE)
-_NOT_CLOCK = re.compile(r"(^|_)(en|ena|enable|div|sel|gate|cnt|count|rate|freq)(_|$)", re.I)
-_RESET_TOKEN = re.compile(r"[a-z]?(rst|reset)[nb]?", re.IGNORECASE)
-_ACTIVE_LOW = re.compile(
-    r"(_n|_ni|_n_i|_b|_l|_bar|_neg)$|^n|(rst|reset)[nb](_?i)?$", re.IGNORECASE)
-_HANDSHAKE = re.compile(r"valid|vld|ready|rdy", re.IGNORECASE)
+"""Elements of an unpacked-array input driven per vector in the ``vectors`` style."""
 _TIMESCALE = re.compile(r"^\s*`timescale\s+[^\n]+", re.MULTILINE)
-_ZERO, _ONE = r"(?:1'[bdh]0|'0|0)", r"(?:1'[bdh]1|'1|1)"
-_LOW_TEST = re.compile(rf"[!~]\s*(\w+)|(\w+)\s*==\s*{_ZERO}|(\w+)\s*!=\s*{_ONE}")
-_HIGH_TEST = re.compile(rf"(\w+)|(\w+)\s*==\s*{_ONE}|(\w+)\s*!=\s*{_ZERO}")
-
-
-def is_reset_name(name: str) -> bool:
-    """Whether ``name`` names a reset by convention (see the module docstring)."""
-    return any(_RESET_TOKEN.fullmatch(tok) for tok in name.split("_"))
-
-
-def _is_clock_name(name: str) -> bool:
-    return bool(_CLOCK.search(name)) and not _NOT_CLOCK.search(name)
-
-
-def signal_usage(design: Design) -> tuple[dict[str, Counter], dict[str, Counter]]:
-    """How the RTL uses each identifier: ``(edges, levels)``, where ``edges[name]``
-    counts ``posedge``/``negedge`` events on it and ``levels[name]`` counts ``low``/
-    ``high`` tests of it as a whole ``if`` condition (``if (!x)`` is a ``low`` test)."""
-    edges: dict[str, Counter] = {}
-    levels: dict[str, Counter] = {}
-
-    def visit(node: object) -> bool:
-        kind = getattr(node, "kind", None)
-        if kind == syntax.SyntaxKind.SignalEventExpression:
-            edge = node.edge.valueText
-            if edge in ("posedge", "negedge"):
-                edges.setdefault(str(node.expr).strip(), Counter())[edge] += 1
-        elif kind == syntax.SyntaxKind.ConditionalStatement:
-            text = " ".join(str(node.predicate).split())
-            for level, pattern in (("low", _LOW_TEST), ("high", _HIGH_TEST)):
-                match = pattern.fullmatch(text)
-                if match:
-                    name = next(g for g in match.groups() if g)
-                    levels.setdefault(name, Counter())[level] += 1
-                    break
-        return True
-
-    design.tree.root.visit(visit)
-    return edges, levels
-
-
-def reset_active_low(name: str, edges: dict[str, Counter], levels: dict[str, Counter]) -> bool:
-    """The reset's polarity: from its edge events, else its ``if`` tests, else its name."""
-    edge = edges.get(name, Counter())
-    if edge["negedge"] != edge["posedge"]:
-        return edge["negedge"] > edge["posedge"]
-    level = levels.get(name, Counter())
-    if level["low"] != level["high"]:
-        return level["low"] > level["high"]
-    return bool(_ACTIVE_LOW.search(name))
-
-
-def _ready_partner(valid: Port, outputs: dict[str, Port]) -> Port | None:
-    for src, dst in (("valid", "ready"), ("VALID", "READY"), ("vld", "rdy"), ("VLD", "RDY")):
-        if src in valid.name:
-            base = valid.name.replace(src, dst)
-            for name in (base, re.sub(r"_i$", "_o", base), re.sub(r"_in$", "_out", base)):
-                if name in outputs and outputs[name].width == 1 and not outputs[name].unpacked:
-                    return outputs[name]
-    return None
 
 
 def _literal(port: Port, value: int) -> str:
@@ -118,65 +54,30 @@ def _literal(port: Port, value: int) -> str:
     return f"{port.type_text}'({text})" if port.cast else text
 
 
-def _drivable(port: Port) -> bool:
-    return port.cast or port.type_text.startswith("logic")
+def _value(s: Stimulus, port: Port, fill: int | None) -> int:
+    if fill is not None:
+        return 0 if fill == 0 else (1 << port.width) - 1
+    if port.width == 1 and _HANDSHAKE.search(port.name):
+        return int(s.rng.random() < 0.75)
+    return s.rng.getrandbits(port.width)
 
 
-class Stimulus:
-    """The pieces of one testbench (ports classified, the random source)."""
-
-    def __init__(self, task: Task, seed: int):
-        design = task_design(task)
-        self.ports = design.ports(task.dut_module_name, task.parameters)
-        edges, levels = signal_usage(design)
-        inputs = [p for p in self.ports if p.direction == "input"]
-        scalar = [p for p in inputs if p.width == 1 and not p.unpacked and not p.cast]
-        self.clocks = [p for p in scalar if _is_clock_name(p.name)]
-        self.resets = [p for p in scalar if p not in self.clocks and is_reset_name(p.name)]
-        if not self.clocks:
-            edged = [p for p in scalar if p not in self.resets and p.name in edges]
-            self.clocks = edged[:1]
-        self.low = {r.name: reset_active_low(r.name, edges, levels) for r in self.resets}
-        self.data = [p for p in inputs
-                     if p not in self.clocks and p not in self.resets and _drivable(p)]
-        outputs = {p.name: p for p in self.ports if p.direction == "output"}
-        self.holds = [(v, r) for v in self.data if v.width == 1 and not v.unpacked
-                      and (r := _ready_partner(v, outputs)) is not None]
-        self.rng = random.Random(seed)
-
-    def reset(self, active: bool) -> list[str]:
-        return [f"    {r.name} = 1'b{int(active != self.low[r.name])};" for r in self.resets]
-
-    def value(self, port: Port, fill: int | None) -> int:
-        if fill is not None:
-            return 0 if fill == 0 else (1 << port.width) - 1
-        if port.width == 1 and _HANDSHAKE.search(port.name):
-            return int(self.rng.random() < 0.75)
-        return self.rng.getrandbits(port.width)
-
-    def vector(self, fill: int | None = None) -> str:
-        parts = []
-        for p in self.data:
-            if not p.unpacked:
-                parts.append(f"{p.name} = {_literal(p, self.value(p, fill))};")
-                continue
-            ranges = [range(a, b - 1, -1) if a >= b else range(a, b + 1) for a, b in p.unpacked]
-            for index in itertools.islice(itertools.product(*ranges), MAX_ELEMENTS):
-                where = "".join(f"[{i}]" for i in index)
-                parts.append(f"{p.name}{where} = {_literal(p, self.value(p, fill))};")
-        return " ".join(parts)
+def _vector(s: Stimulus, fill: int | None = None) -> str:
+    """One literal stimulus vector (``vectors`` style): every data input assigned."""
+    parts = []
+    for p in s.data:
+        if not p.unpacked:
+            parts.append(f"{p.name} = {_literal(p, _value(s, p, fill))};")
+            continue
+        ranges = [range(a, b - 1, -1) if a >= b else range(a, b + 1) for a, b in p.unpacked]
+        for index in itertools.islice(itertools.product(*ranges), MAX_ELEMENTS):
+            where = "".join(f"[{i}]" for i in index)
+            parts.append(f"{p.name}{where} = {_literal(p, _value(s, p, fill))};")
+    return " ".join(parts)
 
 
-def random_testbench(
-    task: Task, seed: int = 0, length: int = 200, exhaustive_bits: int = 10
-) -> str:
-    """A stimulus testbench for ``task``'s DUT (see the module docstring for the recipe).
-
-    Raises:
-        ValueError: the DUT module is not declared in the task's RTL, or has an
-            interface port.
-    """
-    s = Stimulus(task, seed)
+def _header(task: Task, s: Stimulus) -> list[str]:
+    """`timescale, the module, one variable per port, the DUT instance and the clocks."""
     lines: list[str] = []
     ts = next((m.group(0).strip() for f in task.rtl_files if (m := _TIMESCALE.search(f.content))),
               None)
@@ -188,7 +89,7 @@ def random_testbench(
         if p.direction == "inout":
             lines.append(f"  wire{' signed' if p.signed else ''}"
                          f"{f' [{p.width - 1}:0]' if p.width > 1 else ''} {p.name};")
-        elif p.direction == "input" and _drivable(p):
+        elif p.direction == "input" and drivable(p):
             zero = f"{p.type_text}'(0)" if p.cast else "'0"
             init = f"'{{default: {zero}}}" if p.unpacked else zero
             lines.append(f"  {p.declaration()} = {init};")
@@ -200,18 +101,29 @@ def random_testbench(
     lines.append(f"  {inst} {task.dut_instance_name} (\n{conns}\n  );")
     for i, clk in enumerate(s.clocks):
         lines.append(f"  always #{5 + 2 * i} {clk.name} = ~{clk.name};")
+    return lines
 
-    step = f"@(negedge {s.clocks[0].name});" if s.clocks else "#10;"
+
+def _exhaustive(s: Stimulus, exhaustive_bits: int) -> list[str] | None:
+    """The exhaustive loop of a combinational design with few plain input bits."""
     plain = all(not p.cast and not p.unpacked for p in s.data)
     bits = sum(p.width for p in s.data)
+    if not s.data or s.clocks or not plain or bits > exhaustive_bits:
+        return None
+    target = "{" + ", ".join(p.name for p in s.data) + "}"
+    return [f"    for (int i = 0; i < {1 << bits}; i++) begin",
+            f"      {target} = {bits}'(i);",
+            "      #10;",
+            "    end",
+            f"    {target} = '0; #10;"]
+
+
+def _vectors_body(s: Stimulus, length: int, exhaustive_bits: int) -> list[str]:
+    step = Domain(s.clocks[0] if s.clocks else None).step()
     body: list[str] = [*s.reset(True), f"    repeat (2) {step}", *s.reset(False)]
-    if s.data and not s.clocks and plain and bits <= exhaustive_bits:
-        target = "{" + ", ".join(p.name for p in s.data) + "}"
-        body.append(f"    for (int i = 0; i < {1 << bits}; i++) begin")
-        body.append(f"      {target} = {bits}'(i);")
-        body.append(f"      {step}")
-        body.append("    end")
-        body.append(f"    {target} = '0; {step}")
+    loop = _exhaustive(s, exhaustive_bits)
+    if loop is not None:
+        body += loop
     elif s.data:
         count = max(2, length)
         pulse_at = (2 * count) // 3
@@ -221,35 +133,154 @@ def random_testbench(
         for n in range(count):
             if s.resets and n == pulse_at:
                 body += [*s.reset(True), f"    {step}", *s.reset(False)]
-            vector = s.vector(fill=n if n < 2 else None)
+            vector = _vector(s, fill=n if n < 2 else None)
             body.append(f"    {vector} {step}" + (f" {hold}" if hold else ""))
     else:
         body.append(f"    repeat ({length}) {step}")
-    body.append(f"    repeat (2) {step}")
-    body.append("    $finish;")
+    return body
+
+
+def _draw(port: Port) -> str:
+    """A uniformly random value of the port's type (one element of an array)."""
+    words = -(-port.width // 32)
+    raw = "$urandom" if words == 1 else "{" + ", ".join(["$urandom"] * words) + "}"
+    value = raw if port.width == 32 else f"{port.width}'({raw})"
+    return f"{port.type_text}'({value})" if port.cast else value
+
+
+def _control(s: Stimulus, port: Port) -> str:
+    drive = s.drives[port.name]
+    if drive is Drive.MOSTLY_HIGH:
+        return "($urandom_range(3) != 0)"
+    odds = 32 if drive is Drive.RARE_CLEAR else 16
+    return f"($urandom_range({odds - 1}) {'!=' if s.active_low[port.name] else '=='} 0)"
+
+
+def _assign(s: Stimulus, port: Port, index: list[str]) -> str:
+    if s.drives[port.name] is not Drive.DATA:
+        return f"{port.name} = {_control(s, port)};"
+    if not port.unpacked:
+        return f"{port.name} = {_draw(port)};"
+    names = index[:len(port.unpacked)]
+    where = "".join(f"[{i}]" for i in names)
+    return f"foreach ({port.name}[{', '.join(names)}]) {port.name}{where} = {_draw(port)};"
+
+
+def _free(base: str, taken: set[str]) -> str:
+    name, n = base, 0
+    while name in taken:
+        n += 1
+        name = f"{base}{n}"
+    return name
+
+
+def _fill(ports: list[Port], ones: bool) -> str:
+    value = "'1" if ones else "'0"
+    parts = []
+    for p in ports:
+        v = f"{p.type_text}'({p.width}'({value}))" if p.cast else value
+        parts.append(f"{p.name} = '{{default: {v}}};" if p.unpacked else f"{p.name} = {v};")
+    return " ".join(parts)
+
+
+def _domain_block(s: Stimulus, d: Domain, order: int, length: int, taken: set[str],
+                  pad: str) -> list[str]:
+    """The stimulus of one clock domain (``compact`` style), indented by ``pad``."""
+    step = d.step()
+    n = _free("n", taken)
+    k = _free("k", taken | {n})
+    index = [_free(f"i{j}", taken | {n, k}) for j in range(4)]
+    body = [f"{pad}repeat ({2 + 3 * order}) {step}",
+            *(f"{pad}{line.strip()}" for line in s.reset(False, d.resets))]
+    if not d.data:
+        return [*body, f"{pad}repeat ({length}) {step}"]
+    hold = " ".join(f"for (int {k} = 0; {k} < {HOLD_CYCLES} && {v.name} && !{r.name}; "
+                    f"{k}++) {step}" for v, r in d.holds) if d.clock else ""
+    body += [f"{pad}{_fill(d.data, False)} {step}", f"{pad}{_fill(d.data, True)} {step}"]
+    cycles = max(1, length - 2)  # after the two fill vectors
+    body.append(f"{pad}for (int {n} = 0; {n} < {cycles}; {n}++) begin")
+    if d.resets:
+        body.append(f"{pad}  if ({n} == {min(cycles - 1, max(0, (2 * length) // 3 - 2))}) begin")
+        body += [f"{pad}    {line.strip()}" for line in s.reset(True, d.resets)]
+        body.append(f"{pad}    {step}")
+        body += [f"{pad}    {line.strip()}" for line in s.reset(False, d.resets)]
+        body.append(f"{pad}  end")
+    body += [f"{pad}  {_assign(s, p, index)}" for p in d.data]
+    body.append(f"{pad}  {step}")
+    if hold:
+        body.append(f"{pad}  {hold}")
+    body.append(f"{pad}end")
+    return body
+
+
+def _compact_body(s: Stimulus, seed: int, length: int, exhaustive_bits: int) -> list[str]:
+    loop = _exhaustive(s, exhaustive_bits)
+    if loop is not None:
+        return [*s.reset(True), "    repeat (2) #10;", *s.reset(False), *loop]
+    taken = {p.name for p in s.ports}
+    body = [f"    void'($urandom({seed}));", *s.reset(True)]
+    if len(s.domains) == 1:
+        return body + _domain_block(s, s.domains[0], 0, length, taken, "    ")
+    body.append("    fork")
+    for order, d in enumerate(s.domains):
+        body += ["      begin", *_domain_block(s, d, order, length, taken, "        "),
+                 "      end"]
+    body.append("    join")
+    return body
+
+
+def random_testbench(
+    task: Task, seed: int = 0, length: int = 200, exhaustive_bits: int = 10,
+    style: Style = "compact",
+) -> str:
+    """A stimulus testbench for ``task``'s DUT in ``style`` (see the module docstring for
+    the recipe); ``length`` is the number of stimulus cycles (per clock domain).
+
+    Raises:
+        ValueError: the DUT module is not declared in the task's RTL, or has an
+            interface port, or ``style`` is unknown.
+    """
+    if style not in ("compact", "vectors"):
+        raise ValueError(f"unknown testbench style {style!r} (compact, vectors)")
+    s = Stimulus(task, seed)
+    lines = _header(task, s)
+    body = (_compact_body(s, seed, length, exhaustive_bits) if style == "compact"
+            else _vectors_body(s, length, exhaustive_bits))
+    last = Domain(s.clocks[0] if s.clocks else None).step()
+    body += [f"    repeat (2) {last}", "    $finish;"]
     lines += ["  initial begin", *body, "  end", "endmodule", ""]
     return "\n".join(lines)
 
 
-class RandomStimulusPolicy:
-    """The ``random`` policy: needs no model server; each request gets a new seed.
+ROUND_SEED_STRIDE = 7919
+"""Round r of one sample draws with seed ``seed + r * ROUND_SEED_STRIDE`` (a prime)."""
 
-    ``length`` is the number of random vectors (clock cycles of stimulus). The seed is
+
+class RandomStimulusPolicy:
+    """The ``random`` policy (``random-vectors`` for the ``vectors`` style): needs no
+    model server.
+
+    ``length`` is the number of stimulus cycles of the first round. The seed is
     ``request.seed`` (or ``params.seed``, or 0), so samples differ and runs are
-    reproducible.
+    reproducible. A later round of the agent (``request.state.round`` = r > 0) draws a
+    new stimulus: seed ``seed + r * ROUND_SEED_STRIDE`` and ``length * 2**r`` cycles, so
+    rounds 2-3 are not a repeat of round 1.
     """
 
-    name = "random"
-
-    def __init__(self, length: int = 200, exhaustive_bits: int = 10) -> None:
+    def __init__(self, length: int = 200, exhaustive_bits: int = 10,
+                 style: Style = "compact") -> None:
         self.length = length
         self.exhaustive_bits = exhaustive_bits
+        self.style = style
+        self.name = "random" if style == "compact" else f"random-{style}"
 
     def generate(self, request: GenerationRequest) -> Generation:
         start = time.monotonic()
         seed = request.seed if request.seed is not None else (request.params.seed or 0)
+        r = request.state.round
         try:
-            tb = random_testbench(request.task, seed, self.length, self.exhaustive_bits)
+            tb = random_testbench(request.task, seed + r * ROUND_SEED_STRIDE,
+                                  self.length * 2 ** r, self.exhaustive_bits, self.style)
         except ValueError as exc:
             return Generation(text=f"random policy: {exc}", model=self.name,
                               latency_s=time.monotonic() - start)
@@ -261,4 +292,4 @@ class RandomStimulusPolicy:
 
     def describe(self) -> dict[str, Any]:
         return {"model": self.name, "length": self.length,
-                "exhaustive_bits": self.exhaustive_bits}
+                "exhaustive_bits": self.exhaustive_bits, "style": self.style}

@@ -8,6 +8,7 @@ training data never does (:func:`training_messages`).
 from __future__ import annotations
 
 from llm4cov.agent.prompt import build_messages, syntax_rules
+from llm4cov.policies.base import AgentState
 from llm4cov.synth.records import StateInfo
 from llm4cov.tasks.model import Task
 
@@ -21,6 +22,14 @@ def state_messages(task: Task, state: StateInfo, rules: str | None = None) -> li
     a state whose response held no code shows an empty testbench, as the agent does)."""
     testbench = None if state.is_initial else (state.testbench or "")
     return build_messages(task, testbench, state.observation, rules)
+
+
+def policy_state(state: StateInfo) -> AgentState:
+    """``state`` as the policy sees it: ``s_0`` is round 0, any sampled state round 1
+    (synthesis states are one transition from ``s_0``)."""
+    if state.is_initial:
+        return AgentState()
+    return AgentState(1, state.testbench or "", state.observation)
 
 
 def assistant_message(testbench: str) -> dict[str, str]:

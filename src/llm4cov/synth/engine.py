@@ -37,7 +37,7 @@ from llm4cov.policies.base import GenerationRequest, Policy, SamplingParams, age
 from llm4cov.policies.random_stimulus import random_testbench
 from llm4cov.sim.call import Simulate
 from llm4cov.sim.observation import Observation, Status
-from llm4cov.synth.chat import state_messages
+from llm4cov.synth.chat import policy_state, state_messages
 from llm4cov.synth.config import SynthConfig, to_mapping
 from llm4cov.synth.contamination import ContaminationIndex
 from llm4cov.synth.records import (
@@ -330,7 +330,8 @@ class SynthRun:
         params: SamplingParams = (cfg.int_sampling if role is Role.INTERMEDIATE
                                   else cfg.trans_sampling)
         seed = derive_seed(cfg.seed, task.id, role.value, state.id, index)
-        request = GenerationRequest(task, state_messages(task, state, self.rules), params, seed)
+        request = GenerationRequest(task, state_messages(task, state, self.rules), params, seed,
+                                    policy_state(state))
         gen = await agenerate(self.policies[role], request)
         testbench = extract_testbench(gen.text, task.dut_module_name)
         obs = await self.simulate(task, testbench) if testbench else no_testbench_observation()

@@ -155,10 +155,11 @@ def split_by_length(
 
 def load_split(data: Path | str, init: str, max_length: int) -> tuple[Any, int, LengthSplit]:
     """The tokenizer of ``init``, the number of samples in ``data`` and their length split
-    (measured with the template training will use)."""
+    (measured with the template training will use). The data is checked before the
+    training extra is imported, so a bad line is bad input (exit 2) even without torch."""
+    samples = read_chat_jsonl(data)
     from transformers import AutoTokenizer
 
-    samples = read_chat_jsonl(data)
     tokenizer = AutoTokenizer.from_pretrained(init)
     split = split_by_length(samples, tokenizer, training_chat_template(tokenizer), max_length)
     return tokenizer, len(samples), split
