@@ -18,6 +18,7 @@ from typing import Any, Self
 from pydantic import Field, model_validator
 
 from llm4cov.policies.base import SamplingParams
+from llm4cov.synth.repair import BreakKind
 from llm4cov.util.settings import (
     ConfigError,
     Settings,
@@ -122,6 +123,29 @@ class BudgetConfig(Settings):
         return self
 
 
+class RepairConfig(Settings):
+    """Broken states planted in the teacher's best first testbench, repaired by that
+    testbench (``synth/repair.py``): agentic transitions where the teacher's own repairs
+    gain nothing. Off unless ``kinds`` is set (ours; the paper's teacher is an LLM whose
+    first testbenches leave room to repair)."""
+
+    kinds: list[BreakKind] = Field(default_factory=list)
+    """Mistakes to plant: module_name, instance_name, missing_pin, misspelled_pin,
+    short_run."""
+    per_repo: int = 2
+    """Kinds planted per repo (a rotation of ``kinds`` fixed by the repo id): one
+    simulator call each."""
+    min_cov: float = 0.5
+    """The teacher's testbench must simulate and reach this coverage (fraction; the
+    Stage-0 curation floor is 50%)."""
+
+    @model_validator(mode="after")
+    def _valid(self) -> Self:
+        _check(self.per_repo >= 0, "per_repo must be >= 0")
+        _check(0 <= self.min_cov <= 1, "min_cov is a fraction in [0, 1]")
+        return self
+
+
 class SynthConfig(Settings):
     """One synthesis run ``D(k)`` (paper, "Stages")."""
 
@@ -153,6 +177,7 @@ class SynthConfig(Settings):
     """Base of every per-sample seed and of ``uniform`` selection."""
     concurrency: int = 4
     """Repos in flight at once (simulations are limited by the executor's workers)."""
+    repair: RepairConfig = Field(default_factory=RepairConfig)
 
     @model_validator(mode="after")
     def _valid(self) -> Self:
@@ -169,6 +194,8 @@ class SynthConfig(Settings):
         values = to_mapping(self)
         values.pop("budget")
         values.pop("concurrency")
+        if not self.repair.kinds:
+            values.pop("repair")  # off: the identity of runs made before it existed
         return values
 
 

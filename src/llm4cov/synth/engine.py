@@ -10,7 +10,10 @@ Per repo (paper, "Learning offline"):
 4. sample M transitions from each selected state with ``M_trans`` and simulate them;
 5. judge them (:mod:`llm4cov.synth.rejection`) and write every candidate as a
    :class:`DataPoint` with its verdict; with ``direct_points`` the K samples of step 2
-   are judged too, as direct-inference points from ``s_0``.
+   are judged too, as direct-inference points from ``s_0``;
+6. with ``repair.kinds``, plant mistakes in the best step-2 testbench
+   (:mod:`llm4cov.synth.repair`), simulate each broken state and judge the best
+   testbench as its repair (agentic points, ``selected_as`` ``broken:<kind>``).
 
 Resume: every generation + simulation is a durable :class:`SampleRow`; a rerun reuses
 the rows already there (same keys, same seeds, deterministic selection), so it neither
@@ -56,6 +59,7 @@ from llm4cov.synth.records import (
     Verdict,
 )
 from llm4cov.synth.rejection import coverage_gain, judge_transitions
+from llm4cov.synth.repair import BreakKind, break_testbench, repair_kinds
 from llm4cov.synth.selection import max_selected_states, select_states
 from llm4cov.synth.sources import RepoItem
 from llm4cov.tasks.model import Task
@@ -173,7 +177,9 @@ class SynthRun:
         sel = self.config.selection
         states = max_selected_states(sel)
         probe = 1 if self.config.screen_compile else 0
-        return probe + sel.candidates + min(states, sel.candidates) * self.config.transitions
+        repairs = len(repair_kinds(self.config.repair.kinds, "", self.config.repair.per_repo))
+        return (probe + sel.candidates + min(states, sel.candidates) * self.config.transitions
+                + repairs)
 
     async def run(self, items: Iterable[RepoItem]) -> RunOutcome:
         """Process ``items`` with ``config.concurrency`` repos in flight, pulling them
@@ -260,9 +266,11 @@ class SynthRun:
         for n, state in enumerate(states):
             rows = list(trans[n * cfg.transitions : (n + 1) * cfg.transitions])
             points += self._judge(task, state, rows, PointKind.AGENTIC)
+        broken = await self._repairs(task, usable)
+        points += broken
         for point in points:
             self.points.append(point.model_dump(mode="json"))
-        counts = {"samples": len(ints) + len(trans), "states": len(states),
+        counts = {"samples": len(ints) + len(trans) + len(broken), "states": len(states),
                   "tool_failures": sum(r.observation.tool_error for r in [*ints, *trans]),
                   "points": len(points),
                   "kept": sum(p.verdict is Verdict.KEPT for p in points)}
@@ -271,10 +279,51 @@ class SynthRun:
         return self._finish(RepoRow(repo_id=task.id, status=RepoStatus.DONE, task=task,
                                     counts=counts))
 
+    async def _repairs(self, task: Task, ints: list[SampleRow]) -> list[DataPoint]:
+        """Repair points (step 6 of the module docstring): the best passing ``M_int``
+        testbench as the repair of each broken state planted in it."""
+        cfg = self.config.repair
+        kinds = repair_kinds(cfg.kinds, task.id, cfg.per_repo)
+        passing = [r for r in ints if r.observation.sim_pass and r.testbench]
+        if not kinds or not passing:
+            return []
+        best = max(passing, key=lambda r: r.observation.cov())
+        if best.observation.cov() < cfg.min_cov:
+            return []
+        rows = await gather_all(self._broken(task, best, kind) for kind in kinds)
+        points: list[DataPoint] = []
+        for row in rows:
+            if row is None or row.observation.tool_error:
+                continue
+            state = StateInfo(id=row.state_id, testbench=row.testbench,
+                              observation=row.observation, model=row.model,
+                              selected_as=row.model, cov=row.observation.cov())
+            points += self._judge(task, state, [best], PointKind.AGENTIC)
+        return points
+
+    async def _broken(self, task: Task, best: SampleRow, kind: BreakKind) -> SampleRow | None:
+        """The broken state of ``kind`` planted in ``best`` and its simulation (reused
+        when done); None when the testbench has no place for that mistake."""
+        index = list(BreakKind).index(kind)
+        key = (task.id, Role.BROKEN.value, best.state_id, index)
+        if key in self._cached:
+            return self._cached[key]
+        seed = derive_seed(self.config.seed, task.id, Role.BROKEN.value, kind.value)
+        testbench = break_testbench(best.testbench or "", task, kind, seed)
+        if testbench is None:
+            return None
+        obs = await self.simulate(task, testbench)
+        return self._record(SampleRow(
+            repo_id=task.id, role=Role.BROKEN, parent=best.state_id, index=index,
+            model=f"broken:{kind.value}", seed=seed, response="", testbench=testbench,
+            observation=obs, simulated=True))
+
     def _judge(self, task: Task, state: StateInfo, rows: list[SampleRow],
                kind: PointKind) -> list[DataPoint]:
         """Data points of ``rows`` from ``state``; samples the simulator failed on
-        (``tool_error``) are no data point (neither kept nor rejected)."""
+        (``tool_error``) are no data point (neither kept nor rejected). A row sampled
+        from another state (a repair of a broken state) gets the point id
+        ``<state id>><row state id>``."""
         rows = [r for r in rows if not r.observation.tool_error]
         verdicts = judge_transitions(state.cov, [r.observation for r in rows],
                                      self.config.rejection)
@@ -282,7 +331,8 @@ class SynthRun:
                   Role.TRANSITION.value: self.policies[Role.TRANSITION].name}
         return [
             DataPoint(
-                repo_id=task.id, point_id=row.state_id, stage=self.config.stage,
+                repo_id=task.id, stage=self.config.stage,
+                point_id=row.state_id if row.parent == state.id else f"{state.id}>{row.state_id}",
                 trace_type=self.config.trace_type, kind=kind, state=state,
                 next=Transition(sample_id=row.state_id, model=row.model, params=row.params,
                                 seed=row.seed, response=row.response, testbench=row.testbench,

@@ -28,11 +28,13 @@ REPO_KEY = ("repo_id",)
 
 
 class Role(StrEnum):
-    """What a sample is: the compile probe, an ``M_int`` state, an ``M_trans`` transition."""
+    """What a sample is: the compile probe, an ``M_int`` state, an ``M_trans`` transition,
+    or a broken state planted in an ``M_int`` testbench (``synth/repair.py``)."""
 
     PROBE = "probe"
     INTERMEDIATE = "int"
     TRANSITION = "trans"
+    BROKEN = "broken"
 
 
 class PointKind(StrEnum):

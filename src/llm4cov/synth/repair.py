@@ -1,0 +1,139 @@
+"""Broken states worth repairing: realistic mistakes planted in a teacher's testbench.
+
+Stage-0 agentic transitions need states below the teacher's own coverage. When the
+teacher's first testbench already reaches (nearly) full coverage its repairs gain
+nothing and coverage-guided rejection drops them all (paper, "Learning offline":
+``Cov(o_{t+1}) - Cov(o_t) >= tau_delta``). A broken state is the teacher's testbench
+with one mistake that small models make, simulated for real; its repair is the
+teacher's testbench, and the transition is kept only when it passes ``tau_delta``.
+
+The kinds (:class:`BreakKind`), all planted with pyslang on the DUT instantiation:
+
+- ``module_name``: the DUT module instantiated under a generic name (``top_module``,
+  or ``TopModule`` when the DUT is called ``top_module``): a compile error;
+- ``instance_name``: the right module under another instance name (``uut``, or
+  ``u_dut`` when ``uut`` is required): the evaluator's "does not instantiate" error;
+- ``missing_pin``: the named connection of one input (not a clock or reset) removed;
+- ``misspelled_pin``: one named connection's port name misspelled (``a`` -> ``a_i``,
+  ``a_i`` -> ``a``): a compile error;
+- ``short_run``: an extra ``initial #1 $finish;``, a run that ends before the reset is
+  released.
+"""
+
+from __future__ import annotations
+
+import random
+from enum import StrEnum
+
+from pyslang import syntax
+
+from llm4cov.policies.stimulus_plan import Stimulus
+from llm4cov.tasks.hdl import parse_tree
+from llm4cov.tasks.model import Task
+
+K = syntax.SyntaxKind
+
+
+class BreakKind(StrEnum):
+    """A mistake planted in a teacher's testbench (see the module docstring)."""
+
+    MODULE_NAME = "module_name"
+    INSTANCE_NAME = "instance_name"
+    MISSING_PIN = "missing_pin"
+    MISSPELLED_PIN = "misspelled_pin"
+    SHORT_RUN = "short_run"
+
+
+def _dut_instance(testbench: str, task: Task):
+    """``(tree, instantiation, instance)`` of the DUT in ``testbench`` (the tree keeps
+    the nodes alive), or None."""
+    tree = parse_tree(testbench, "tb.sv")
+    found: list = []
+
+    def visit(node: object) -> bool:
+        if getattr(node, "kind", None) == K.HierarchyInstantiation and \
+                node.type.valueText == task.dut_module_name:
+            found.append(node)
+        return True
+
+    tree.root.visit(visit)
+    for node in found:
+        for inst in node.instances:
+            if inst.decl is not None and inst.decl.name.valueText == task.dut_instance_name:
+                return tree, node, inst
+    return None
+
+
+def _replace(text: str, start: int, end: int, new: str) -> str:
+    data = text.encode("utf-8", errors="surrogateescape")
+    return (data[:start] + new.encode() + data[end:]).decode("utf-8", errors="surrogateescape")
+
+
+def _span(node) -> tuple[int, int]:
+    """Byte offsets of a syntax node or a token."""
+    where = node.sourceRange if hasattr(node, "sourceRange") else node.range
+    return where.start.offset, where.end.offset
+
+
+def _named_connections(inst) -> list:
+    return [c for c in inst.connections if getattr(c, "kind", None) == K.NamedPortConnection]
+
+
+def break_testbench(testbench: str, task: Task, kind: BreakKind, seed: int = 0) -> str | None:
+    """``testbench`` with one mistake of ``kind``; None when the testbench has no place
+    for it (no DUT instance under the required name, no named connection, ...).
+    ``seed`` picks the pin for the pin kinds. The result always differs from the input.
+    """
+    found = _dut_instance(testbench, task)
+    if found is None:
+        return None
+    _tree, node, inst = found
+    rng = random.Random(seed)
+    if kind is BreakKind.MODULE_NAME:
+        wrong = "TopModule" if task.dut_module_name == "top_module" else "top_module"
+        start, end = _span(node.type)
+        return _replace(testbench, start, end, wrong)
+    if kind is BreakKind.INSTANCE_NAME:
+        wrong = "u_dut" if task.dut_instance_name == "uut" else "uut"
+        start, end = _span(inst.decl.name)
+        return _replace(testbench, start, end, wrong)
+    if kind is BreakKind.SHORT_RUN:
+        end = node.sourceRange.end.offset
+        return _replace(testbench, end, end, "\n  initial #1 $finish;")
+    conns = _named_connections(inst)
+    if kind is BreakKind.MISSING_PIN:
+        data_inputs = {p.name for p in Stimulus(task, seed).data}
+        conns = [c for c in conns if c.name.valueText in data_inputs]
+    if not conns:
+        return None
+    conn = conns[rng.randrange(len(conns))]
+    if kind is BreakKind.MISSPELLED_PIN:
+        name = conn.name.valueText
+        wrong = name[:-2] if name.endswith("_i") and len(name) > 2 else f"{name}_i"
+        start, end = _span(conn.name)
+        return _replace(testbench, start, end, wrong)
+    # MISSING_PIN: remove the connection and the comma that separates it
+    start, end = _span(conn)
+    data = testbench.encode("utf-8", errors="surrogateescape")
+    after = data[end:].lstrip()
+    if after.startswith(b","):
+        end = len(data) - len(after) + 1
+    else:
+        before = data[:start].rstrip()
+        if before.endswith(b","):
+            start = len(before) - 1
+    head, tail = data[:start], data[end:]
+    if head.rstrip(b" \t").endswith(b"\n") and tail.lstrip(b" \t").startswith(b"\n"):
+        start = len(head.rstrip(b" \t"))  # the connection had a line of its own
+        end = len(data) - len(tail.lstrip(b" \t")) + 1
+    return _replace(testbench, start, end, "")
+
+
+def repair_kinds(kinds: list[BreakKind], repo_id: str, per_repo: int) -> list[BreakKind]:
+    """The ``per_repo`` kinds a repo gets: a rotation of ``kinds`` that starts at a
+    place fixed by the repo id (so every kind is planted about equally often)."""
+    if not kinds or per_repo <= 0:
+        return []
+    start = sum(repo_id.encode()) % len(kinds)
+    rotated = kinds[start:] + kinds[:start]
+    return rotated[:per_repo]

@@ -1,0 +1,81 @@
+"""Broken states worth repairing (synth/repair.py): each kind plants exactly one known
+mistake; in a real synthesis run the teacher's testbench repairs them and only repairs
+that pass tau_delta are kept."""
+
+from __future__ import annotations
+
+import asyncio
+import difflib
+
+import pytest
+
+from conftest import example_task, fixture_task
+from llm4cov.exec import get_executor
+from llm4cov.policies import get_policy
+from llm4cov.policies.random_stimulus import random_testbench
+from llm4cov.synth.config import resolve, stage_preset
+from llm4cov.synth.engine import SynthRun
+from llm4cov.synth.records import Role
+from llm4cov.synth.repair import BreakKind, break_testbench, repair_kinds
+from llm4cov.synth.sources import RepoItem
+from llm4cov.util.jsonl import iter_jsonl
+
+
+def _changes(before: str, after: str) -> list[str]:
+    return [line for line in difflib.unified_diff(before.splitlines(), after.splitlines(),
+                                                  lineterm="", n=0)
+            if line[:1] in "+-" and not line.startswith(("---", "+++"))]
+
+
+@pytest.mark.parametrize(("kind", "changes"), [
+    (BreakKind.MODULE_NAME, ["-  acc_top dut (", "+  top_module dut ("]),
+    (BreakKind.INSTANCE_NAME, ["-  acc_top dut (", "+  acc_top uut ("]),
+    (BreakKind.MISSING_PIN, ["-    .valid(valid),"]),  # a data input, never clk or rst_n
+    (BreakKind.MISSPELLED_PIN, ["-    .rst_n(rst_n),", "+    .rst_n_i(rst_n),"]),
+    (BreakKind.SHORT_RUN, ["+  initial #1 $finish;"]),
+])
+def test_each_kind_plants_one_known_mistake(kind, changes):
+    task = example_task("hier_acc")
+    tb = random_testbench(task, seed=1, length=10)
+    assert _changes(tb, break_testbench(tb, task, kind, seed=3)) == changes
+
+
+def test_a_testbench_without_the_dut_instance_has_no_place_for_a_mistake():
+    task = example_task("hier_acc")
+    assert break_testbench("module tb; endmodule\n", task, BreakKind.MODULE_NAME) is None
+
+
+def test_every_kind_is_planted_about_equally_often():
+    kinds = list(BreakKind)
+    got = [k for n in range(50) for k in repair_kinds(kinds, f"repo{n}", 2)]
+    assert all(abs(got.count(k) - 20) <= 6 for k in kinds)
+    assert repair_kinds(kinds, "x", 0) == [] and repair_kinds([], "x", 2) == []
+
+
+@pytest.mark.requires_verilator
+def test_repairs_of_planted_mistakes_are_judged_like_any_transition(tmp_path):
+    """mux2 with the random teacher (exhaustive: 100%): the wrong instance name fails to
+    compile (Cov 0), the short run stops at 1 ns; the teacher's testbench repairs both,
+    gaining more than tau_delta, so both repair points are kept and named by kind."""
+    cfg = resolve(stage_preset(0), None, [
+        "selection.candidates=1", "transitions=1", "concurrency=1",
+        "repair.kinds=[instance_name, short_run]", "repair.per_repo=2"])
+    teacher = get_policy("random")
+    policies = {Role.INTERMEDIATE: teacher, Role.TRANSITION: teacher}
+    task = fixture_task("mux2")
+    executor = get_executor("local", workers=1)
+    try:
+        run = SynthRun(tmp_path / "run", cfg, policies, executor.simulate)
+        assert run.worst_case_calls() == 1 + 1 + 1 + 2
+        asyncio.run(run.run([RepoItem(task.id, task)]))
+    finally:
+        executor.close()
+    repairs = [p for p in iter_jsonl(tmp_path / "run" / "points.jsonl")
+               if p["state"]["selected_as"].startswith("broken:")]
+    by_kind = {p["state"]["selected_as"]: p for p in repairs}
+    assert sorted(by_kind) == ["broken:instance_name", "broken:short_run"]
+    assert by_kind["broken:instance_name"]["state"]["observation"]["status"] == "compile_error"
+    for point in repairs:
+        assert point["kind"] == "agentic" and point["verdict"] == "kept"
+        assert point["point_id"] == f"{point['state']['id']}>int/0"
+        assert point["next"]["cov"] == 1.0 and point["gain"] > 0.01
