@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -160,6 +161,35 @@ def report(
     """
     summary = session.write_reports(run_dir, _estimator(estimator), plots)
     _print_results(summary, run_dir)
+
+
+@bench_app.command("compare")
+def compare(
+    runs: list[str] = typer.Argument(..., help="Bench run directories, each optionally "
+                                     "RUN_DIR:ARM (default: the run's model arm)."),
+) -> None:
+    """Intervals (Wilson, bootstrap) of each arm and paired tests against the first.
+
+    Prints one Markdown table: Sim Pass, Cov Pass and Avg Cov with 95% intervals, then for
+    every arm after the first the paired bootstrap of the Avg Cov difference and sign tests
+    on the tasks whose outcome differs (bench/compare.py). Example:
+    llm4cov bench compare runs/base-direct runs/stage0-direct runs/stage0-direct:random
+    """
+    from llm4cov.bench.compare import arm_stats, markdown_table, pick_arm
+
+    labels, arms = [], []
+    for spec in runs:
+        path, arm = Path(spec), None
+        if not (path / "summary.json").is_file() and ":" in spec:
+            head, arm = spec.rsplit(":", 1)
+            path = Path(head)
+        if not (path / "summary.json").is_file():
+            raise common.fail(f"{path}: no summary.json (run llm4cov bench report on it)")
+        summary = json.loads((path / "summary.json").read_text(encoding="utf-8"))
+        name = pick_arm(summary, arm)
+        labels.append(f"{path.name}:{name}")
+        arms.append(arm_stats(summary["arms"][name]))
+    typer.echo(markdown_table(labels, arms))
 
 
 def register(app: typer.Typer) -> None:

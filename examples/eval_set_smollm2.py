@@ -1,0 +1,53 @@
+"""Write the fixed evaluation set of the SmolLM2 loop (docs/results/learning_smollm2-135m_cpu.md).
+
+Every task whose direct prompt fits SmolLM2-135M's context with room for an agentic
+round (prompt <= 4,096 tokens with the model's own tokenizer and chat template, so the
+current testbench, its feedback and a 512-token answer still fit 8,192):
+
+- the RTLLM tasks and the RealBench-dev tasks that fit;
+- the training repos of verilog_eval_repos_named.jsonl that the contamination filter
+  removes (ROUGE-L F >= 0.5 against a benchmark file): no checkpoint trains on them.
+
+Writes runs/smollm2v2/eval_tasks.jsonl and prints the count per source (run from the
+repository root, after `llm4cov model get smollm2-135m`):
+
+    python examples/eval_set_smollm2.py
+"""
+
+import json
+from pathlib import Path
+
+from transformers import AutoTokenizer
+
+from llm4cov.agent.prompt import build_messages
+from llm4cov.models.store import resolve_model
+from llm4cov.synth.contamination import ContaminationIndex
+from llm4cov.tasks.loaders import load_tasks
+
+MAX_PROMPT_TOKENS = 4096
+BENCHMARKS = ("../shared/benchmarks/rtllm.jsonl", "../shared/benchmarks/realbench_dev.jsonl",
+              "../shared/benchmarks/cvdp_example.jsonl")
+SOURCES = BENCHMARKS[:2]
+REPOS = "../shared/corpus/train/verilog_eval_repos_named.jsonl"
+OUT = Path("runs/smollm2v2/eval_tasks.jsonl")
+
+tokenizer = AutoTokenizer.from_pretrained(resolve_model("smollm2-135m"))
+
+
+def fits(task) -> bool:
+    ids = tokenizer.apply_chat_template(build_messages(task), tokenize=True,
+                                        add_generation_prompt=True, return_dict=False)
+    return len(ids) <= MAX_PROMPT_TOKENS
+
+
+index = ContaminationIndex.from_task_files(BENCHMARKS)
+chosen = {source: [t for t in load_tasks(source) if fits(t)] for source in SOURCES}
+chosen[REPOS] = [t for t in load_tasks(REPOS) if index.check_task(t) is not None and fits(t)]
+OUT.parent.mkdir(parents=True, exist_ok=True)
+with OUT.open("w", encoding="utf-8") as f:
+    for tasks in chosen.values():
+        for task in tasks:
+            f.write(json.dumps(task.model_dump(mode="json", exclude_none=True)) + "\n")
+for source, tasks in chosen.items():
+    print(f"{source}: {len(tasks)}")
+print(f"{OUT}: {sum(len(t) for t in chosen.values())} tasks")
