@@ -116,6 +116,12 @@ def render_card(
         _table(("kind", "verdict", "points"),
                ((k, v, n) for (k, v), n in sorted(
                    Counter((p.kind.value, p.verdict.value) for p in points).items()))) + "\n",
+        "By the state they start from (``broken:<kind>``: a repair state, "
+        "`synth/repair.py`):\n",
+        _table(("state selected as", "verdict", "points"),
+               ((k, v, n) for (k, v), n in sorted(
+                   Counter((p.state.selected_as, p.verdict.value) for p in points).items())))
+        + "\n",
         "Status of the new testbench `o_{t+1}`:\n",
         _counts((p.next.observation.status.value for p in points), "status") + "\n",
         "Status of the state `o_t` the transition started from:\n",
