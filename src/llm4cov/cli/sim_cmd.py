@@ -35,7 +35,8 @@ def _read_testbench(tb: Path, aux: list[Path]) -> tuple[str, list[SourceFile], l
 @with_flags(SimSettings, *common.EVALUATOR_FLAGS)
 def sim(
     ctx: typer.Context,
-    rtl: Path = typer.Option(None, "--rtl", help="Directory of RTL (and spec) files."),
+    rtl: list[Path] = typer.Option(None, "--rtl", help="Directory of RTL (and spec) files, "
+                                   "or an RTL file (repeatable: compiled in this order)."),
     tb: Path = typer.Option(..., "--tb", help="Testbench file to simulate."),
     any_instance: bool = typer.Option(False, "--any-instance",
                                       help="Accept any instance name of the DUT module."),
@@ -69,7 +70,7 @@ def sim(
     request = report_opts.ReportRequest(html, lcov, ucis, trace, keep_workdir, exclude)
     with common.console.status(f"simulating {tb.name} against {task.dut_module_name} ..."):
         obs = _simulate(task, text, tb.name, aux_files, any_instance, settings, request,
-                        rtl, notes)
+                        common.rtl_root(task), notes)
     if notes:
         obs = obs.model_copy(update={"notes": notes + obs.notes})
     typer.echo(obs.model_dump_json(indent=2) if as_json
