@@ -11,6 +11,7 @@ from llm4cov.cli.options import PRINT_CONFIG, print_config, with_flags
 from llm4cov.exec.settings import SimSettings
 from llm4cov.sim import hints
 from llm4cov.sim.report import coverage_markdown
+from llm4cov.sim.rtl_check import stop_on_rtl_error
 from llm4cov.tasks.loaders import read_text
 from llm4cov.tasks.model import SourceFile, Task
 from llm4cov.util.settings import load
@@ -57,8 +58,9 @@ def sim(
 ) -> None:
     """Simulate one testbench against an RTL repo and report DUT coverage.
 
-    Exit code 0 when the simulation passes, 1 when it does not, 2 for bad input,
-    3 when the simulator toolchain is broken.
+    Exit code 0 when the simulation passes, 1 when it does not, 2 for bad input (also:
+    the RTL does not compile on its own; the report is printed first), 3 when the
+    simulator toolchain is broken.
 
     Example: llm4cov sim --rtl examples/alu_comb --tb my_tb.sv
     """
@@ -75,6 +77,7 @@ def sim(
         obs = obs.model_copy(update={"notes": notes + obs.notes})
     typer.echo(obs.model_dump_json(indent=2) if as_json
                else coverage_markdown(obs, task, title="Simulation"))
+    stop_on_rtl_error(obs, task)
     raise typer.Exit(0 if obs.sim_pass else 1)
 
 

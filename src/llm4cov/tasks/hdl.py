@@ -11,6 +11,7 @@ errors still yields it; ports are elaborated.
 
 from __future__ import annotations
 
+import os
 import re
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
@@ -229,7 +230,9 @@ class Design:
         self._root = root.rstrip("/") + "/"
 
     def _name(self, location: pyslang.SourceLocation) -> str:
-        name = self.tree.sourceManager.getFileName(location)
+        """The repository name of a location's file (pyslang may give the path relative
+        to the working directory)."""
+        name = os.path.abspath(self.tree.sourceManager.getFileName(location))
         return name.removeprefix(self._root)
 
     def decls(self) -> list[ModuleDecl]:
