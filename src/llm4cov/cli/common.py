@@ -70,7 +70,7 @@ DEFAULT_EXCLUDES = typer.Option(True, "--default-excludes/--no-default-excludes"
                                 help="Leave out test/tb/sim/verification folders and "
                                 "files that are testbenches of their own (a module "
                                 "without ports instantiating the design).")
-TARGET = typer.Option(None, "--target", help="Bender target to activate besides "
+TARGET = typer.Option(None, "--target", metavar="NAME", help="Bender target to activate besides "
                       "simulation and verilator (repeatable; with -f Bender.yml).")
 PARAM = typer.Option(None, "--param", help="DUT parameter override NAME=VALUE (repeatable; "
                      "Verilator -G on a testbench top that declares it).")
