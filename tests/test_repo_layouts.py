@@ -71,6 +71,18 @@ def test_exclude_dir_globs_match_folder_names_paths_and_files(tmp_path: Path):
         "vendor/ (1 file)")
 
 
+@pytest.mark.parametrize(("rel", "why"), [
+    ("ip/TB/x.sv", "ip/TB/"), ("a/verification/env/x.sv", "a/verification/"),
+    ("sim/x.sv", "sim/"), ("simple/x.sv", None), ("src/test_mux.sv", None),
+    ("src/latest/x.sv", None),
+])
+def test_default_exclusions_match_whole_folder_names(rel: str, why: str | None):
+    from pathlib import PurePosixPath
+
+    assert Exclusions().excluded(PurePosixPath(rel)) == why
+    assert Exclusions(defaults=False).excluded(PurePosixPath(rel)) is None
+
+
 # -- RTL files named one by one ---------------------------------------------------------
 
 def test_single_rtl_file_and_several_in_their_order(tmp_path: Path):

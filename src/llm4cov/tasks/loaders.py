@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from pydantic import ValidationError
@@ -101,26 +102,12 @@ def task_from_paths(
     exclude = exclude or Exclusions()
     base = given[0] if not files else Path(os.path.commonpath(
         [str(p.resolve().parent) for p in files]))
-    rtl_dir = _RtlDir(base, include_dirs)
-    notes: list[str] = []
-    spec: list[SourceFile] = []
-    walked: list[str] = []
-    left_out: list[str] = []
-    build: dict = {"include_dirs": [], "defines": {}, "parameters": {}, "compile_files": []}
-    if files:
-        rtl, build["compile_files"] = rtl_dir.named_files(files, notes)
-    else:
-        rtl, spec, left_out = rtl_dir.walk(notes, exclude)
-        walked = [f.name for f in rtl]
-        if filelist is not None:
-            rtl, listed = rtl_dir.listed(filelist, targets, notes)
-            build.update(listed)
-            walked, left_out = [], []
-        else:
-            rtl, build["compile_files"] = rtl_dir.with_includes(rtl, notes)
-            notes.extend(filter(None, [rtl_dir.manifest_note()]))
     if targets and (filelist is None or not is_manifest(filelist)):
         raise TaskError("--target applies to a Bender manifest (-f Bender.yml) only")
+    rtl_dir = _RtlDir(base, include_dirs)
+    notes: list[str] = []
+    found = rtl_dir.collect(files, filelist, targets, exclude, notes)
+    rtl, build = found.rtl, found.build
     if not rtl:
         raise TaskError(f"{base}: no RTL files ({', '.join(HDL_SUFFIXES)}) found")
     build["include_dirs"] = list(dict.fromkeys([*build["include_dirs"],
@@ -128,14 +115,14 @@ def task_from_paths(
     build["defines"] = {**build["defines"], **(defines or {})}
     build["parameters"] = {**build["parameters"], **(parameters or {})}
     design = parse_design(rtl, build["include_dirs"], build["defines"], build["compile_files"])
-    benches = (testbench_files([d for d in design.decls() if d.file in walked], top)
-               if exclude.defaults else {})
+    benches = ({f: m for f, m in testbench_files(design.decls(), top).items()
+                if f in found.walked} if exclude.defaults else {})
     if benches:
         rtl = [f for f in rtl if f.name not in benches]
         build["compile_files"] = [n for n in build["compile_files"] if n not in benches]
         design = parse_design(rtl, build["include_dirs"], build["defines"],
                               build["compile_files"])
-    if text := note(left_out, benches):
+    if text := note(found.left_out, benches):
         notes.insert(0, text)
     dut = _dut(base, design.decls(), top)
     _check_overrides(base, design, dut, build["parameters"])
@@ -143,7 +130,7 @@ def task_from_paths(
         id=task_id or f"local/{base.resolve().name}",
         source="local",
         rtl_files=rtl,
-        spec_files=spec,
+        spec_files=found.spec,
         dut_module_name=dut,
         dut_instance_name=instance,
         meta={"notes": notes, "path": str(rtl_dir.root)},
@@ -197,6 +184,23 @@ def _dut(base: Path, decls: list, top: str | None) -> str:
     return tops[0]
 
 
+def _build(**fields) -> dict:
+    """The task's build fields (``Task.build_settings``), empty but ``fields``."""
+    return {"include_dirs": [], "defines": {}, "parameters": {}, "compile_files": [], **fields}
+
+
+@dataclass
+class _Found:
+    """What :meth:`_RtlDir.collect` found: the RTL, the build fields, the spec, the
+    walked RTL names and what the walk left out."""
+
+    rtl: list[SourceFile]
+    build: dict
+    spec: list[SourceFile] = field(default_factory=list)
+    walked: list[str] = field(default_factory=list)
+    left_out: list[str] = field(default_factory=list)
+
+
 class _RtlDir:
     """The RTL directory (``base``), the include dirs named for it, and ``root``, the
     folder that names every file: the RTL directory, or the folder holding it and the
@@ -218,6 +222,22 @@ class _RtlDir:
         self.root = Path(os.path.commonpath([str(real), *map(str, self.outside)]))
         self.prefix = real.relative_to(self.root)
         self.allowed = (real, *self.outside)
+
+    def collect(self, files: list[Path], filelist: Path | str | None, targets: Iterable[str],
+                exclude: Exclusions, notes: list[str]) -> _Found:
+        """The RTL and spec of the files given by name (``files``), of ``filelist``, or
+        of the folder walk (what ``exclude`` left out, and the walked RTL names)."""
+        if files:
+            rtl, compile_files = self.named_files(files, notes)
+            return _Found(rtl, _build(compile_files=compile_files))
+        rtl, spec, left_out = self.walk(notes, exclude)
+        if filelist is not None:
+            rtl, listed = self.listed(filelist, targets, notes)
+            return _Found(rtl, _build(**listed), spec)
+        walked = [f.name for f in rtl]
+        rtl, compile_files = self.with_includes(rtl, notes)
+        notes.extend(filter(None, [self.manifest_note()]))
+        return _Found(rtl, _build(compile_files=compile_files), spec, walked, left_out)
 
     def include_names(self) -> list[str]:
         """The include dirs as the task names them (relative to ``root``)."""
