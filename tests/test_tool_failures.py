@@ -114,3 +114,18 @@ def test_synth_run_summary_counts_rtl_errors(tmp_path):
     summary = run_summary(tmp_path)
     assert (summary["repos"], summary["rtl_errors"], summary["tool_failures"]) == (
         {"skipped:rtl_error": 1}, 2, 0)
+
+
+def test_a_bench_row_keeps_the_observations_rtl_error_for_scoring():
+    from llm4cov.bench.rows import make_row
+    from llm4cov.sim.observation import Observation, Status
+    from llm4cov.tasks.model import SourceFile, Task
+
+    task = Task(id="rtllm/b", rtl_files=[SourceFile(name="b.sv", content="")],
+                dut_module_name="b")
+    obs = Observation(status=Status.COMPILE_ERROR, rtl_error=True)
+    made = [make_row(arm="m", task=task, sample=s, round_=n, observation=obs,
+                     testbench="module tb; endmodule", simulator="v", wall_s=0.0,
+                     model="m").as_json() for s in (0, 1) for n in (0, 1)]
+    rows = [r for r in ROWS if not (r["task_id"] == "rtllm/b" and r["arm"] == "m")] + made
+    assert score(PLAN, rows)["arms"]["m"]["rtl_error_tasks"] == ["rtllm/b"]
