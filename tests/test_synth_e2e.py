@@ -121,7 +121,7 @@ def test_cli_budget_resume_screen_and_export(tmp_path):
     assert main([*base, "--max-sim-calls", "6"]) == 0
     rows = list(iter_jsonl(out / "repos.jsonl"))
     assert [(r["repo_id"], r["status"], r["reason"]) for r in rows] == [
-        ("local/mux2", "done", ""), ("local/wrap", "skipped", "compile_error")]
+        ("local/mux2", "done", ""), ("local/wrap", "skipped", "rtl_error")]  # its own RTL
     assert sum(r["simulated"] for r in iter_jsonl(out / "samples.jsonl")) == 4
     assert main([*base, "--set", "seed=3"]) == 2  # another identity: refused
 

@@ -102,13 +102,16 @@ class Outcome:
     States are ordered like ``llm4cov.agent.loop.state_key``: Sim Pass, then every
     target met, then coverage. ``tool_failure``: the state is a failure and the
     simulator itself failed on a round so far (``Status.TOOL_ERROR``), so the failure
-    is the tool's, not the model's (not part of the ordering).
+    is the tool's, not the model's (not part of the ordering). ``rtl_error``: the state
+    is a failure and a round so far found that the task's RTL does not compile on its
+    own (``Observation.rtl_error``): no testbench could pass.
     """
 
     sim_pass: bool
     cov_pass: bool
     coverage: float
     tool_failure: bool = False
+    rtl_error: bool = False
 
     def key(self) -> tuple[bool, bool, float]:
         return (self.sim_pass, self.cov_pass, self.coverage)
@@ -118,14 +121,16 @@ def best_so_far(rounds: Sequence[Outcome]) -> list[Outcome]:
     """The outcome after each round: the best state among rounds 1..r (the agent keeps
     its best state; the official LLM4Cov release scores ``best_cov_result`` the same way).
     A best state that is a failure after a round that hit a tool failure is marked
-    ``tool_failure``.
+    ``tool_failure`` (after an RTL error: ``rtl_error``).
     """
     out: list[Outcome] = []
-    tool = False
+    tool = rtl = False
     for outcome in rounds:
         tool = tool or outcome.tool_failure
+        rtl = rtl or outcome.rtl_error
         best = outcome if not out or outcome.key() > out[-1].key() else out[-1]
-        out.append(replace(best, tool_failure=tool and not best.sim_pass))
+        out.append(replace(best, tool_failure=tool and not best.sim_pass,
+                           rtl_error=rtl and not best.sim_pass))
     return out
 
 
@@ -136,7 +141,8 @@ class Headline:
     ``pass_at_k`` maps k to Cov Pass pass@k; ``sim_pass`` and ``cov_pass`` are pass@1.
     ``tool_failures``: samples whose outcome is a tool failure; they are left out of
     every number above (``tasks``, ``samples`` included) unless
-    ``tool_failures_included``.
+    ``tool_failures_included``. ``rtl_errors``: samples whose task's RTL does not
+    compile on its own; always left out (the task is broken, not the model).
     """
 
     tasks: int
@@ -148,13 +154,16 @@ class Headline:
     pass_at_k: dict[int, float]
     tool_failures: int = 0
     tool_failures_included: bool = False
+    rtl_errors: int = 0
 
 
-def without_tool_failures(
-    outcomes: Sequence[Sequence[Outcome]],
+def scored_outcomes(
+    outcomes: Sequence[Sequence[Outcome]], include_tool_failures: bool = False,
 ) -> list[list[Outcome]]:
-    """Per task the samples that are not tool failures; tasks left with none dropped."""
-    kept = [[o for o in s if not o.tool_failure] for s in outcomes]
+    """Per task the samples that enter the metrics: never an ``rtl_error``, and no tool
+    failure unless ``include_tool_failures``; tasks left with none dropped."""
+    kept = [[o for o in s if not o.rtl_error and (include_tool_failures or not o.tool_failure)]
+            for s in outcomes]
     return [s for s in kept if s]
 
 
@@ -166,15 +175,15 @@ def headline(
     """Sim Pass, Cov Pass, Avg Cov, best-of-n and pass@k (k = 1 .. the smallest number
     of samples of a task) of per-task sample outcomes. Tool failures are counted apart
     and left out of the denominators unless ``include_tool_failures`` (then they count
-    as failed samples).
+    as failed samples); RTL errors are counted apart and always left out.
 
     Raises:
         ValueError: no tasks, or a task without samples (after leaving tool failures
-            out).
+            and RTL errors out).
     """
     failures = sum(o.tool_failure for s in outcomes for o in s)
-    if not include_tool_failures:
-        outcomes = without_tool_failures(outcomes)
+    rtl_errors = sum(o.rtl_error for s in outcomes for o in s)
+    outcomes = scored_outcomes(outcomes, include_tool_failures)
     if not outcomes or any(not s for s in outcomes):
         raise ValueError("metrics need at least one task and one sample per task")
     cov = [[o.coverage for o in s] for s in outcomes]
@@ -190,4 +199,5 @@ def headline(
                    for k in range(1, min(len(s) for s in outcomes) + 1)},
         tool_failures=failures,
         tool_failures_included=include_tool_failures,
+        rtl_errors=rtl_errors,
     )

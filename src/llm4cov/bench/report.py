@@ -43,7 +43,8 @@ def _max_k(summary: dict[str, Any]) -> int:
 def _main_table(summary: dict[str, Any]) -> Table:
     ks = range(2, _max_k(summary) + 1)
     header = ["arm", "tasks", "samples/task", "rounds", "Sim Pass", "Cov Pass (pass@1)",
-              "Avg Cov", "best-of-n Cov", *(f"pass@{k}" for k in ks), "tool failures"]
+              "Avg Cov", "best-of-n Cov", *(f"pass@{k}" for k in ks), "tool failures",
+              "RTL errors"]
     rows = []
     for name, arm in summary["arms"].items():
         h = arm["headline"] or {}
@@ -52,7 +53,7 @@ def _main_table(summary: dict[str, Any]) -> Table:
                      _pct(h.get("sim_pass")), _pct(h.get("cov_pass")), _pct(h.get("avg_cov")),
                      _pct(h.get("best_of_n")),
                      *(_pct(h.get("pass_at_k", {}).get(str(k))) for k in ks),
-                     str(arm.get("tool_failures", 0))])
+                     str(arm.get("tool_failures", 0)), str(arm.get("rtl_errors", 0))])
     return Table("Results", header, rows)
 
 
@@ -75,8 +76,9 @@ def _breakdown(summary: dict[str, Any], key: str, label: str) -> Table:
     rows = []
     for name, arm in summary["arms"].items():
         for group, h in arm[key].items():
-            rows.append([name, group, str(h["tasks"]), _pct(h["sim_pass"]), _pct(h["cov_pass"]),
-                         _pct(h["avg_cov"])])
+            h = h or {"tasks": 0}  # None: only tool failures or RTL errors in the group
+            rows.append([name, group, str(h["tasks"]), _pct(h.get("sim_pass")),
+                         _pct(h.get("cov_pass")), _pct(h.get("avg_cov"))])
     return Table(f"By {label}", ["arm", label, "tasks", "Sim Pass", "Cov Pass", "Avg Cov"], rows)
 
 
@@ -200,6 +202,13 @@ def facts(summary: dict[str, Any]) -> list[str]:
                                     "left out of every metric's denominator."))
     else:
         out.append("Tool failures (the simulator failed, not the model): none.")
+    broken = {name: arm for name, arm in summary["arms"].items() if arm.get("rtl_errors")}
+    if broken:
+        tasks = sorted({t for arm in broken.values() for t in arm.get("rtl_error_tasks", [])})
+        listed = ", ".join(f"{arm['rtl_errors']} {name}" for name, arm in broken.items())
+        out.append(f"RTL errors (the task's RTL does not compile on its own, not the "
+                   f"model's failure): {listed} sample(s), tasks {', '.join(tasks)}; left "
+                   "out of every metric's denominator.")
     if not summary["complete"]:
         out.append("**INCOMPLETE RUN**: some samples are not finished (see Spent); metrics "
                    "cover finished samples only.")

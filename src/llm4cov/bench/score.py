@@ -13,6 +13,9 @@ Tool failures (rows with ``tool_error``: the simulator itself failed, ``Status.T
 or an infrastructure error) are not the model's failures: a sample whose best state is
 a failure after such a round is counted apart (``tool_failures``) and left out of every
 metric's denominator, unless ``include_tool_failures`` (then it is a failed sample).
+RTL errors (the row's observation has ``rtl_error``: the task's RTL does not compile on
+its own) are counted the same way (``rtl_errors``, the tasks in ``rtl_error_tasks``) and
+always left out: the task is broken, not the model.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from llm4cov.bench.metrics import (
     Outcome,
     best_so_far,
     headline,
-    without_tool_failures,
+    scored_outcomes,
 )
 from llm4cov.bench.plan import Calibration, RunPlan, TaskInfo
 from llm4cov.bench.rows import outcome, simulated
@@ -38,7 +41,8 @@ from llm4cov.bench.rows import outcome, simulated
 SUMMARY_SCHEMA_VERSION = 1
 NO_GROUP = "-"
 SCORED_FIELDS = ("round", "sim_pass", "cov_pass", "coverage", "tool_error")
-"""What scoring keeps of a row (see :func:`trajectory`)."""
+"""What scoring keeps of a row (see :func:`trajectory`), with the observation's
+``rtl_error``."""
 Groups = dict[tuple[str, str, int], list[dict[str, Any]]]
 
 
@@ -55,9 +59,10 @@ def trajectory(rows: list[dict[str, Any]], rounds: int, stop_at_full: bool) -> l
 
 def _outcome(row: dict[str, Any]) -> Outcome:
     """The scored state of a row, marked when the simulator failed (rows written before
-    ``tool_error`` existed read as no tool failure)."""
+    ``tool_error`` existed read as no tool failure; likewise ``rtl_error``)."""
     base = outcome(row)
-    return replace(base, tool_failure=bool(row.get("tool_error")) and not base.sim_pass)
+    return replace(base, tool_failure=bool(row.get("tool_error")) and not base.sim_pass,
+                   rtl_error=bool(row.get("rtl_error")) and not base.sim_pass)
 
 
 def _headline_dict(h: Headline) -> dict[str, Any]:
@@ -113,7 +118,8 @@ def _scan(rows: Iterable[dict[str, Any]]) -> tuple[Groups, dict[str, _Spent], No
     notes: Notes = defaultdict(FormalNotes)
     for row in rows:
         groups[(row["arm"], row["task_id"], row["sample"])].append(
-            {k: row.get(k) for k in SCORED_FIELDS})
+            {**{k: row.get(k) for k in SCORED_FIELDS},
+             "rtl_error": bool(row["observation"].get("rtl_error"))})
         spent[row["arm"]].add(row)
         notes[(row["arm"], row["task_id"])].add(row)
     for group in groups.values():
@@ -154,8 +160,8 @@ def score_arm(
 
     def metrics_of(ids: list[str], after: int = -1) -> dict[str, Any] | None:
         per_task = [[traj[after] for traj in done[i]] for i in ids if i in done]
-        if not include_tool_failures and not without_tool_failures(per_task):
-            return None  # nothing but tool failures: no denominator
+        if not scored_outcomes(per_task, include_tool_failures):
+            return None  # nothing but tool failures or RTL errors: no denominator
         return _headline_dict(headline(per_task, estimator, include_tool_failures))
 
     ids = [t.id for t in scored]
@@ -166,6 +172,7 @@ def score_arm(
             "task_id": info.id, "n": len(finals),
             "sim_pass_count": sum(o.sim_pass for o in finals),
             "tool_failure_count": sum(o.tool_failure for o in finals),
+            "rtl_error_count": sum(o.rtl_error for o in finals),
             "cov_pass_count": sum(o.cov_pass for o in finals),
             "mean_cov": sum(o.coverage for o in finals) / len(finals),
             "best_cov": max(o.coverage for o in finals),
@@ -181,6 +188,8 @@ def score_arm(
         "samples_finished": sum(len(v) for v in done.values()),
         "tool_failures": sum(t[-1].tool_failure for v in done.values() for t in v),
         "tool_failures_included": include_tool_failures,
+        "rtl_errors": sum(t[-1].rtl_error for v in done.values() for t in v),
+        "rtl_error_tasks": sorted(i for i, v in done.items() if any(t[-1].rtl_error for t in v)),
         "headline": metrics_of(ids),
         "per_round": [metrics_of(ids, r) for r in range(arm.rounds)],
         "by_difficulty": {g: metrics_of(i) for g, i in _groups(scored, "difficulty").items()},
@@ -216,7 +225,8 @@ def score(
     per-task numbers and what was spent (and, for a tool policy that reports formal
     verdicts, a separate ``formal`` entry); plus the simulator, its coverage metrics and
     which thresholds were not calibrated for it. Tool failures are counted per arm
-    (``tool_failures``) and left out of the metrics unless ``include_tool_failures``."""
+    (``tool_failures``) and left out of the metrics unless ``include_tool_failures``;
+    RTL errors (``rtl_errors``, ``rtl_error_tasks``) always are."""
     groups, spent, notes = _scan(rows)
     arms = {arm.name: score_arm(plan, arm, groups, spent.get(arm.name, _Spent()).as_dict(),
                                 estimator, include_tool_failures, notes) for arm in plan.arms}

@@ -18,7 +18,8 @@ from llm4cov.exec import ExecutorKind, SimExecutor, get_executor
 from llm4cov.sim.config import SimConfig
 from llm4cov.sim.toolchain import find_toolchain
 from llm4cov.tasks.hdl import module_decls
-from llm4cov.tasks.loaders import filelist_root, load_tasks, task_from_dir
+from llm4cov.tasks.layout import Exclusions
+from llm4cov.tasks.loaders import filelist_root, load_tasks, task_from_paths
 from llm4cov.tasks.model import Task, TaskError, is_identifier
 from llm4cov.util.progress import NullProgress, RunProgress
 
@@ -54,20 +55,38 @@ SET = typer.Option(None, "--set", metavar="KEY=VALUE",
                    "(repeatable; values are YAML).")
 
 INCDIR = typer.Option(None, "--incdir", help="Extra `include directory, relative to the RTL "
-                      "directory (repeatable).")
+                      "directory (repeatable); one outside it is read for included files "
+                      "only.")
 DEFINE = typer.Option(None, "--define", help="Macro NAME[=VALUE] for the RTL and the "
                       "testbench (repeatable; Verilator +define+).")
 FILELIST = typer.Option(None, "-f", "--filelist", help="Verilator/VCS filelist (+incdir+, "
-                        "+define+, -y/-v, -f; paths relative to the list): the RTL is what "
-                        "it compiles; every file must lie below the RTL directory (default: the "
-                        "list's own folder).")
+                        "+define+, -y/-v, -f; paths relative to the list) or Bender.yml: "
+                        "the RTL is what it compiles; every file must lie below the RTL "
+                        "directory (default: the list's own folder).")
+EXCLUDE_DIR = typer.Option(None, "--exclude-dir", metavar="GLOB", help="Leave out of the "
+                           "RTL directory the folders (name or relative path) or files "
+                           "(relative path) matching GLOB (repeatable).")
+DEFAULT_EXCLUDES = typer.Option(True, "--default-excludes/--no-default-excludes",
+                                help="Leave out test/tb/sim/verification folders and "
+                                "files that are testbenches of their own (a module "
+                                "without ports instantiating the design).")
+TARGET = typer.Option(None, "--target", metavar="NAME", help="Bender target to activate besides "
+                      "simulation and verilator (repeatable; with -f Bender.yml).")
 PARAM = typer.Option(None, "--param", help="DUT parameter override NAME=VALUE (repeatable; "
                      "Verilator -G on a testbench top that declares it).")
 
 
+REPO_FLAGS = {"include_dirs": "--incdir", "defines": "--define", "parameters": "--param",
+              "filelist": "-f", "targets": "--target"}
+"""The :func:`repo_options` keys given by a flag of their own (for error messages)."""
+
+
 def repo_options(incdir: list[Path] | None, define: list[str] | None,
-                 filelist: Path | None, param: list[str] | None) -> dict:
-    """The build options of ``--incdir/--define/-f/--param`` as ``task_from_dir`` keywords.
+                 filelist: Path | None, param: list[str] | None,
+                 exclude_dir: list[str] | None = None, default_excludes: bool = True,
+                 target: list[str] | None = None) -> dict:
+    """The build and layout options (``--incdir/--define/-f/--param/--exclude-dir/
+    --no-default-excludes/--target``) as ``task_from_paths`` keywords.
 
     Raises:
         TaskError: a ``--define``/``--param`` without a name.
@@ -82,6 +101,8 @@ def repo_options(incdir: list[Path] | None, define: list[str] | None,
         "defines": parse_assignments(define or [], "--define"),
         "parameters": parse_assignments(param or [], "--param"),
         "filelist": filelist,
+        "exclude": Exclusions(tuple(exclude_dir or ()), default_excludes),
+        "targets": list(target or []),
     }
 
 
@@ -178,40 +199,54 @@ def check_tasks(tasks: Sequence[Task], source: Path) -> None:
 
 
 def resolve_task(
-    rtl: Path | None,
+    rtl: Path | Sequence[Path] | None,
     tasks: Path | None,
     task_id: str | None,
     top: str | None,
     instance: str | None,
     repo: dict | None = None,
 ) -> Task:
-    """The task named by the CLI: an RTL directory (with the :func:`repo_options`
-    ``repo``) or ``--tasks FILE --id ID``.
+    """The task named by the CLI: an RTL directory or RTL files (with the
+    :func:`repo_options` ``repo``), or ``--tasks FILE --id ID``. The loader's notes
+    (what was left out of the directory, ...) are printed, one line each.
 
     Raises:
         CliError, TaskError, OSError: the input is unusable (exit 2).
     """
+    paths = [rtl] if isinstance(rtl, Path) else list(rtl or [])
+    repo = repo or {}
     if instance is not None and not is_identifier(instance):
         raise fail(f"--instance {instance!r} is not a SystemVerilog identifier")
     if tasks is not None:
-        if rtl is not None:
+        if paths:
             raise fail("give either an RTL directory or --tasks FILE --id ID, not both")
         if not task_id:
             raise fail("--tasks needs --id")
         if instance or top:
             raise fail("--top/--instance apply to an RTL directory, not to --tasks")
-        if any((repo or {}).values()):
-            raise fail("--incdir/--define/-f/--param apply to an RTL directory, not to "
-                       "--tasks (a task row has include_dirs, defines, parameters)")
+        given = [flag for key, flag in REPO_FLAGS.items() if repo.get(key)]
+        if given or repo.get("exclude", Exclusions()) != Exclusions():
+            raise fail("--incdir/--define/-f/--param/--exclude-dir/--target apply to an RTL "
+                       "directory, not to --tasks (a task row has include_dirs, defines, "
+                       "parameters)")
         with reading(tasks):
             selected = load_tasks(tasks, [task_id])
         check_tasks(selected, tasks)
         return selected[0]
-    if rtl is None and (repo or {}).get("filelist"):
-        rtl = filelist_root(repo["filelist"])
-    if rtl is None:
+    if not paths and repo.get("filelist"):
+        paths = [filelist_root(repo["filelist"])]
+    if not paths:
         raise fail("give an RTL directory or --tasks FILE --id ID")
-    return task_from_dir(rtl, top=top, instance=instance or "dut", **(repo or {}))
+    task = task_from_paths(paths, top=top, instance=instance or "dut", **repo)
+    for note in task.meta.get("notes", []):
+        console.print(f"note: {note}", markup=False, highlight=False, soft_wrap=True)
+    return task
+
+
+def rtl_root(task: Task) -> Path | None:
+    """The folder that the names of a loaded task's RTL files are relative to (None for
+    a task of a JSONL file)."""
+    return Path(task.meta["path"]) if task.source == "local" and "path" in task.meta else None
 
 
 TASK_OPTIONS = {
@@ -226,6 +261,9 @@ TASK_OPTIONS = {
     "define": (list[str], DEFINE),
     "filelist": (Path, FILELIST),
     "param": (list[str], PARAM),
+    "exclude_dir": (list[str], EXCLUDE_DIR),
+    "default_excludes": (bool, DEFAULT_EXCLUDES),
+    "target": (list[str], TARGET),
 }
 """The options that name one task (with the command's ``rtl`` directory)."""
 
@@ -236,7 +274,8 @@ def _task_of(ctx: typer.Context, values: dict) -> Task | None:
     return resolve_task(ctx.params.get("rtl"), values["tasks"], values["task_id"],
                         values["top"], values["instance"],
                         repo_options(values["incdir"], values["define"], values["filelist"],
-                                     values["param"]))
+                                     values["param"], values["exclude_dir"],
+                                     values["default_excludes"], values["target"]))
 
 
 with_task = with_options("task", TASK_OPTIONS, _task_of)

@@ -11,6 +11,7 @@ from llm4cov.cli.options import PRINT_CONFIG, print_config, with_flags
 from llm4cov.exec.settings import SimSettings
 from llm4cov.sim import hints
 from llm4cov.sim.report import coverage_markdown
+from llm4cov.sim.rtl_check import stop_on_rtl_error
 from llm4cov.tasks.loaders import read_text
 from llm4cov.tasks.model import SourceFile, Task
 from llm4cov.util.settings import load
@@ -35,7 +36,8 @@ def _read_testbench(tb: Path, aux: list[Path]) -> tuple[str, list[SourceFile], l
 @with_flags(SimSettings, *common.EVALUATOR_FLAGS)
 def sim(
     ctx: typer.Context,
-    rtl: Path = typer.Option(None, "--rtl", help="Directory of RTL (and spec) files."),
+    rtl: list[Path] = typer.Option(None, "--rtl", help="Directory of RTL (and spec) files, "
+                                   "or an RTL file (repeatable: compiled in this order)."),
     tb: Path = typer.Option(..., "--tb", help="Testbench file to simulate."),
     any_instance: bool = typer.Option(False, "--any-instance",
                                       help="Accept any instance name of the DUT module."),
@@ -56,8 +58,9 @@ def sim(
 ) -> None:
     """Simulate one testbench against an RTL repo and report DUT coverage.
 
-    Exit code 0 when the simulation passes, 1 when it does not, 2 for bad input,
-    3 when the simulator toolchain is broken.
+    Exit code 0 when the simulation passes, 1 when it does not, 2 for bad input (also:
+    the RTL does not compile on its own; the report is printed first), 3 when the
+    simulator toolchain is broken.
 
     Example: llm4cov sim --rtl examples/alu_comb --tb my_tb.sv
     """
@@ -69,11 +72,12 @@ def sim(
     request = report_opts.ReportRequest(html, lcov, ucis, trace, keep_workdir, exclude)
     with common.console.status(f"simulating {tb.name} against {task.dut_module_name} ..."):
         obs = _simulate(task, text, tb.name, aux_files, any_instance, settings, request,
-                        rtl, notes)
+                        common.rtl_root(task), notes)
     if notes:
         obs = obs.model_copy(update={"notes": notes + obs.notes})
     typer.echo(obs.model_dump_json(indent=2) if as_json
                else coverage_markdown(obs, task, title="Simulation"))
+    stop_on_rtl_error(obs, task)
     raise typer.Exit(0 if obs.sim_pass else 1)
 
 

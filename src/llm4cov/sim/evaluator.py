@@ -24,12 +24,13 @@ but it scores 0 (:meth:`Observation.cov`).
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import logging
 import time
 from pathlib import Path, PurePosixPath
 
 from llm4cov.sim import coverage as cov
-from llm4cov.sim import hints, isolation, precheck, workdirs
+from llm4cov.sim import hints, isolation, precheck, rtl_check, workdirs
 from llm4cov.sim.backends import DEFAULT_BACKEND, SimBackend, get_backend
 from llm4cov.sim.cache import ResultCache, cache_root, cacheable, result_key
 from llm4cov.sim.call import SimCall
@@ -73,6 +74,7 @@ class Evaluator:
             ResultCache(cache_root(self.config) / "results.sqlite3", self.config.cache_max_bytes)
             if self.config.result_cache else None
         )
+        self._rtl_verdicts: dict[str, list[str]] = {}
 
     def evaluate(
         self,
@@ -93,7 +95,7 @@ class Evaluator:
         tb = SourceFile(name=_tb_name(call.tb_name, call.task, self.backend.reserved_names),
                         content=call.testbench)
         if self._results is None:
-            return self._noted(self._evaluate(call, tb))
+            return self._blamed(call, self._noted(self._evaluate(call, tb)))
         key = result_key(
             call.task, tb, call.aux_files, call.instance, self.config, self.backend.version,
             self.backend.has_solver,
@@ -101,7 +103,7 @@ class Evaluator:
         hit = self._results.get(key)
         if hit is not None:
             return hit
-        obs = self._noted(self._evaluate(call, tb))
+        obs = self._blamed(call, self._noted(self._evaluate(call, tb)))
         if cacheable(obs):
             self._results.put(key, obs)
         return obs
@@ -111,6 +113,23 @@ class Evaluator:
         if self.config.sandbox:
             return obs
         return obs.model_copy(update={"notes": [*obs.notes, NO_SANDBOX_NOTE]})
+
+    def _blamed(self, call: SimCall, obs: Observation) -> Observation:
+        """``obs``, marked ``rtl_error`` when the RTL does not compile on its own
+        (:func:`rtl_check.blame`; the check is one more call, once per RTL)."""
+        if call.testbench == rtl_check.instantiation_testbench(call.task):
+            return obs  # the check itself
+        return rtl_check.blame(obs, call.task, self._rtl_alone)
+
+    def _rtl_alone(self, task: Task) -> list[str]:
+        """The RTL error lines of the task's RTL compiled alone (remembered per RTL)."""
+        key = hashlib.sha256(task.model_dump_json(include={
+            "rtl_files", "include_dirs", "defines", "parameters", "compile_files",
+            "dut_module_name", "dut_instance_name"}).encode()).hexdigest()
+        if key not in self._rtl_verdicts:
+            alone = self.evaluate(task, rtl_check.instantiation_testbench(task))
+            self._rtl_verdicts[key] = rtl_check.rtl_error_lines(alone, task)
+        return self._rtl_verdicts[key]
 
     def _evaluate(self, call: SimCall, tb: SourceFile) -> Observation:
         task, aux = call.task, list(call.aux_files)

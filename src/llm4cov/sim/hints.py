@@ -67,6 +67,16 @@ def _declared_properties(files: Iterable[SourceFile]) -> set[str]:
     return names
 
 
+def rtl_error_note(where: str, first_error: str, count: int) -> str:
+    """The feedback when the design itself does not compile (``sim/rtl_check.py``):
+    ``where`` is the RTL ``file:line`` of ``first_error``, the first of ``count``
+    errors of the RTL compiled alone."""
+    return (f"the design does not compile: the RTL fails with the simulator on its own, "
+            f"at {where} ({first_error.strip()}; {count} error(s), all in RTL files); no "
+            "testbench can pass until the RTL is fixed, so this is not the testbench's "
+            "fault")
+
+
 def build_notes(
     build_log: str, tb: SourceFile, fixed_lines: frozenset[int] = frozenset()
 ) -> list[str]:

@@ -26,7 +26,9 @@ class Status(StrEnum):
     Verilator, decided from the tool's own output, never from what the testbench
     prints), also after the retry without the coverage type that triggered it. It is
     not the model's failure: ``bench`` and ``synth`` count it apart and leave it out of
-    metric denominators.
+    metric denominators. A ``compile_error`` whose errors all lie in the RTL, which
+    fails on its own too, carries :attr:`Observation.rtl_error` (counted apart the same
+    way).
     """
 
     SUCCESS = "success"
@@ -184,6 +186,11 @@ class Observation(BaseModel):
 
     ``tool_error`` marks failures of the simulator or the machine (a Verilator internal
     error, a failed fork), not of the testbench: harnesses retry or report them apart.
+    ``rtl_error`` marks a ``compile_error`` that is the design's own: every located
+    error lies in an RTL file and the RTL alone (a testbench that only instantiates the
+    DUT) fails too (``sim/rtl_check.py``); the first note says so, naming the RTL file
+    and line. No testbench can pass: ``gen`` stops (exit 2), ``sim`` exits 2,
+    ``bench`` and ``synth`` count it apart and leave it out of metric denominators.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -197,6 +204,7 @@ class Observation(BaseModel):
     notes: list[str] = Field(default_factory=list)
     tb_error_count: int = 0
     tool_error: bool = False
+    rtl_error: bool = False
     simulator: str = ""
     coverage_options: list[str] = Field(default_factory=list)
     seed: int = 0

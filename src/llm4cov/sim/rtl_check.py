@@ -4,14 +4,18 @@ A testbench that fails to compile with every error located in the RTL files may 
 at fault (a wrong parameter override makes the RTL's widths fail), so the RTL is tried
 on its own once: a testbench that only instantiates the DUT (ports unconnected,
 ``-Wno-fatal`` keeps that a warning). When that fails too, the RTL does not compile
-with the simulator, and asking a model for more testbenches would waste every round:
-:func:`guard` raises :class:`RtlCompileError` (bad input, exit code 2) instead.
+with the simulator: :func:`blame` marks the observation ``rtl_error`` with a note that
+says so (the evaluator does it for every call, so ``sim``, ``gen``, ``bench`` and
+``synth`` see the same), and :func:`guard` turns it into :class:`RtlCompileError`
+(bad input, exit code 2): asking a model for more testbenches would waste every round.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
+from llm4cov.sim import hints
 from llm4cov.sim.call import Simulate
 from llm4cov.sim.observation import Observation, Status
 from llm4cov.tasks.model import Task, TaskError
@@ -49,26 +53,43 @@ def instantiation_testbench(task: Task) -> str:
             "  initial $finish;\nendmodule\n")
 
 
+def blame(obs: Observation, task: Task, rtl_alone: Callable[[Task], list[str]]) -> Observation:
+    """``obs``, marked ``rtl_error`` with :func:`~llm4cov.sim.hints.rtl_error_note` first
+    among its notes when every located error lies in the RTL files and the RTL fails on
+    its own too (``rtl_alone(task)``: :func:`rtl_error_lines` of the
+    :func:`instantiation_testbench`, asked only then)."""
+    if not rtl_error_lines(obs, task):
+        return obs
+    errors = rtl_alone(task)
+    if not errors:
+        return obs
+    where = _ERROR.match(errors[0])
+    note = hints.rtl_error_note(f"{where['file']}:{where['line']}", errors[0], len(errors))
+    return obs.model_copy(update={"rtl_error": True, "notes": [note, *obs.notes]})
+
+
+def stop_on_rtl_error(obs: Observation, task: Task) -> Observation:
+    """``obs``, unless it is marked ``rtl_error`` (the evaluator's :func:`blame`).
+
+    Raises:
+        RtlCompileError: the RTL fails on its own; the message quotes its first error.
+    """
+    if obs.rtl_error:
+        raise RtlCompileError(
+            f"{task.id}: the RTL does not compile with the simulator on its own "
+            f"(fix it first; no testbench can pass): {rtl_error_lines(obs, task)[0]}")
+    return obs
+
+
 def guard(simulate: Simulate) -> Simulate:
-    """``simulate`` that checks the RTL alone the first time a testbench fails to compile
-    with errors only in RTL files (one extra simulator call, cached like any other).
+    """``simulate`` that stops at the first observation marked ``rtl_error``
+    (:func:`stop_on_rtl_error`).
 
     Raises (from the returned function):
         RtlCompileError: the RTL fails on its own; the message quotes its first error.
     """
-    checked: set[str] = set()
 
     async def guarded(task: Task, testbench: str) -> Observation:
-        obs = await simulate(task, testbench)
-        if task.id in checked or not rtl_error_lines(obs, task):
-            return obs
-        checked.add(task.id)
-        alone = await simulate(task, instantiation_testbench(task))
-        errors = rtl_error_lines(alone, task)
-        if errors:
-            raise RtlCompileError(
-                f"{task.id}: the RTL does not compile with the simulator on its own "
-                f"(fix it first; no testbench can pass): {errors[0]}")
-        return obs
+        return stop_on_rtl_error(await simulate(task, testbench), task)
 
     return guarded

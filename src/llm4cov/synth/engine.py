@@ -246,11 +246,13 @@ class SynthRun:
             probe = await self._probe(task)
             if probe.observation.status in PROBE_SKIPS:
                 first = probe.observation.log.strip().splitlines()[:1]
-                return self._skip(task.id, probe.observation.status.value, " ".join(first))
+                reason = ("rtl_error" if probe.observation.rtl_error
+                          else probe.observation.status.value)
+                return self._skip(task.id, reason, " ".join(first))
         s0 = StateInfo(id=INITIAL_STATE)
         ints = await gather_all(self._sample(task, Role.INTERMEDIATE, s0, k)
                                 for k in range(cfg.selection.candidates))
-        usable = [r for r in ints if not r.observation.tool_error]  # tool failures: no state
+        usable = [r for r in ints if not _not_data(r.observation)]  # no state
         chosen = select_states([r.observation for r in usable], cfg.selection,
                                derive_seed(cfg.seed, task.id, "select"))
         states = [StateInfo(id=usable[c.index].state_id, testbench=usable[c.index].testbench,
@@ -272,6 +274,7 @@ class SynthRun:
             self.points.append(point.model_dump(mode="json"))
         counts = {"samples": len(ints) + len(trans) + len(broken), "states": len(states),
                   "tool_failures": sum(r.observation.tool_error for r in [*ints, *trans]),
+                  "rtl_errors": sum(r.observation.rtl_error for r in [*ints, *trans]),
                   "points": len(points),
                   "kept": sum(p.verdict is Verdict.KEPT for p in points)}
         for key in [k for k in self._cached if k[0] == task.id]:
@@ -293,7 +296,7 @@ class SynthRun:
         rows = await gather_all(self._broken(task, best, kind) for kind in kinds)
         points: list[DataPoint] = []
         for row in rows:
-            if row is None or row.observation.tool_error:
+            if row is None or _not_data(row.observation):
                 continue
             state = StateInfo(id=row.state_id, testbench=row.testbench,
                               observation=row.observation, model=row.model,
@@ -321,10 +324,10 @@ class SynthRun:
     def _judge(self, task: Task, state: StateInfo, rows: list[SampleRow],
                kind: PointKind) -> list[DataPoint]:
         """Data points of ``rows`` from ``state``; samples the simulator failed on
-        (``tool_error``) are no data point (neither kept nor rejected). A row sampled
-        from another state (a repair of a broken state) gets the point id
-        ``<state id>><row state id>``."""
-        rows = [r for r in rows if not r.observation.tool_error]
+        (``tool_error``) or whose RTL does not compile (``rtl_error``) are no data point
+        (neither kept nor rejected). A row sampled from another state (a repair of a
+        broken state) gets the point id ``<state id>><row state id>``."""
+        rows = [r for r in rows if not _not_data(r.observation)]
         verdicts = judge_transitions(state.cov, [r.observation for r in rows],
                                      self.config.rejection)
         models = {Role.INTERMEDIATE.value: self.policies[Role.INTERMEDIATE].name,
@@ -393,10 +396,17 @@ class SynthRun:
             syntax_rules=self.rules is not None))
 
 
+def _not_data(obs: Observation) -> bool:
+    """A sample that is no data point: the simulator failed (``tool_error``) or the
+    repo's RTL does not compile on its own (``rtl_error``); counted apart."""
+    return obs.tool_error or obs.rtl_error
+
+
 def run_summary(out_dir: Path | str) -> dict[str, Any]:
     """Counts of a run directory from its files: repos by status and reason, data points
     by kind and verdict, simulator calls, tool failures (samples the simulator itself
-    failed on; never data points) and tokens spent."""
+    failed on), RTL errors (samples whose repo's RTL does not compile on its own; both
+    never data points) and tokens spent."""
     out = Path(out_dir)
     repos: dict[str, int] = {}
     for row in iter_jsonl(out / "repos.jsonl"):
@@ -406,10 +416,12 @@ def run_summary(out_dir: Path | str) -> dict[str, Any]:
     for row in iter_jsonl(out / "points.jsonl"):
         key = f"{row['kind']}:{row['verdict']}"
         points[key] = points.get(key, 0) + 1
-    sims = tokens = tool_failures = 0
+    sims = tokens = tool_failures = rtl_errors = 0
     for row in iter_jsonl(out / "samples.jsonl"):
         sims += int(row["simulated"])
         tokens += row["prompt_tokens"] + row["completion_tokens"]
         tool_failures += bool(row["observation"].get("tool_error"))
+        rtl_errors += bool(row["observation"].get("rtl_error"))
     return {"repos": dict(sorted(repos.items())), "points": dict(sorted(points.items())),
-            "sim_calls": sims, "tool_failures": tool_failures, "tokens": tokens}
+            "sim_calls": sims, "tool_failures": tool_failures, "rtl_errors": rtl_errors,
+            "tokens": tokens}

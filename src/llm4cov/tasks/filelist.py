@@ -167,41 +167,48 @@ class RepoFiles:
     include_dirs: list[str]
 
 
-def inside_root(path: Path, root: Path, what: str) -> Path:
-    """``path`` with its links resolved, checked to lie below ``root`` (resolved).
+def inside_root(path: Path, root: Path | tuple[Path, ...], what: str) -> Path:
+    """``path`` with its links resolved, checked to lie below ``root`` (resolved), or
+    below one of several allowed roots.
 
     Raises:
         TaskError: it lies outside (its text would reach logs and prompts).
     """
     real = path.resolve()
-    if not real.is_relative_to(root):
-        raise TaskError(f"{what} {path} lies outside the repository root {root} (a filelist "
-                        "may name only files below it; give the root as the RTL directory)")
+    roots = root if isinstance(root, tuple) else (root,)
+    if not any(real.is_relative_to(r) for r in roots):
+        where = " or ".join(str(r) for r in roots)
+        raise TaskError(f"{what} {path} lies outside the repository root {where} (a "
+                        "filelist may name only files below it; give the root as the RTL "
+                        "directory)")
     return real
 
 
-def resolve_repo(fl: FileList, read: Callable[[Path], str], root: Path) -> RepoFiles:
+def resolve_repo(fl: FileList, read: Callable[[Path], str], root: Path,
+                 allowed: tuple[Path, ...] = ()) -> RepoFiles:
     """The files a filelist compiles: its sources and ``-v`` files in order, the ``-y``
     library files of the modules instantiated but not declared, and every file reached
     through `` `include`` (searched in the include dirs, then next to the sources).
-    Every one of them, the ``-y`` and include dirs must lie below ``root`` (links
-    resolved; checked before reading), which names the files.
+    Every one of them, the ``-y`` and include dirs must lie below ``root``, or below one
+    of the ``allowed`` folders when given (links resolved; checked before reading);
+    ``root`` names the files (every allowed folder lies below it).
 
     Raises:
         TaskError: a listed file is missing, or a path lies outside ``root``.
     """
     root = root.resolve()
+    inside = tuple(a.resolve() for a in allowed) or root
     for d in [*fl.include_dirs, *fl.library_dirs]:
-        inside_root(d, root, "filelist directory")
-    sources = list(dict.fromkeys(inside_root(p, root, "filelist file")
+        inside_root(d, inside, "filelist directory")
+    sources = list(dict.fromkeys(inside_root(p, inside, "filelist file")
                                  for p in [*fl.sources, *fl.library_files]))
     for p in sources:
         if not p.is_file():
             raise TaskError(f"filelist names a missing file: {p}")
     texts = {p: read(p) for p in sources}
-    sources += _library_modules(fl, texts, read, root)
-    _included(texts, [*fl.include_dirs, *dict.fromkeys(p.parent for p in sources)], read,
-              root)
+    sources += _library_modules(fl, texts, read, inside)
+    included(texts, [*fl.include_dirs, *dict.fromkeys(p.parent for p in sources)], read,
+             inside)
     every = [*texts]
 
     def name(p: Path) -> str:
@@ -217,7 +224,7 @@ def resolve_repo(fl: FileList, read: Callable[[Path], str], root: Path) -> RepoF
 
 
 def _library_modules(fl: FileList, texts: dict[Path, str], read: Callable[[Path], str],
-                     root: Path) -> list[Path]:
+                     root: Path | tuple[Path, ...]) -> list[Path]:
     """``-y`` files of the modules instantiated but not declared, until none is missing."""
     found: list[Path] = []
     exts = fl.libext or [".v", ".sv"]
@@ -237,9 +244,15 @@ def _library_modules(fl: FileList, texts: dict[Path, str], read: Callable[[Path]
     return found
 
 
-def _included(texts: dict[Path, str], dirs: list[Path], read: Callable[[Path], str],
-              root: Path) -> list[Path]:
-    """Add to ``texts`` every file reached by `` `include`` (first match in ``dirs``)."""
+def included(texts: dict[Path, str], dirs: list[Path], read: Callable[[Path], str],
+             root: Path | tuple[Path, ...]) -> list[Path]:
+    """Add to ``texts`` (real path -> text) every file reached by `` `include`` from one
+    of them (first match in ``dirs``; it must lie below ``root`` or one of several
+    roots, links resolved) and return the added paths.
+
+    Raises:
+        TaskError: an included file lies outside ``root``.
+    """
     added: list[Path] = []
     queue = list(texts)
     while queue:

@@ -11,6 +11,7 @@ errors still yields it; ports are elaborated.
 
 from __future__ import annotations
 
+import os
 import re
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
@@ -31,13 +32,16 @@ _INCLUDE = re.compile(r'^[ \t]*`include\s+"([^"]+)"', re.MULTILINE)
 class ModuleDecl:
     """A module declaration: its name, file, line, and the modules it instantiates.
 
-    ``instances`` holds ``(module_type, instance_name)`` pairs in source order.
+    ``instances`` holds ``(module_type, instance_name)`` pairs in source order;
+    ``has_ports``: the header declares at least one port (``module tb;`` and
+    ``module tb();`` do not).
     """
 
     name: str
     file: str
     line: int
     instances: tuple[tuple[str, str], ...] = field(default_factory=tuple)
+    has_ports: bool = True
 
 
 @dataclass(frozen=True)
@@ -226,7 +230,9 @@ class Design:
         self._root = root.rstrip("/") + "/"
 
     def _name(self, location: pyslang.SourceLocation) -> str:
-        name = self.tree.sourceManager.getFileName(location)
+        """The repository name of a location's file (pyslang may give the path relative
+        to the working directory)."""
+        name = os.path.abspath(self.tree.sourceManager.getFileName(location))
         return name.removeprefix(self._root)
 
     def decls(self) -> list[ModuleDecl]:
@@ -237,8 +243,10 @@ class Design:
         def visit(node: object) -> bool:
             if getattr(node, "kind", None) == syntax.SyntaxKind.ModuleDeclaration:
                 loc = node.header.name.location
+                ports = node.header.ports
                 found.append(ModuleDecl(node.header.name.valueText, self._name(loc),
-                                        sm.getLineNumber(loc), _instances(node)))
+                                        sm.getLineNumber(loc), _instances(node),
+                                        ports is not None and len(ports.ports) > 0))
             return True
 
         self.tree.root.visit(visit)
