@@ -231,3 +231,30 @@ def test_agent_loop_runs_on_the_local_backend(policy, evaluator):
     assert run.policy["model"] == policy.name
     alone = policy.generate(GenerationRequest(task, run.rounds[0].messages, config.params, 9))
     assert run.rounds[0].response == alone.text
+
+
+def test_heldout_loss_is_the_sft_loss_on_testbench_tokens(init, data):
+    """The held-out loss equals transformers' own loss with every non-assistant label
+    masked (-100), weighted by loss tokens; the over-long 7th sample is left out."""
+    import torch
+
+    from llm4cov.train.data import tokenize_sample, training_chat_template
+    from llm4cov.train.heldout import heldout_loss
+
+    result = heldout_loss(init, data, MAX_LENGTH)
+    assert (result.samples, result.too_long) == (6, 1)
+    tok = AutoTokenizer.from_pretrained(init)
+    model = AutoModelForCausalLM.from_pretrained(init).eval()
+    template = training_chat_template(tok)
+    total = count = 0
+    for row in ROWS:
+        enc = tokenize_sample(tok, row["messages"], template)
+        ids = torch.tensor([enc["input_ids"]])
+        labels = torch.tensor([[t if m else -100 for t, m in
+                                zip(enc["input_ids"], enc["assistant_masks"], strict=True)]])
+        n = int((labels[0, 1:] != -100).sum())
+        with torch.no_grad():
+            total += float(model(ids, labels=labels).loss) * n
+        count += n
+    assert result.tokens == count
+    assert result.loss == pytest.approx(total / count, rel=1e-5)

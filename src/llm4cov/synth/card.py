@@ -116,7 +116,7 @@ def render_card(
         _table(("kind", "verdict", "points"),
                ((k, v, n) for (k, v), n in sorted(
                    Counter((p.kind.value, p.verdict.value) for p in points).items()))) + "\n",
-        "By the state they start from (``broken:<kind>``: a repair state, "
+        "By the state they start from (`broken:<kind>`: a repair state, "
         "`synth/repair.py`):\n",
         _table(("state selected as", "verdict", "points"),
                ((k, v, n) for (k, v), n in sorted(
