@@ -87,6 +87,9 @@ def test_item_wordings_are_read():
     assert branch_condition(_item("expr", 1, "expression term (a==0 && b==1) => 1 never seen")
                             ) == "(a==0 && b==1)"
     assert branch_condition(_item("expr", 1, "`timer == 4'h9` never true")) == "(timer == 4'h9)"
+    assert branch_condition(_item(  # one term of a larger condition: the term alone
+        "expr", 1, "`timer == 4'h9` never true (term of `timer == 4'd9 || (a && b)`)")
+    ) == "(timer == 4'h9)"
     assert branch_condition(_item(
         "expr", 1, "`sel && en` never evaluated to 1 with sel=1, `en` false")
     ) == "((sel) == 1 && !(en))"
