@@ -129,6 +129,26 @@ def test_job_text_reads_with_slang_and_pins_registers_to_zero(lock_task):
     assert "mode cover\ndepth 25" in text
     assert "read_slang -j 1 --top formal_lock -G W=8 formal_lock.v" in text
     assert "setundef -zero -init" in text
+    assert text.endswith("[files]\nformal_lock.v formal_lock.v\n")
+
+
+def test_job_files_keep_their_folders_and_headers_are_copied():
+    """SBY copies a bare [files] entry by its base name; the script reads src/x.sv and
+    `include "cc/registers.svh"` searches include/: every file keeps its relative path
+    (DEST SOURCE), the header too, and the -I list is the evaluator's."""
+    from llm4cov.tasks.hdl import compile_order, search_dirs
+
+    task = task_from_dir(FIXTURES / "cc_style", filelist=FIXTURES / "cc_style" / "cc.f")
+    compiled = compile_order(task.rtl_files, task.compile_files)
+    text = job_text(compiled, "cc_fifo", "cover", 5,
+                    include_dirs=search_dirs(task.rtl_files, task.include_dirs),
+                    copied=task.rtl_files)
+    assert "read_slang -j 1 --top cc_fifo -Iinclude -I. -Iinclude/cc -Isrc " \
+        "src/cc_pkg.sv src/cc_fifo.sv" in text
+    files = text.split("[files]\n", 1)[1].split()
+    assert sorted(zip(files[::2], files[1::2], strict=True)) == [
+        ("include/cc/registers.svh", "include/cc/registers.svh"),
+        ("src/cc_fifo.sv", "src/cc_fifo.sv"), ("src/cc_pkg.sv", "src/cc_pkg.sv")]
 
 
 def test_phases_go_before_the_final_finish(lock_task):

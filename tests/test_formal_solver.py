@@ -118,3 +118,53 @@ def test_the_formal_policy_reports_its_verdicts_with_the_answer():
     assert (formal["reached"], formal["unreachable"], formal["unknown"]) == (1, 1, 1)
     assert [(i["line"], i["kind"], i["metric"]) for i in formal["unreachable_items"]] == [
         (32, "line", "line")]
+
+
+CC_STYLE = Path(__file__).parent / "fixtures" / "cc_style"
+FORMAL_ERROR = Path(__file__).parent / "fixtures" / "formal_error"
+
+
+def test_rtl_in_subfolders_with_a_package_and_an_include_dir_is_read():
+    """tests/fixtures/cc_style (common_cells layout: src/ with a package, include/cc/ with
+    a macro header, a test/ testbench the filelist leaves out). SBY used to copy the
+    files by base name while the script read src/cc_pkg.sv: every job failed. The
+    error flag's branch (cc_fifo.sv:57) can never be taken; full_o rises after 4 pushes."""
+    task = task_from_dir(CC_STYLE, filelist=CC_STYLE / "cc.f")
+    never = UncoveredItem(kind="branch", file="src/cc_fifo.sv", line=57,
+                          detail="then branch of the if at src/cc_fifo.sv:57 never taken")
+    full = UncoveredItem(kind="toggle", file="src/cc_fifo.sv", line=17,
+                         detail="full_o never toggled 0->1")
+    result = analyze(task, [never, full], FormalConfig(cover_depth=8, prove_depth=3,
+                                                       cache=False))
+    assert result.errors == [] and result.count("error") == 0
+    by_line = {g.item.line: g for g in result.goals}
+    assert by_line[57].status == "unreachable"
+    assert by_line[17].status == "reached" and by_line[17].step == 5  # reset + 4 pushes
+
+
+def test_a_failed_job_is_an_error_verdict_not_unknown():
+    """tests/fixtures/formal_error: neither frontend reads `$urandom`; each goal is
+    `error` with the tool's own first error line, and the result is not cached."""
+    task = task_from_dir(FORMAL_ERROR)
+    item = UncoveredItem(kind="branch", file="formal_error.sv", line=14,
+                         detail="then branch of the if at formal_error.sv:14 never taken")
+    result = analyze(task, [item], FormalConfig(cover_depth=5, prove_depth=2, cache=False))
+    assert [g.status for g in result.goals] == ["error"]
+    assert "unsupported system task '$urandom'" in result.goals[0].reason
+    assert result.all_jobs_failed() and result.runs == 1
+    assert result.errors[0].startswith("cover job: slang: ERROR: unsupported system task")
+
+
+@pytest.mark.requires_verilator
+def test_cli_exits_1_with_the_reason_when_every_job_fails(tmp_path, capsys):
+    out = tmp_path / "closing_tb.sv"
+    code = main(["formal", "--rtl", str(FORMAL_ERROR), "--out", str(out), "--json",
+                 "--cover-depth", "5", "--prove-depth", "2", "--no-cache"])
+    captured = capsys.readouterr()
+    assert code == 1
+    data = json.loads(captured.out)
+    assert data["error"] >= 1 and data["unknown"] == 0
+    assert data["job_errors"][0].startswith("cover job: slang: ERROR")
+    assert captured.err.startswith("error: formal: every SBY job failed")
+    assert "unsupported system task '$urandom'" in captured.err
+    assert out.exists()  # the (unchanged) testbench is still written
