@@ -85,6 +85,18 @@ def test_a_term_of_a_larger_condition_is_named_from_the_row(comment, detail):
     assert phrase.hit_label() == detail.replace(" never ", " ", 1)
 
 
+def test_a_comment_before_a_case_item_is_not_its_label():
+    """`case (i) // synopsys parallel_case`: the comment is trivia of the first item's
+    token (realbench aes_rcon.v), not part of its label."""
+    text = ("module r(input [3:0] i, output reg [7:0] o);\n"
+            "  always @* case (i) // synopsys parallel_case\n"
+            "    4'h0: o = 8'd1;\n"
+            "    default: o = 8'd0;\n"
+            "  endcase\nendmodule\n")
+    phrase = SourceIndex({"r.v": text}).phrase("line", "r.v", 3, 9, "case", "")
+    assert phrase.detail == "case item 4'h0 of the case at r.v:2 never executed"
+
+
 def test_mux2_items_use_engineer_terms():
     """mux2 partial testbench (hand count in test_coverage_counts.py): the then branch of
     `if (sel && en)` and the term sel=1, en=1 are missed."""

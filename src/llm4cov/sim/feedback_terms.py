@@ -95,8 +95,13 @@ class _FileIndex:
     exprs: dict[tuple[int, int], tuple[str, bool]]  # (line, col) -> (text, constant)
 
 
+_COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
+
+
 def _text(node: object) -> str:
-    text = _strip_parens(" ".join(str(node).split()))
+    """The source text of ``node`` on one line, without comments (a case item's
+    ``// synopsys parallel_case`` is trivia of its first token), at most ``_MAX_EXPR``."""
+    text = _strip_parens(" ".join(_COMMENT.sub(" ", str(node)).split()))
     return text if len(text) <= _MAX_EXPR else text[: _MAX_EXPR - 3] + "..."
 
 
