@@ -168,3 +168,59 @@ def test_cli_exits_1_with_the_reason_when_every_job_fails(tmp_path, capsys):
     assert captured.err.startswith("error: formal: every SBY job failed")
     assert "unsupported system task '$urandom'" in captured.err
     assert out.exists()  # the (unchanged) testbench is still written
+
+
+@pytest.mark.slow
+@pytest.mark.requires_verilator
+def test_gen_with_the_formal_policy_marks_the_proven_default_unr(tmp_path):
+    """The issue's acceptance run: `gen examples/traffic_fsm --model formal` proves the
+    `default:` (traffic_light.sv:37) unreachable; coverage.md, run.json and the HTML
+    report mark it UNR beside the unchanged headline."""
+    from lxml import html as lxml_html
+
+    out = tmp_path / "tf"
+    examples = Path(__file__).parents[1] / "examples"
+    assert main(["gen", str(examples / "traffic_fsm"), "--model", "formal",
+                 "--out", str(out)]) == 0
+    run = json.loads((out / "run.json").read_text())
+    assert run["formal"]["unreachable"] >= 1 and run["formal"]["error"] == 0
+    cov = run["coverage"]
+    assert {"file": "traffic_light.sv", "line": 37, "kind": "line", "mark": "UNR",
+            "detail": "case item default of the case at traffic_light.sv:18 never executed"
+            } in cov["items_apart"]
+    assert cov["overall_unreachable_excluded"] > cov["overall"]
+    md = (out / "coverage.md").read_text()
+    assert "## Proven unreachable" in md
+    assert "traffic_light.sv:37 [line] case item default" in md.split("## Proven")[1]
+    page = lxml_html.parse(str(out / "html" / "index.html")).getroot()
+    assert page.get_element_by_id("f0-L37").get("class") == "unr"
+
+
+@pytest.mark.slow
+@pytest.mark.requires_verilator
+def test_gen_with_the_formal_policy_on_rtl_in_subfolders(tmp_path):
+    """tests/fixtures/cc_style through gen (the filelist names the RTL: the test/
+    testbench is not RTL): the formal rounds classify goals, no job fails."""
+    out = tmp_path / "cc"
+    assert main(["gen", str(CC_STYLE), "-f", str(CC_STYLE / "cc.f"), "--top", "cc_fifo",
+                 "--model", "formal", "--out", str(out), "--rounds", "2"]) == 0
+    run = json.loads((out / "run.json").read_text())
+    assert run["formal"]["error"] == 0 and run["formal"]["job_errors"] == []
+    assert run["formal"]["reached"] + run["formal"]["unreachable"] > 0
+
+
+@pytest.mark.slow
+@pytest.mark.requires_verilator
+def test_gen_says_when_the_formal_jobs_fail(tmp_path, capsys):
+    """It used to be invisible under gen ("0 reached, 3 unknown", exit 0): now each
+    failed job is a note, the goals are `error` in run.json, the answer says so."""
+    out = tmp_path / "fe"
+    main(["gen", str(FORMAL_ERROR), "--model", "formal", "--out", str(out),
+          "--rounds", "2"])
+    printed = capsys.readouterr()
+    assert "note: round 2: formal: 3 goals not classified, a job failed: cover job: " \
+        "slang: ERROR: unsupported system task '$urandom'" in printed.out + printed.err
+    run = json.loads((out / "run.json").read_text())
+    assert (run["formal"]["error"], run["formal"]["unknown"]) == (3, 0)
+    assert "// llm4cov formal: job error: cover job: slang: ERROR" in \
+        (out / "rounds" / "round_2.json").read_text()

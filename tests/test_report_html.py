@@ -61,6 +61,15 @@ def test_highlighting_keeps_one_fragment_per_line():
     assert '<span class="k">module</span>' in lines[1]
 
 
+def test_a_file_ending_with_an_empty_line_renders(tmp_path):
+    """realbench sdc_controller's files end with "endmodule\n\n": the report used to stop
+    with "list object has no element" (one highlighted fragment short)."""
+    sources = {"mux2.sv": SOURCES["mux2.sv"] + "\n"}
+    data = build_report_data(POINTS, "tb.dut", sources)
+    assert data.files["mux2.sv"][-1].text == ""
+    check_page(write_html(data, tmp_path, "mux2"))
+
+
 def check_page(path: Path) -> lxml_html.HtmlElement:
     """Parse the page; every in-page link has its target, nothing is fetched, and the
     only script is the report's own fixed one (nothing from the run is in a script)."""
@@ -239,6 +248,15 @@ def test_markdown_lists_unr_and_parameter_constant_misses_apart():
     assert sorted(i.detail.split(" at ")[0] for i in fsmx.uncovered if i.line == 24
                   and i.kind == "branch") == ["false arm of the ?: on `MODE == 1`",
                                               "true arm of the ?: on `MODE == 1`"]
+    fsmx_task = task.model_copy(update={"id": "local/fsmx", "rtl_files": [
+        SourceFile(name="fsmx.sv", content=FSMX["fsmx.sv"])]})
+    text = coverage_markdown(Observation(status=Status.SUCCESS, coverage=rep), fsmx_task,
+                             uncovered=fsmx.uncovered, constant=fsmx.constant_items)
+    assert "overall **69.40%**" in text
+    assert "- with 2 parameter-constant misses excluded (separate figure): 76.07%" in text
+    apart = text.split("## Unreachable under the parameters")[1]
+    assert "fsmx.sv:29 [branch] then branch of the if at fsmx.sv:29 never taken" in apart
+    assert "fsmx.sv:29" not in text.split("## Uncovered")[1].split("## Unreachable")[0]
 
 
 def test_ucis_marks_the_bins_of_proven_unreachable_points(tmp_path):

@@ -86,9 +86,10 @@ def file_id(index: int) -> str:
 def render_html(data: ReportData, title: str, obs: Observation | None = None) -> str:
     """The report page as a string (UTF-8 HTML5)."""
     ids = {name: file_id(i) for i, name in enumerate(data.files)}
-    highlighted = {
-        name: highlight_lines("\n".join(line.text for line in lines))
-        for name, lines in data.files.items()
+    highlighted = {  # one fragment per line, a last empty line too (highlight_lines
+        # counts lines as splitlines does, which drops it)
+        name: (highlight_lines("\n".join(line.text for line in lines)) + [""] * len(lines))
+        [:len(lines)] for name, lines in data.files.items()
     }
     open_files = {name for name, lines in data.files.items()
                   if any(line.status in ("uncovered", "partial", "unr") for line in lines)}
