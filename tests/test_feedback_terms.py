@@ -18,6 +18,7 @@ REPORT = FIXTURES / "report"
 FSMX = {"fsmx.sv": (REPORT / "fsmx" / "fsmx.sv").read_text()}
 MUX2 = {"mux2.sv": (FIXTURES / "mux2" / "mux2.sv").read_text()}
 SAT_ADD = {"sat_add.sv": (EXAMPLES / "hier_acc" / "sat_add.sv").read_text()}
+TRAFFIC = {"traffic_light.sv": (EXAMPLES / "traffic_fsm" / "traffic_light.sv").read_text()}
 INTERNAL_NAMES = ("'if'", "'else'", "elsif", "cond_then", "cond_else", "=>", "'case'")
 
 
@@ -62,6 +63,38 @@ def test_if_without_else_and_parameter_constant_condition():
     )
     expr = SourceIndex(FSMX).phrase("expr", "fsmx.sv", 24, 25, "((MODE == 32'sh1)==1) => 1")
     assert expr.detail == "`MODE == 1` never true" + CONSTANT_NOTE
+
+
+@pytest.mark.parametrize(
+    ("comment", "detail"),
+    [
+        # the row is one term of `timer == 4'd9 || (ped_req && timer >= 4'd2)`: name it
+        ("((timer == 4'h9)==1) => 1",
+         "`timer == 4'h9` never true (term of `timer == 4'd9 || (ped_req && timer >= 4'd2)`)"),
+        ("(ped_req==1 && (timer >= 4'h2)==1) => 1",
+         "`timer == 4'd9 || (ped_req && timer >= 4'd2)` never true with ped_req=1, "
+         "`timer >= 4'h2` true"),
+    ],
+)
+def test_a_term_of_a_larger_condition_is_named_from_the_row(comment, detail):
+    """traffic_light.sv:26, Verilator's rows at the `||` (column 29, real coverage.dat of
+    examples/traffic_fsm): the single-term row names its term, not the whole condition
+    (whose then branch was taken through the other term)."""
+    phrase = SourceIndex(TRAFFIC).phrase("expr", "traffic_light.sv", 26, 29, comment)
+    assert phrase.detail == detail
+    assert phrase.hit_label() == detail.replace(" never ", " ", 1)
+
+
+def test_a_comment_before_a_case_item_is_not_its_label():
+    """`case (i) // synopsys parallel_case`: the comment is trivia of the first item's
+    token (realbench aes_rcon.v), not part of its label."""
+    text = ("module r(input [3:0] i, output reg [7:0] o);\n"
+            "  always @* case (i) // synopsys parallel_case\n"
+            "    4'h0: o = 8'd1;\n"
+            "    default: o = 8'd0;\n"
+            "  endcase\nendmodule\n")
+    phrase = SourceIndex({"r.v": text}).phrase("line", "r.v", 3, 9, "case", "")
+    assert phrase.detail == "case item 4'h0 of the case at r.v:2 never executed"
 
 
 def test_mux2_items_use_engineer_terms():

@@ -86,6 +86,9 @@ def test_item_wordings_are_read():
     assert branch_condition(_item("expr", 1, "expression term (a==0 && b==1) => 1 never seen")
                             ) == "(a==0 && b==1)"
     assert branch_condition(_item("expr", 1, "`timer == 4'h9` never true")) == "(timer == 4'h9)"
+    assert branch_condition(_item(  # one term of a larger condition: the term alone
+        "expr", 1, "`timer == 4'h9` never true (term of `timer == 4'd9 || (a && b)`)")
+    ) == "(timer == 4'h9)"
     assert branch_condition(_item(
         "expr", 1, "`sel && en` never evaluated to 1 with sel=1, `en` false")
     ) == "((sel) == 1 && !(en))"
@@ -125,6 +128,26 @@ def test_job_text_reads_with_slang_and_pins_registers_to_zero(lock_task):
     assert "mode cover\ndepth 25" in text
     assert "read_slang -j 1 --top formal_lock -G W=8 formal_lock.v" in text
     assert "setundef -zero -init" in text
+    assert text.endswith("[files]\nformal_lock.v formal_lock.v\n")
+
+
+def test_job_files_keep_their_folders_and_headers_are_copied():
+    """SBY copies a bare [files] entry by its base name; the script reads src/x.sv and
+    `include "cc/registers.svh"` searches include/: every file keeps its relative path
+    (DEST SOURCE), the header too, and the -I list is the evaluator's."""
+    from llm4cov.tasks.hdl import compile_order, search_dirs
+
+    task = task_from_dir(FIXTURES / "cc_style", filelist=FIXTURES / "cc_style" / "cc.f")
+    compiled = compile_order(task.rtl_files, task.compile_files)
+    text = job_text(compiled, "cc_fifo", "cover", 5,
+                    include_dirs=search_dirs(task.rtl_files, task.include_dirs),
+                    copied=task.rtl_files)
+    assert "read_slang -j 1 --top cc_fifo -Iinclude -I. -Iinclude/cc -Isrc " \
+        "src/cc_pkg.sv src/cc_fifo.sv" in text
+    files = text.split("[files]\n", 1)[1].split()
+    assert sorted(zip(files[::2], files[1::2], strict=True)) == [
+        ("include/cc/registers.svh", "include/cc/registers.svh"),
+        ("src/cc_fifo.sv", "src/cc_fifo.sv"), ("src/cc_pkg.sv", "src/cc_pkg.sv")]
 
 
 @pytest.mark.parametrize("style", ["compact", "vectors"])

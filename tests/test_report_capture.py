@@ -7,13 +7,15 @@ The design is tests/fixtures/mux2 (hand count in tests/test_coverage_counts.py).
 
 from __future__ import annotations
 
+import asyncio
+import json
 import os
 import subprocess
 import sys
 
 import pytest
 
-from conftest import FIXTURES, fixture_task
+from conftest import EXAMPLES, FIXTURES, example_task, fixture_task
 from llm4cov.report.capture import Capture, capture, read_coverage
 from llm4cov.sim.backends.verilator import COVERAGE_MAX_BYTES, KEPT_COVERAGE
 from llm4cov.sim.config import SimConfig
@@ -82,3 +84,65 @@ def test_dumpfile_in_a_comment_copies_nothing_from_outside(tmp_path):
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["coverage.dat", "w.vcd"]
     assert cap.trace == tmp_path / "out" / "w.vcd"
     assert "$scope module dut $end" in cap.trace.read_text()
+
+
+@pytest.mark.requires_verilator
+def test_a_worker_returns_the_runs_own_coverage_data(tmp_path):
+    """SimCall(keep_coverage=True) through a real worker process, OS sandbox on: the
+    coverage data is the run's own file (the forged files the testbench wrote are not
+    it), it gives the very counts the observation scored, and nothing is left behind."""
+    from llm4cov.exec.local import LocalExecutor
+    from llm4cov.report.capture import from_observation
+    from llm4cov.sim.call import SimCall
+    from llm4cov.sim.coverage import summarize
+
+    root = tmp_path / "wd"
+    root.mkdir()
+    forging = _tb("  integer fd;\n  initial begin\n"
+                  f'    fd = $fopen("{KEPT_COVERAGE}", "w"); $fwrite(fd, "%s", S); '
+                  "$fclose(fd);\n  end\n"
+                  ).replace("module tb;\n", f'module tb;\n  string S = "{FORGED}";\n', 1)
+    task = fixture_task("mux2")
+    with LocalExecutor(1, SimConfig(workdir_root=str(root))) as sims:
+        obs = asyncio.run(sims.simulate_call(SimCall(task, forging, keep_coverage=True)))
+    assert obs.status is Status.SUCCESS and obs.coverage_data is not None
+    assert "coverage_data" not in obs.model_dump()  # never in a round record or the cache
+    cap = from_observation(obs, tmp_path / "out")
+    assert 77777 not in {p.count for p in cap.points}
+    sources = {f.name: f.content for f in task.rtl_files}
+    assert summarize(cap.points, cap.dut_hier, sources, cap.modules) == obs.coverage
+    assert (tmp_path / "out" / "coverage.dat").is_file()
+    assert list(root.iterdir()) == []
+
+
+@pytest.mark.requires_verilator
+def test_gen_reports_come_from_the_rounds_own_runs(tmp_path, monkeypatch):
+    """gen with every report: as many simulations as rounds (it used to simulate the
+    best testbench once more for the reports), and OUT/coverage.dat is the scored run's."""
+    from llm4cov.cli.app import main
+    from llm4cov.sim.backends.verilator import VerilatorBackend
+    from llm4cov.sim.coverage import parse_coverage_dat, summarize
+    from llm4cov.sim.observation import Observation as Obs
+
+    runs = tmp_path / "runs.txt"
+    real_run = VerilatorBackend.run
+
+    def counted(self, task, tb, workdir):  # the real run, counted (workers are forked)
+        with open(runs, "a") as log:
+            log.write("run\n")
+        return real_run(self, task, tb, workdir)
+
+    monkeypatch.setattr(VerilatorBackend, "run", counted)
+    out = tmp_path / "gen"
+    code = main(["gen", str(EXAMPLES / "traffic_fsm"), "--out", str(out), "--rounds", "2",
+                 "--no-cache", "--lcov", str(out / "cov.info"), "--ucis", str(out / "u.xml")])
+    assert code == 0
+    assert runs.read_text().count("run") == 2
+    best = json.loads((out / "run.json").read_text())["best_round"]
+    record = json.loads((out / "rounds" / f"round_{best}.json").read_text())
+    scored = Obs.model_validate(record["observation"])
+    task = example_task("traffic_fsm")
+    points = parse_coverage_dat(out / "coverage.dat")
+    assert summarize(points, "tb.dut", {f.name: f.content for f in task.rtl_files}
+                     ).metrics == scored.coverage.metrics
+    assert (out / "html" / "index.html").is_file() and (out / "u.xml").is_file()

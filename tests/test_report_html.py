@@ -12,14 +12,15 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from lxml import etree as lxml_etree
 from lxml import html as lxml_html
 
 from conftest import EXAMPLES, FIXTURES
 from llm4cov.cli.app import main
 from llm4cov.report.data import build_report_data
-from llm4cov.report.html import highlight_lines, write_html
+from llm4cov.report.html import SCRIPT, highlight_lines, write_html
 from llm4cov.sim.coverage import parse_coverage_dat
-from llm4cov.sim.exclusions import parse_rules
+from llm4cov.sim.exclusions import ProvenUnreachable, parse_rules
 
 REPORT = FIXTURES / "report"
 SOURCES = {"mux2.sv": (FIXTURES / "mux2" / "mux2.sv").read_text()}
@@ -60,13 +61,25 @@ def test_highlighting_keeps_one_fragment_per_line():
     assert '<span class="k">module</span>' in lines[1]
 
 
+def test_a_file_ending_with_an_empty_line_renders(tmp_path):
+    """realbench sdc_controller's files end with "endmodule\n\n": the report used to stop
+    with "list object has no element" (one highlighted fragment short)."""
+    sources = {"mux2.sv": SOURCES["mux2.sv"] + "\n"}
+    data = build_report_data(POINTS, "tb.dut", sources)
+    assert data.files["mux2.sv"][-1].text == ""
+    check_page(write_html(data, tmp_path, "mux2"))
+
+
 def check_page(path: Path) -> lxml_html.HtmlElement:
-    """Parse the page; every in-page link has its target and nothing is fetched."""
+    """Parse the page; every in-page link has its target, nothing is fetched, and the
+    only script is the report's own fixed one (nothing from the run is in a script)."""
     page = lxml_html.parse(str(path)).getroot()
     ids = {e.get("id") for e in page.iter() if e.get("id")}
     hrefs = [a.get("href") for a in page.iter("a")]
     assert hrefs and all(h.startswith("#") and h[1:] in ids for h in hrefs)
-    assert not page.xpath("//script|//link|//img|//iframe")
+    assert not page.xpath("//link|//img|//iframe|//object|//embed|//*[@src]")
+    assert [s.text for s in page.xpath("//script")] == [SCRIPT]
+    assert not [a for e in page.iter() for a in e.attrib if a.startswith("on")]
     return page
 
 
@@ -75,7 +88,7 @@ def test_page_links_resolve_and_need_no_network(tmp_path):
     page = check_page(write_html(data, tmp_path, "mux2"))
     row = page.get_element_by_id("f0-L10")
     assert row.get("class") == "partial"
-    first = page.xpath("//h2[@id='uncovered']/following-sibling::table[1]//a")[0]
+    first = page.xpath("//h2[@id='uncovered']/ancestor::details[1]//table[1]//a")[0]
     assert (first.get("href"), first.text) == ("#f0-L10", "mux2.sv:10")
 
 
@@ -134,7 +147,7 @@ def test_gen_writes_the_html_report_of_hier_acc(tmp_path):
     out = tmp_path / "hier"
     assert main(["gen", str(EXAMPLES / "hier_acc"), "--out", str(out), "--rounds", "1"]) == 0
     page = check_page(out / "html" / "index.html")
-    hier = page.xpath("//h2[@id='hierarchy']/following-sibling::table[1]//code/text()")
+    hier = page.xpath("//h2[@id='hierarchy']/ancestor::details[1]//td[1]/code/@title")
     assert hier == ["tb.dut", "tb.dut.stage_a", "tb.dut.stage_b"]
     assert (out / "coverage.dat").exists()
     assert json.loads((out / "run.json").read_text())["best_round"] == 1
@@ -170,3 +183,136 @@ def test_bench_links_the_coverage_report_of_each_task(tmp_path):
         "local/mux2": "coverage/local_mux2/index.html"}
     check_page(out / "coverage" / "local_mux2" / "index.html")
     assert "href='coverage/local_mux2/index.html'" in (out / "report.html").read_text()
+
+
+TRAFFIC = {"traffic_light.sv": (EXAMPLES / "traffic_fsm" / "traffic_light.sv").read_text()}
+TRAFFIC_POINTS = parse_coverage_dat(REPORT / "traffic_fsm.coverage.dat")
+#: What the formal policy proved on examples/traffic_fsm (its round annotation).
+DEFAULT_37 = ProvenUnreachable(
+    file="traffic_light.sv", line=37, kind="line", goal="case item", metric="line",
+    item="case item default of the case at traffic_light.sv:18 never executed")
+FSMX = {"fsmx.sv": (REPORT / "fsmx" / "fsmx.sv").read_text()}
+
+
+def test_proven_unreachable_points_are_unr_beside_an_unchanged_headline(tmp_path):
+    """traffic_fsm's best formal round: only the `default:` (line 37) is missed, and
+    k-induction proved it unreachable: line 4/5 stays the headline (95%), UNR apart
+    (100% with it excluded); the line is `unr`, not uncovered."""
+    data = build_report_data(TRAFFIC_POINTS, "tb.dut", TRAFFIC, proven=[DEFAULT_37])
+    assert (data.summary.metrics["line"].covered, data.summary.metrics["line"].total) == (4, 5)
+    assert data.summary.overall == 95.0
+    assert data.unreachable == {"line": 1} and data.overall_unreachable_excluded() == 100.0
+    assert [(i.line, i.kind) for i in data.unreachable_items] == [(37, "line")]
+    assert data.uncovered == []
+    assert data.files["traffic_light.sv"][36].status == "unr"
+    page = check_page(write_html(data, tmp_path, "traffic"))
+    assert page.get_element_by_id("f0-L37").get("class") == "unr"
+    unr = page.xpath("//h2[@id='unr']/ancestor::details[1]//table//a/text()")
+    assert unr == ["traffic_light.sv:37"]
+    assert "with the 1 proven-unreachable (UNR) point excluded (separate figure): " \
+        "100.00%" in page.text_content()
+    plain = build_report_data(TRAFFIC_POINTS, "tb.dut", TRAFFIC)  # no proof: uncovered
+    assert [i.line for i in plain.uncovered] == [37] and plain.unreachable == {}
+
+
+def test_markdown_lists_unr_and_parameter_constant_misses_apart():
+    from llm4cov.sim.coverage import summarize
+    from llm4cov.sim.observation import Observation, Status
+    from llm4cov.sim.report import coverage_markdown
+    from llm4cov.tasks.model import SourceFile, Task
+
+    data = build_report_data(TRAFFIC_POINTS, "tb.dut", TRAFFIC, proven=[DEFAULT_37])
+    obs = Observation(status=Status.SUCCESS, coverage=data.summary)
+    task = Task(id="local/traffic_fsm", source="local", dut_module_name="traffic_light",
+                rtl_files=[SourceFile(name=n, content=t) for n, t in TRAFFIC.items()])
+    text = coverage_markdown(obs, task, uncovered=data.uncovered, constant=[],
+                             unreachable=data.unreachable_items,
+                             unreachable_points=data.unreachable)
+    assert "overall **95.00%**" in text
+    assert "- with 1 proven-unreachable (UNR) point excluded (separate figure): 100.00%" in text
+    assert "| line | 4 | 5 | 80.00 | 1 | 0 |" in text
+    assert ("- `traffic_light.sv:37 [line] case item default of the case at "
+            "traffic_light.sv:18 never executed | default: state <= RED;` UNR") in text
+    assert "## Uncovered" not in text
+    # fsmx: `if (MODE == 1)` (line 29) never taken while MODE=0 made it false, and the
+    # term `MODE == 1` never true while seen false: 2 misses apart, hand count 76.07%
+    points = parse_coverage_dat(REPORT / "fsmx.coverage.dat")
+    rep = summarize(points, "tb.dut", FSMX)
+    assert rep.constant == {"branch": 1, "expr": 1}
+    assert (rep.overall, rep.overall_without_constant()) == (69.4048, 76.0714)
+    fsmx = build_report_data(points, "tb.dut", FSMX)
+    assert sorted((i.line, i.kind) for i in fsmx.constant_items) == [(24, "expr"),
+                                                                       (29, "branch")]
+    # both ?: arms of line 24 stay plain misses: that code never ran, so which arm
+    # the parameter kills is unknown
+    assert sorted(i.detail.split(" at ")[0] for i in fsmx.uncovered if i.line == 24
+                  and i.kind == "branch") == ["false arm of the ?: on `MODE == 1`",
+                                              "true arm of the ?: on `MODE == 1`"]
+    fsmx_task = task.model_copy(update={"id": "local/fsmx", "rtl_files": [
+        SourceFile(name="fsmx.sv", content=FSMX["fsmx.sv"])]})
+    text = coverage_markdown(Observation(status=Status.SUCCESS, coverage=rep), fsmx_task,
+                             uncovered=fsmx.uncovered, constant=fsmx.constant_items)
+    assert "overall **69.40%**" in text
+    assert "- with 2 parameter-constant misses excluded (separate figure): 76.07%" in text
+    apart = text.split("## Unreachable under the parameters")[1]
+    assert "fsmx.sv:29 [branch] then branch of the if at fsmx.sv:29 never taken" in apart
+    assert "fsmx.sv:29" not in text.split("## Uncovered")[1].split("## Unreachable")[0]
+
+
+def test_ucis_marks_the_bins_of_proven_unreachable_points(tmp_path):
+    from llm4cov.report.lcov import UNR_REASON, mark_unreachable_ucis, write_ucis_xml
+    from llm4cov.sim.exclusions import unreachable_misses
+
+    xml = tmp_path / "u.xml"
+    write_ucis_xml(REPORT / "traffic_fsm.coverage.dat", xml)
+    unr = unreachable_misses(TRAFFIC_POINTS, [DEFAULT_37], TRAFFIC)
+    assert [(p.metric, p.line, p.comment) for p in unr] == [("line", 37, "case")]
+    assert mark_unreachable_ucis(xml, unr) == 1
+    page = lxml_etree.parse(str(xml))
+    marked = page.xpath("//bin[@excluded='true']")
+    assert [b.get("excludedReason") for b in marked] == [UNR_REASON]
+    assert marked[0].getparent().find("id").get("line") == "37"
+
+
+_PROBE = """<script>
+var table = document.getElementById("toggles").closest("details").querySelector("table.sort");
+var names = function () { return Array.from(table.tBodies[0].rows, function (r) {
+  return r.cells[1].textContent; }).join(","); };
+var hits = table.tHead.rows[0].cells[3];
+hits.click(); document.body.setAttribute("data-up", names());
+hits.click(); document.body.setAttribute("data-down", names());
+var fold = document.querySelector("tr[data-d='1'] button.fold"); fold.click();
+document.body.setAttribute("data-wide", document.documentElement.scrollWidth);
+document.body.setAttribute("data-hidden", Array.from(document.querySelectorAll(
+  "table.tree tr[hidden] td:first-child code"), function (c) { return c.title; }).join(","));
+</script></body>"""
+
+
+@pytest.mark.skipif(shutil.which("chromium") is None, reason="chromium not installed")
+def test_tables_sort_and_the_hierarchy_folds_in_headless_chromium(tmp_path):
+    """The report's own script, run by Chromium: clicking "toggles hit" sorts by the
+    hit fraction (ascending, then descending), and folding an instance hides exactly
+    the instances below it. At 1,400 px nothing scrolls sideways, even with a 400-
+    character source line."""
+    from dataclasses import replace
+
+    sub = [replace(p, hier=h) for p in POINTS if p.hier == "tb.dut"
+           for h in ("tb.dut", "tb.dut.a", "tb.dut.a.b", "tb.dut.c")]
+    long_line = {"mux2.sv": SOURCES["mux2.sv"] + "// " + "x" * 400 + "\n"}
+    data = build_report_data(sub, "tb.dut", long_line)
+    page = write_html(data, tmp_path, "mux2")
+    page.write_text(page.read_text().replace("</body>", _PROBE, 1))
+    done = subprocess.run(
+        ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--enable-logging=stderr",
+         "--v=0", f"--user-data-dir={tmp_path / 'profile'}", "--window-size=1400,900",
+         "--dump-dom", page.as_uri()],
+        capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    body = lxml_html.fromstring(done.stdout).find("body")
+    assert int(body.get("data-wide")) <= 1400
+    rows = sorted((t for t in data.toggles if t.missing), key=lambda t: t.covered / t.total)
+    assert body.get("data-up") == ",".join(t.signal for t in rows)
+    down = sorted(rows, key=lambda t: t.covered / t.total, reverse=True)
+    assert body.get("data-down") == ",".join(t.signal for t in down)
+    assert body.get("data-hidden") == "tb.dut.a.b"
+    assert "CONSOLE" not in done.stderr, done.stderr[-2000:]

@@ -46,8 +46,9 @@ def formal(
     """Close the coverage holes of a testbench with formal witnesses; classify every hole
     reached / unreachable (proven) / unknown and write the closing testbench.
 
-    Exit code 0 when the closing testbench passes simulation, 1 when it does not, 2 for
-    bad input, 3 when the simulator or the formal tools are missing.
+    Exit code 0 when the closing testbench passes simulation, 1 when it does not or
+    when every SBY job failed (the error names the first failure), 2 for bad input, 3
+    when the simulator or the formal tools are missing.
 
     Example: llm4cov formal --rtl tests/fixtures/formal_lock --out closing_tb.sv
     """
@@ -73,7 +74,12 @@ def formal(
 
 def _write(closure: Closure, out: Path, as_json: bool) -> int:
     """Write the closing testbench to ``out`` and print the classification; the exit
-    code: 0 when the closing testbench passes simulation, else 1."""
+    code: 0 when the closing testbench passes simulation, else 1.
+
+    Raises:
+        CliError: (exit 1, after the output is written) every SBY job failed; the
+            message quotes the first failure.
+    """
     from llm4cov.formal.report import markdown, summary
 
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -82,6 +88,10 @@ def _write(closure: Closure, out: Path, as_json: bool) -> int:
         typer.echo(json.dumps({**summary(closure), "testbench_file": str(out)}, indent=2))
     else:
         typer.echo(markdown(closure) + f"\nClosing testbench: {out}")
+    if closure.result.all_jobs_failed():
+        raise common.fail(f"formal: every SBY job failed, no goal was classified "
+                          f"({closure.result.count('error')} goals): "
+                          f"{closure.result.errors[0]}", code=1)
     return 0 if closure.after.sim_pass else 1
 
 

@@ -15,19 +15,31 @@ from llm4cov.cli import common, report_opts
 from llm4cov.cli.options import PRINT_CONFIG, flag, print_config, with_flags
 from llm4cov.cli.round_progress import RoundProgress
 from llm4cov.policies import BUILTIN, Policy, get_policy
+from llm4cov.policies.formal import VERDICTS
+from llm4cov.report.capture import capture, from_observation
+from llm4cov.report.data import ReportData, TestRow
+from llm4cov.sim.call import SimCall
+from llm4cov.sim.exclusions import proven_unreachable
+from llm4cov.sim.observation import Observation
 from llm4cov.sim.report import coverage_markdown
 from llm4cov.sim.rtl_check import guard
 from llm4cov.tasks.model import Task
 from llm4cov.util.settings import load
 
 
-def write_run(out: Path, task: Task, run: AgentRun) -> None:
+def write_run(out: Path, task: Task, run: AgentRun, report: ReportData | None = None) -> None:
     """Write the run: ``tb.sv`` (best testbench), ``rounds/round_<k>.json`` (every
     round's prompt, response, testbench and observation), ``run.json`` and
     ``coverage.md`` (human-readable summary of the best round).
 
     Rounds are numbered from 1 in every file, as on the console (``from_round`` 0 is
-    the initial state, before any testbench); the agent's records count from 0."""
+    the initial state, before any testbench); the agent's records count from 0.
+    ``report``: the best round's report content (from its own coverage data): its
+    proven-unreachable (UNR) and parameter-constant misses go apart in ``coverage.md``
+    and ``run.json`` (``coverage``), each with its separate figure; ``run.json``'s
+    ``formal`` sums the formal policy's verdicts over the rounds. ``run.json`` and
+    ``coverage.md`` are written again once the reports are done (:func:`gen`): the
+    rounds are on disk before anything else can fail."""
     (out / "rounds").mkdir(parents=True, exist_ok=True)
     for record in run.rounds:
         shown = record.model_copy(update={"round": record.round + 1,
@@ -55,12 +67,52 @@ def write_run(out: Path, task: Task, run: AgentRun) -> None:
             }
             for r in run.rounds
         ],
+        **_formal_verdicts(run),
+        "coverage": _coverage_summary(best.observation, report),
     }
     (out / "run.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
+    listed = {} if report is None else {
+        "uncovered": report.uncovered, "constant": report.constant_items,
+        "unreachable": report.unreachable_items, "unreachable_points": report.unreachable}
     (out / "coverage.md").write_text(
-        coverage_markdown(best.observation, task, title=f"Best testbench (round {best.round + 1})"),
+        coverage_markdown(best.observation, task, title=f"Best testbench (round {best.round + 1})",
+                          **listed),
         encoding="utf-8",
     )
+
+
+def _formal_verdicts(run: AgentRun) -> dict:
+    """``{"formal": ...}``: the formal policy's goal counts summed over the rounds and
+    its failed jobs (empty for other policies)."""
+    notes = [r.annotations["formal"] for r in run.rounds if "formal" in r.annotations]
+    if not notes:
+        return {}
+    counts = {v: sum(n.get(v, 0) for n in notes) for v in VERDICTS}
+    return {"formal": {**counts, "job_errors": [e for n in notes for e in n.get("job_errors", ())]}}
+
+
+def _coverage_summary(obs: Observation, report: ReportData | None) -> dict:
+    """The best round's figures: the headline ``overall`` (the evaluator's, percent) and
+    beside it, separate, the overall with the proven-unreachable (``UNR``) and with the
+    parameter-constant misses excluded, with those items listed (``mark``)."""
+    rep = obs.coverage
+    out: dict = {"overall": rep.overall if rep else None,
+                 "scored_overall": obs.overall(),
+                 "overall_unreachable_excluded": None,
+                 "overall_constant_excluded": rep.overall_without_constant()
+                 if rep and rep.constant else None}
+    if report is None:
+        return out
+    out["overall_unreachable_excluded"] = report.overall_unreachable_excluded()
+    out["uncovered"] = len(report.uncovered)
+    out["unreachable_points"] = report.unreachable
+    out["constant_points"] = rep.constant if rep else {}
+    out["items_apart"] = [
+        {"file": i.file, "line": i.line, "kind": i.kind, "detail": i.detail, "mark": mark}
+        for mark, items in (("UNR", report.unreachable_items), ("constant",
+                                                                report.constant_items))
+        for i in items]
+    return out
 
 
 GEN_FLAGS = (
@@ -95,8 +147,7 @@ def gen(
                                         help="random policy: stimulus vectors (clock "
                                              "cycles) per testbench."),
     html: Path = report_opts.HTML,
-    no_html: bool = typer.Option(False, "--no-html", help="Skip the HTML report (and the "
-                                 "extra simulation of the best testbench it needs)."),
+    no_html: bool = typer.Option(False, "--no-html", help="Skip the HTML report."),
     lcov: Path = report_opts.LCOV,
     ucis: Path = report_opts.UCIS,
     trace: str = report_opts.TRACE,
@@ -108,8 +159,9 @@ def gen(
 ) -> None:
     """Write a high-coverage testbench with the memoryless agent (N rounds).
 
-    Writes OUT/tb.sv (best testbench), OUT/coverage.md, OUT/run.json and one JSON file
-    per round under OUT/rounds/. Simulations run one at a time on --executor (a worker
+    Writes OUT/tb.sv (best testbench), OUT/coverage.md, OUT/run.json, one JSON file
+    per round under OUT/rounds/, and the reports (OUT/html/, OUT/coverage.dat) from the
+    best round's own run. Simulations run one at a time on --executor (a worker
     process, or a Ray task). Exit code 0 when the best testbench simulates, 1 when no
     round produced a passing simulation (or the model server or the workers failed),
     2 for bad input (also: the RTL does not compile on its own, found after the first
@@ -125,46 +177,104 @@ def gen(
         {"length": stimulus_length} if settings.model in BUILTIN else {}))
     request = report_opts.ReportRequest(None if no_html else html or out / "html", lcov, ucis,
                                         trace, keep_workdir, exclude)
-    run = _run_agent(task, policy, settings, request, out)
-    if run.best.testbench and request.needs_capture():
-        with common.console.status("best testbench: simulating again for the coverage "
-                                   "reports ..."):
-            again = report_opts.produce(task, run.best.testbench,
-                                        request.config(settings.sim_config()), request, out,
-                                        title=f"Coverage: {task.id}, best testbench "
-                                              f"(round {run.best_round + 1})",
-                                        rtl_dir=common.rtl_root(task))
-        if again.observation.coverage != run.best.observation.coverage:
-            common.console.print("note: the reports' re-simulation measured other coverage "
-                                 "than the scored round (a nondeterministic testbench?)")
+    best = report_opts.BestRun()
+    run = _run_agent(task, policy, settings, request, out, best)
+    write_run(out, task, run)
+    write_run(out, task, run, _reports(task, run, best, request, out,
+                                       common.rtl_root(task), settings))
     raise typer.Exit(_print_best(task, run, out))
 
 
+def _reports(task: Task, run: AgentRun, best: report_opts.BestRun,
+             request: report_opts.ReportRequest, out: Path, rtl: Path | None,
+             settings: BenchConfig) -> ReportData | None:
+    """The reports of the best round, from its own run's coverage data (no second
+    simulation; ``OUT/coverage.dat`` is that run's); a waveform dump or a kept work dir
+    needs a build of its own, so only then is the best testbench run once more. Also
+    says when formal jobs failed. Returns the report's content (None: no testbench)."""
+    proven = proven_unreachable(r.annotations for r in run.rounds)
+    _say_formal_errors(run)
+    obs = best.of(run.best.testbench)
+    if obs is None:
+        return None
+    tests = _test_rows(run)
+    title = f"Coverage: {task.id}, best testbench (round {run.best_round + 1})"
+    data = report_opts.write_reports(from_observation(obs, out), task, request, title=title,
+                                     rtl_dir=rtl, proven=proven, tests=tests)
+    if request.needs_rerun():
+        _rerun(task, run.best.testbench, request, out, settings)
+    return data
+
+
+def _rerun(task: Task, testbench: str, request: report_opts.ReportRequest, out: Path,
+           settings: BenchConfig) -> None:
+    """Run the best testbench once more for ``--trace`` / ``--keep-workdir`` (a build
+    of their own); the reports stay those of the scored run."""
+    with common.console.status("best testbench: building again for the waveform dump / "
+                               "kept work dir ..."):
+        cap = capture(task, testbench, request.config(settings.sim_config()), out,
+                      keep_workdir=request.keep_workdir, trace=request.trace,
+                      keep_coverage_dat=False)
+    for line in ([f"waveform dump: {cap.trace}"] if cap.trace else []) + (
+            [f"kept work dir (sources, obj/ build, coverage data): {cap.workdir}"]
+            if cap.workdir else []) + [f"note: {n}" for n in cap.notes]:
+        report_opts.say(line)
+
+
+def _test_rows(run: AgentRun) -> list[TestRow]:
+    """The rounds of ``run`` as the HTML report's run list."""
+    rows = []
+    for r in run.rounds:
+        formal = r.annotations.get("formal")
+        note = f"from round {r.from_round + 1}" if r.from_round >= 0 else "first round"
+        if formal:
+            note += "; formal: " + ", ".join(f"{formal.get(v, 0)} {v}" for v in VERDICTS)
+        size = f"{len(r.testbench.splitlines())} lines" if r.testbench else "no testbench"
+        rows.append(TestRow(f"round {r.round + 1}", r.observation.status.value,
+                            r.observation.overall(), size, note, r.round == run.best_round))
+    return rows
+
+
+def _say_formal_errors(run: AgentRun) -> None:
+    """One line per round whose formal analysis had failed jobs (their goals are
+    ``error``, not ``unknown``)."""
+    for r in run.rounds:
+        formal = r.annotations.get("formal") or {}
+        for error in formal.get("job_errors", ()):
+            report_opts.say(f"note: round {r.round + 1}: formal: {formal.get('error', 0)} "
+                            f"goals not classified, a job failed: {' '.join(error.split())}")
+
+
 def _run_agent(task: Task, policy: Policy, settings: BenchConfig,
-               request: report_opts.ReportRequest, out: Path) -> AgentRun:
-    """Run the agent (sample 0 of ``settings``) on one simulator with a live display;
-    write the run into ``out``."""
+               request: report_opts.ReportRequest, out: Path,
+               best: report_opts.BestRun) -> AgentRun:
+    """Run the agent (sample 0 of ``settings``) on one simulator with a live display,
+    each simulation keeping its coverage data for the reports (``best`` holds the best
+    run's)."""
     steps = out / "rounds" / ".step"
     steps.parent.mkdir(parents=True, exist_ok=True)
     sim = settings.sim
     sim_config = replace(request.config(sim.sim_config()), progress_file=str(steps.resolve()))
     sims = common.open_executor(sim.executor, 1, sim_config, sim.address)
     config = settings.agent_config(0)
+
+    async def keeping(task: Task, testbench: str) -> Observation:
+        return await sims.simulate_call(SimCall(task, testbench, keep_coverage=True))
+
     with common.console.status(f"{task.id}: {policy.name} writing testbenches ...") as status:
         progress = RoundProgress(common.console, status, config.rounds, out, policy.name,
                                  steps)
 
         async def agent() -> AgentRun:
             with progress.ticking():
-                return await arun_agent(task, policy, progress.wrap(guard(sims.simulate)), config,
-                                        progress.on_round)
+                return await arun_agent(task, policy, progress.wrap(best.wrap(guard(keeping))),
+                                        config, progress.on_round)
 
         try:
             run = asyncio.run(agent())
         finally:
             sims.close()
             steps.unlink(missing_ok=True)
-        write_run(out, task, run)
     return run
 
 

@@ -1,25 +1,40 @@
 """CLI options for coverage reports, exports, waveforms and exclusions (``sim``, ``gen``).
 
-``--html DIR``, ``--lcov FILE``, ``--ucis FILE``, ``--trace vcd|fst``,
-``--keep-workdir`` need the raw ``coverage.dat``, so they run the testbench through
-:func:`llm4cov.report.capture.capture`; ``--exclude FILE`` applies exclusion rules to
-every count (``SimConfig.exclusions``). See ``docs/reports.md``.
+``--html DIR``, ``--lcov FILE``, ``--ucis FILE`` need the raw ``coverage.dat``:
+``sim`` runs its testbench through :func:`llm4cov.report.capture.capture`, ``gen``
+keeps the coverage data of its rounds (``SimCall.keep_coverage``) and writes the
+reports from the best round's own run (:func:`write_reports`). ``--trace vcd|fst`` and
+``--keep-workdir`` need a build of their own (``gen``: one more run of the best
+testbench). ``--exclude FILE`` applies exclusion rules to every count
+(``SimConfig.exclusions``). See ``docs/reports.md``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 import typer
 
+from llm4cov.agent.loop import state_key
 from llm4cov.cli import common
 from llm4cov.report.capture import TRACE_FORMATS, Capture, capture, fst_headers_missing
-from llm4cov.report.data import build_report_data
+from llm4cov.report.data import ReportData, TestRow, build_report_data
 from llm4cov.report.html import write_html
-from llm4cov.report.lcov import lcov_text, write_ucis_xml
+from llm4cov.report.lcov import lcov_text, mark_unreachable_ucis, write_ucis_xml
+from llm4cov.sim.call import Simulate
 from llm4cov.sim.config import SimConfig
-from llm4cov.sim.exclusions import ExclusionError, Rule, load_rules, parse_rules
+from llm4cov.sim.coverage import dut_points
+from llm4cov.sim.exclusions import (
+    ExclusionError,
+    ProvenUnreachable,
+    Rule,
+    load_rules,
+    split_points,
+    unreachable_misses,
+)
+from llm4cov.sim.observation import Observation
 from llm4cov.tasks.model import Task
 
 HTML = typer.Option(None, "--html", file_okay=False,
@@ -50,8 +65,14 @@ class ReportRequest:
     exclude: Path | None = None
 
     def needs_capture(self) -> bool:
-        """True when an output needs the raw coverage data (one more evaluator run)."""
+        """True when an output needs the raw coverage data (``sim``: its run goes
+        through the report capture)."""
         return any((self.html, self.lcov, self.ucis, self.trace, self.keep_workdir))
+
+    def needs_rerun(self) -> bool:
+        """True when an output needs a build of its own (a waveform, a kept work dir):
+        ``gen`` then runs its best testbench once more for it."""
+        return bool(self.trace or self.keep_workdir)
 
     def rules(self) -> tuple[Rule, ...]:
         """The exclusion rules of ``--exclude`` (none without it).
@@ -96,8 +117,8 @@ def produce(
     rtl_dir: Path | None = None,
 ) -> Capture:
     """Run ``testbench`` once keeping ``coverage.dat`` (and a waveform dump) in
-    ``out_dir`` (None: only in a kept work dir) and write every requested report;
-    prints where each output went.
+    ``out_dir`` (None: only in a kept work dir) and write every requested report
+    (:func:`write_reports`); prints where each output went.
 
     Raises:
         ToolchainError: the simulator toolchain is missing (exit 3).
@@ -105,14 +126,40 @@ def produce(
     cap = capture(task, testbench, request.config(config), out_dir, tb_name=tb_name,
                   any_instance=any_instance, keep_workdir=request.keep_workdir,
                   trace=request.trace)
-    rules = parse_rules(request.config(config).exclusions)
+    obs = cap.observation
+    write_reports(cap, task, request, title=title, rtl_dir=rtl_dir, tests=[
+        TestRow(tb_name, obs.status.value, obs.overall(), tb_name, best=True)])
+    return cap
+
+
+def say(text: str) -> None:
+    """Print ``text`` as is: paths are never wrapped or styled (they are copied)."""
+    common.console.print(text, soft_wrap=True, markup=False, highlight=False)
+
+
+def write_reports(
+    cap: Capture,
+    task: Task,
+    request: ReportRequest,
+    *,
+    title: str,
+    rtl_dir: Path | None = None,
+    proven: Sequence[ProvenUnreachable] = (),
+    tests: Sequence[TestRow] = (),
+) -> ReportData:
+    """Write the requested HTML, LCOV and UCIS outputs from ``cap`` (a run's own
+    coverage data) and print where each went, the waveform dump and kept work dir
+    too. ``proven``: goals proven unreachable (UNR in the HTML and UCIS); ``tests``:
+    the runs the HTML lists. Returns the report's content (also without ``--html``).
+
+    Raises:
+        OSError: an output cannot be written.
+    """
+    rules = request.rules()
     sources = {f.name: f.content for f in task.rtl_files}
-
-    def say(text: str) -> None:  # paths are never wrapped or styled: they are copied
-        common.console.print(text, soft_wrap=True, markup=False, highlight=False)
-
+    data = build_report_data(cap.points, cap.dut_hier, sources, rules, cap.modules,
+                             proven=proven, tests=tests)
     if request.html:
-        data = build_report_data(cap.points, cap.dut_hier, sources, rules, cap.modules)
         say(f"HTML report: {write_html(data, request.html, title, cap.observation)}")
     if request.lcov:
         paths = _source_paths(task, request.lcov, rtl_dir)
@@ -125,15 +172,19 @@ def produce(
     if request.ucis and cap.coverage_dat:
         request.ucis.parent.mkdir(parents=True, exist_ok=True)
         skipped = write_ucis_xml(cap.coverage_dat, request.ucis)
+        kept, _ = split_points(dut_points(cap.points, cap.dut_hier, sources, cap.modules),
+                               rules)
+        unr = mark_unreachable_ucis(request.ucis, unreachable_misses(kept, proven, sources))
         say(f"UCIS XML: {request.ucis}" + (
-            f" (pyucis skipped {skipped} points whose name has a quote)" if skipped else ""))
+            f" (pyucis skipped {skipped} points whose name has a quote)" if skipped else "")
+            + (f" ({unr} bins marked UNR)" if unr else ""))
     if cap.trace:
         say(f"waveform dump: {cap.trace}")
     if cap.workdir:
         say(f"kept work dir (sources, obj/ build, coverage data): {cap.workdir}")
     for note in cap.notes:
         say(f"note: {note}")
-    return cap
+    return data
 
 
 def _source_paths(task: Task, lcov: Path, rtl_dir: Path | None) -> dict[str, Path]:
@@ -151,3 +202,30 @@ def _source_paths(task: Task, lcov: Path, rtl_dir: Path | None) -> dict[str, Pat
         target.write_text(f.content, encoding="utf-8")
         paths[f.name] = target
     return paths
+
+
+class BestRun:
+    """Keeps the coverage data of the best simulation so far, in the agent's order
+    (:func:`llm4cov.agent.loop.state_key`, the earliest on ties), and drops the others',
+    so that an agent run holds one run's coverage data at a time (``gen``)."""
+
+    def __init__(self) -> None:
+        self.testbench: str | None = None
+        self.observation: Observation | None = None
+
+    def wrap(self, simulate: Simulate) -> Simulate:
+        """``simulate`` asking for the coverage data, returning observations without it
+        (the best one is kept here)."""
+        async def keeping(task: Task, testbench: str) -> Observation:
+            obs = await simulate(task, testbench)
+            if self.observation is None or (state_key(obs, task)
+                                            > state_key(self.observation, task)):
+                self.testbench, self.observation = testbench, obs
+            return obs.model_copy(update={"coverage_data": None})
+
+        return keeping
+
+    def of(self, testbench: str | None) -> Observation | None:
+        """The kept observation (with its coverage data) when it is ``testbench``'s."""
+        return self.observation if testbench is not None and testbench == self.testbench \
+            else None

@@ -7,8 +7,10 @@ depth ``prove_depth``) for the goals not reached: all remaining goals are assert
 unreachable together; the assertions that fail the induction step are dropped (they
 stay ``unknown``) and the job reruns until it passes or nothing is left (the
 "Houdini" loop: what passes is proven together, hence each one). Every goal ends
-``reached`` (with its witness trace), ``unreachable`` (proven) or ``unknown`` (with
-the depth explored and the reason).
+``reached`` (with its witness trace), ``unreachable`` (proven), ``unknown`` (with
+the depth explored and the reason) or ``error`` (the job that would decide it failed:
+the tool's first error line is the reason; :attr:`FormalResult.errors` lists every
+failed job, and a result with errors is not cached).
 
 The formal model starts like the evaluator's simulation: registers without an initial
 value are zero, and when the DUT has a reset input (found from how the RTL uses it:
@@ -45,10 +47,10 @@ from llm4cov.sim.cache import cache_root
 from llm4cov.sim.config import SimConfig
 from llm4cov.sim.evaluator import Evaluator
 from llm4cov.sim.observation import Observation, UncoveredItem, overall_without
-from llm4cov.tasks.hdl import Port, compile_order
+from llm4cov.tasks.hdl import Port, compile_order, search_dirs
 from llm4cov.tasks.model import Task
 
-CACHE_VERSION = 2
+CACHE_VERSION = 3
 
 
 @dataclass(frozen=True)
@@ -85,7 +87,7 @@ class GoalResult(BaseModel):
     item: UncoveredItem
     what: str
     metric: str
-    status: str  # reached | unreachable | unknown
+    status: str  # reached | unreachable | unknown | error
     reason: str = ""
     step: int = 0
     """``reached``: the cycle it is reached in; ``unknown``: the depth explored."""
@@ -106,6 +108,11 @@ class FormalResult(BaseModel):
     goals: list[GoalResult] = Field(default_factory=list)
     traces: list[list[dict[str, int]]] = Field(default_factory=list)
     jobs: int = 0
+    """SBY invocations (a job retried with the other frontend counts twice)."""
+    runs: int = 0
+    """Jobs after the frontend fallback: the cover job and each prove job."""
+    errors: list[str] = Field(default_factory=list)
+    """One line per run that failed (``cover job: slang: ERROR: ...``)."""
     wall_s: float = 0.0
     cached: bool = False
     notes: list[str] = Field(default_factory=list)
@@ -113,6 +120,11 @@ class FormalResult(BaseModel):
     def count(self, status: str) -> int:
         """How many goals have ``status``."""
         return sum(g.status == status for g in self.goals)
+
+    def all_jobs_failed(self) -> bool:
+        """True when jobs ran and every one of them failed (nothing was classified by a
+        solver: ``llm4cov formal`` exits 1 with the first error)."""
+        return self.runs > 0 and len(self.errors) >= self.runs
 
 
 class Closure(BaseModel):
@@ -167,6 +179,7 @@ class _Runner:
     def __init__(self, task: Task, design: DesignIO, config: FormalConfig, tools: FormalTools):
         self.task, self.design, self.config, self.tools = task, design, config, tools
         self.jobs = 0
+        self.runs = 0
         self.frontend = "slang"
 
     def run(self, items: list[UncoveredItem], mode: str, depth: int, keep: set[str] | None,
@@ -179,12 +192,15 @@ class _Runner:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(f.content, encoding="utf-8", errors="surrogateescape")
         compiled = compile_order(placement.files, self.task.compile_files)
+        incdirs = search_dirs(placement.files, self.task.include_dirs)
         errors = []
+        self.runs += 1
         for frontend in dict.fromkeys((self.frontend, "slang", "verilog")):
             name = f"{mode}{self.jobs}"
             (workdir / f"{name}.sby").write_text(job_text(
                 compiled, self.task.dut_module_name, mode, depth, self.task.parameters,
-                self.task.defines, self.task.include_dirs, frontend), encoding="utf-8")
+                self.task.defines, incdirs, frontend, copied=placement.files),
+                encoding="utf-8")
             self.jobs += 1
             proc = run_tool(self.tools, self.tools.sby_command(f"{name}.sby"), workdir,
                             self.config.job_timeout_s, self.config.job_cpu_s,
@@ -258,25 +274,34 @@ def analyze(task: Task, items: list[UncoveredItem], config: FormalConfig | None 
                 verdicts[g.label] = GoalResult(item=g.item, what=g.what, metric=g.metric,
                                                status="reached", step=step,
                                                trace=trace_ids[yw])
-        if cover.status in ("ERROR", "TIMEOUT") and cover.error:
-            result.notes.append(f"cover job {cover.status.lower()}: {cover.error}")
+        if cover.status == "TIMEOUT" and cover.error:
+            result.notes.append(f"cover job timeout: {cover.error}")
         open_labels = {g.label for g in placement.goals if g.label not in verdicts}
         explored = cover.cycles
         why = {label: f"not reached within {explored} cycles (cover {cover.status.lower()})"
                for label in open_labels}
-        _prove(runner, items, open_labels, why, verdicts, placement, workdir,
-               config if design.clock else replace(config, prove_depth=1))
+        errored: dict[str, str] = {}
+        if cover.status == "ERROR":
+            result.errors.append(f"cover job: {cover.error or 'failed'}")
+            errored = {label: f"cover job error: {cover.error or 'failed'}"
+                       for label in open_labels}
+        else:
+            result.errors += _prove(runner, items, open_labels, why, errored, verdicts,
+                                    placement, workdir,
+                                    config if design.clock else replace(config, prove_depth=1))
         for g in placement.goals:
             if g.label not in verdicts:
+                status = "error" if g.label in errored else "unknown"
                 verdicts[g.label] = GoalResult(item=g.item, what=g.what, metric=g.metric,
-                                               status="unknown", reason=why[g.label],
+                                               status=status,
+                                               reason=errored.get(g.label, why[g.label]),
                                                step=explored)
         result.goals = [verdicts[g.label] for g in placement.goals]
         result.goals += [GoalResult(item=i, what=i.kind, metric=i.kind, status="unknown",
                                     reason=r) for i, r in placement.unplaced]
-    result.jobs = runner.jobs
+    result.jobs, result.runs = runner.jobs, runner.runs
     result.wall_s = round(time.monotonic() - start, 3)
-    if cache_file is not None:
+    if cache_file is not None and not result.errors:
         cache_file.parent.mkdir(parents=True, exist_ok=True)
         cache_file.write_text(result.model_dump_json(), encoding="utf-8")
     return result
@@ -295,10 +320,13 @@ def _prove_groups(goals: list[goal_mod.Goal], open_labels: set[str]) -> list[set
 
 
 def _prove(runner: _Runner, items: list[UncoveredItem], open_labels: set[str],
-           why: dict[str, str], verdicts: dict[str, GoalResult],
-           placement: goal_mod.Placement, workdir: Path, config: FormalConfig) -> None:
+           why: dict[str, str], errored: dict[str, str], verdicts: dict[str, GoalResult],
+           placement: goal_mod.Placement, workdir: Path, config: FormalConfig) -> list[str]:
     """The Houdini loop of the module docstring, per group of :func:`_prove_groups`,
-    within ``config.prove_budget_s``: proven goals go into ``verdicts``."""
+    within ``config.prove_budget_s``: proven goals go into ``verdicts``, the goals of a
+    prove job that failed into ``errored`` (label -> reason). Returns one line per
+    failed prove job."""
+    errors: list[str] = []
     by_label = {g.label: g for g in placement.goals}
     deadline = time.monotonic() + config.prove_budget_s
     rounds = 0
@@ -306,6 +334,12 @@ def _prove(runner: _Runner, items: list[UncoveredItem], open_labels: set[str],
         while left and rounds < config.max_prove_rounds and time.monotonic() < deadline:
             rounds += 1
             _, prove = runner.run(items, "prove", config.prove_depth, left, workdir)
+            if prove.status == "ERROR" and not prove.failed:
+                errors.append(f"prove job: {prove.error or 'failed'}")
+                errored.update({label: f"{why[label]}; prove job error: "
+                                f"{prove.error or 'failed'}" for label in left})
+                left = set()
+                break
             if prove.status == "PASS":
                 for label in left:
                     g = by_label[label]
@@ -328,6 +362,7 @@ def _prove(runner: _Runner, items: list[UncoveredItem], open_labels: set[str],
             left -= failed
         for label in left:
             why[label] += "; prove budget used up"
+    return errors
 
 
 def _still_uncovered(goal: GoalResult, items: list[UncoveredItem]) -> bool:

@@ -36,6 +36,7 @@ from llm4cov.tasks.model import SourceFile
 
 K = syntax.SyntaxKind
 _CONSTANT_NOTE = re.compile(r"\s*\((condition depends only|constant)[^)]*\)\s*$")
+_TERM_OF = re.compile(r"\s*\(term of `.*`\)\s*$")
 _IF_AT = re.compile(r"of the if at (?P<file>\S+):(?P<line>\d+)|the if at (?P<f2>\S+):(?P<l2>\d+)")
 _TOGGLE = re.compile(
     r"^(?P<sig>[A-Za-z_][\w$]*(?:\[\d+\])*?)(\[(?P<bits>[\d:,]+)\])? never toggled"
@@ -154,9 +155,10 @@ def branch_condition(item: UncoveredItem) -> str | None:
     """The SystemVerilog condition of an expression-term item, or None if unreadable.
 
     Reads ``expression term (a==1 && b==0) => 1 never seen`` (Verilator's comment),
-    `` `x == 3` never true`` and `` `e` never evaluated to 1 with a=1, `b > 2` false``.
+    `` `x == 3` never true`` (also followed by `` (term of `x == 3 || y`)``: the term
+    alone) and `` `e` never evaluated to 1 with a=1, `b > 2` false``.
     """
-    detail = _CONSTANT_NOTE.sub("", item.detail).strip()
+    detail = _TERM_OF.sub("", _CONSTANT_NOTE.sub("", item.detail)).strip()
     if m := _OLD_TERM.match(detail):
         return f"({m['cond']})"
     if m := _NEVER_BOOL.match(detail):

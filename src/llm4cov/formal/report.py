@@ -22,14 +22,14 @@ def summary(closure: Closure) -> dict[str, Any]:
         "task": r.task_id, "top": r.top, "clock": r.clock, "resets": r.resets,
         "cover_depth": r.cover_depth, "prove_depth": r.prove_depth,
         "reached": r.count("reached"), "unreachable": r.count("unreachable"),
-        "unknown": r.count("unknown"),
+        "unknown": r.count("unknown"), "error": r.count("error"),
         "confirmed": sum(bool(g.confirmed) for g in r.goals),
         "coverage_before": closure.before.overall(),
         "coverage_after": closure.after.overall(),
         "status_after": closure.after.status.value,
         "coverage_unreachable_excluded": round(closure.excluded_coverage(), 4),
         "testbench": closure.how, "jobs": r.jobs, "formal_s": r.wall_s, "cached": r.cached,
-        "notes": r.notes,
+        "notes": r.notes, "job_errors": r.errors,
         "goals": [{"file": g.item.file, "line": g.item.line, "kind": g.item.kind,
                    "item": g.item.detail, "goal": g.what, "status": g.status,
                    "step": g.step, "confirmed": g.confirmed, "reason": g.reason}
@@ -54,12 +54,14 @@ def markdown(closure: Closure) -> str:
         f"{r.jobs} SBY jobs, {r.wall_s:.1f} s{' (cached)' if r.cached else ''}",
         f"- goals: {r.count('reached')} reached "
         f"({sum(bool(g.confirmed) for g in r.goals)} confirmed by the evaluator), "
-        f"{r.count('unreachable')} proven unreachable, {r.count('unknown')} unknown",
+        f"{r.count('unreachable')} proven unreachable, {r.count('unknown')} unknown"
+        + (f", {r.count('error')} not classified (job error)" if r.count("error") else ""),
         f"- coverage: {_cov(closure.before)} before, {_cov(closure.after)} with the "
         f"closing testbench ({closure.how})",
         f"- coverage with proven-unreachable excluded (separate figure): "
         f"{closure.excluded_coverage():.2f}%",
     ]
+    lines += [f"- job error: {e}" for e in r.errors]
     lines += [f"- note: {n}" for n in r.notes]
     proven = unreachable_lines(r)
     if proven:

@@ -34,9 +34,18 @@ def job_text(
     files: list[SourceFile], top: str, mode: str, depth: int,
     parameters: dict[str, str] | None = None, defines: dict[str, str] | None = None,
     include_dirs: list[str] | None = None, frontend: str = "slang",
+    copied: list[SourceFile] | None = None,
 ) -> str:
-    """The ``.sby`` file of one job over ``files`` (paths relative to the work dir);
-    ``frontend`` is ``slang`` (``read_slang``) or ``verilog`` (Yosys' own parser)."""
+    """The ``.sby`` file of one job that compiles ``files`` (in that order) with the
+    ``-I`` list ``include_dirs``; ``frontend`` is ``slang`` (``read_slang``) or
+    ``verilog`` (Yosys' own parser).
+
+    Paths are relative to the work dir and keep their folders: SBY copies every file
+    of ``copied`` (default ``files``; give every RTL file, headers included) to the
+    same relative path in the job's ``src/`` (a ``[files]`` line ``DEST SOURCE``: a
+    bare name would be copied by its base name, and ``src/x.sv`` or
+    `` `include "cc/r.svh"`` would not be found).
+    """
     names = " ".join(shlex.quote(f.name) for f in files)
     opts = [f"-I{shlex.quote(d)}" for d in include_dirs or []]
     opts += [f"-D{shlex.quote(f'{k}={v}')}" for k, v in (defines or {}).items()]
@@ -51,7 +60,7 @@ def job_text(
         "[options]", f"mode {mode}", f"depth {depth}", "",
         "[engines]", "smtbmc yices", "",
         "[script]", *script, "",
-        "[files]", *(f.name for f in files), "",
+        "[files]", *(f"{f.name} {f.name}" for f in (copied or files)), "",
     ])
 
 

@@ -26,13 +26,19 @@ POLICY_PROVE_BUDGET_S = 20.0
 """Prove budget per analysis (seconds): smaller than the CLI's, the policy runs often."""
 
 
+VERDICTS = ("reached", "unreachable", "unknown", "error")
+"""Goal verdicts of a formal analysis (``error``: the job that would decide it failed)."""
+
+
 def verdicts(result) -> dict[str, Any]:
     """The annotation of one analysis (:class:`llm4cov.formal.closure.FormalResult`):
-    counts of goals ``reached``/``unreachable``/``unknown`` and every proven-unreachable
-    item (``file``, ``line``, ``kind``, ``item``, ``goal``, ``metric``), which the bench
-    lists and leaves out of the separate "unreachable excluded" figure."""
+    counts of goals per verdict (:data:`VERDICTS`), ``job_errors`` (one line per failed
+    SBY job) and every proven-unreachable item (``file``, ``line``, ``kind``, ``item``,
+    ``goal``, ``metric``), which the reports mark UNR and the bench leaves out of the
+    separate "unreachable excluded" figure."""
     return {
-        **{status: result.count(status) for status in ("reached", "unreachable", "unknown")},
+        **{status: result.count(status) for status in VERDICTS},
+        "job_errors": list(result.errors),
         "unreachable_items": [
             {"file": g.item.file, "line": g.item.line, "kind": g.item.kind,
              "item": g.item.detail, "goal": g.what, "metric": g.metric}
@@ -100,6 +106,8 @@ class FormalPolicy:
             note = (f"// llm4cov formal: {result.count('reached')} reached, "
                     f"{result.count('unreachable')} proven unreachable, "
                     f"{result.count('unknown')} unknown of {len(result.goals)} goals ({how})\n")
+            note += "".join(f"// llm4cov formal: job error: {' '.join(e.split())[:300]}\n"
+                            for e in result.errors)
             annotations = {"formal": verdicts(result)}
         return Generation(text=f"```systemverilog\n{note}{answer}```\n", model=self.name,
                           latency_s=time.monotonic() - start, annotations=annotations)

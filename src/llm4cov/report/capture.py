@@ -1,12 +1,16 @@
-"""One evaluator call that keeps what the reports need: ``coverage.dat``, and on request
+"""Evaluator calls that keep what the reports need: ``coverage.dat``, and on request
 the work dir (build and all) and a waveform dump.
 
 The Observation carries summaries only, so the annotated reports re-read
-``coverage.dat``. This runs the ordinary evaluator with ``keep_workdir`` into a fresh
-folder (and no result cache, so the simulation really runs), copies ``coverage.dat``
-out, and removes the work dir unless asked to keep it. The evaluator is deterministic,
-so ``llm4cov gen`` can re-run its best testbench this way and get the same coverage it
-scored.
+``coverage.dat``. :func:`capture` runs the ordinary evaluator with ``keep_workdir``
+into a fresh folder (and no result cache, so the simulation really runs), copies
+``coverage.dat`` out, and removes the work dir unless asked to keep it (``llm4cov
+sim``). :func:`evaluate_keeping` does the same on the worker side of an executor for a
+:class:`~llm4cov.sim.call.SimCall` with ``keep_coverage``: the observation comes back
+with the run's own ``coverage.dat`` (:class:`~llm4cov.sim.observation.CoverageData`,
+compressed, at most ``COVERAGE_MAX_BYTES`` before compression), so ``llm4cov gen``
+builds its reports from the round that produced the result, with no second
+simulation (:func:`from_observation`).
 
 Waveforms (``trace="vcd"`` or ``"fst"``): the build adds Verilator's ``--trace`` or
 ``--trace-fst`` (through ``SimConfig.extra_verilator_args``; the driver turns tracing on
@@ -29,13 +33,15 @@ import re
 import shutil
 import stat
 import subprocess
+import zlib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from llm4cov.sim import workdirs
+from llm4cov.sim.call import SimCall
 from llm4cov.sim.config import SimConfig
 from llm4cov.sim.coverage import DesignModules, Point, parse_coverage_dat
-from llm4cov.sim.observation import EndReason, Observation
+from llm4cov.sim.observation import CoverageData, EndReason, Observation
 from llm4cov.sim.structure import StructureError, TestbenchPlan, plan_testbench
 from llm4cov.tasks.model import SourceFile, Task
 
@@ -105,9 +111,12 @@ def capture(
     keep_workdir: bool = False,
     trace: str | None = None,
     trace_max_bytes: int = TRACE_MAX_BYTES,
+    keep_coverage_dat: bool = True,
 ) -> Capture:
-    """Simulate ``testbench`` and keep ``out_dir/coverage.dat`` and the waveform dump
-    (nothing is copied when ``out_dir`` is None) and, with ``keep_workdir``, the work dir.
+    """Simulate ``testbench`` and keep ``out_dir/coverage.dat`` (unless
+    ``keep_coverage_dat`` is False: ``gen``'s re-run for a waveform keeps the scored
+    run's) and the waveform dump (nothing is copied when ``out_dir`` is None) and, with
+    ``keep_workdir``, the work dir.
 
     Raises:
         ValueError: ``trace`` is not None, ``"vcd"`` or ``"fst"``.
@@ -121,14 +130,16 @@ def capture(
     try:
         return _capture_in(root, task, testbench, config, out_dir, tb_name=tb_name,
                            any_instance=any_instance, keep_workdir=keep_workdir,
-                           trace=trace, trace_max_bytes=trace_max_bytes)
+                           trace=trace, trace_max_bytes=trace_max_bytes,
+                           keep_coverage_dat=keep_coverage_dat)
     finally:
         workdirs.release(root, keep=keep_workdir)
 
 
 def _capture_in(root: Path, task: Task, testbench: str, config: SimConfig,
                 out_dir: Path | None, *, tb_name: str, any_instance: bool,
-                keep_workdir: bool, trace: str | None, trace_max_bytes: int) -> Capture:
+                keep_workdir: bool, trace: str | None, trace_max_bytes: int,
+                keep_coverage_dat: bool) -> Capture:
     from llm4cov.sim.evaluator import Evaluator
 
     aux: list[SourceFile] = []
@@ -149,7 +160,7 @@ def _capture_in(root: Path, task: Task, testbench: str, config: SimConfig,
         obs.coverage.dut_hier if obs.coverage else plan.dut_hier if plan else ""),
         modules=plan.modules if plan else None)
     if work is not None:
-        read_coverage(work, out_dir, result)
+        read_coverage(work, out_dir if keep_coverage_dat else None, result)
         if trace and out_dir and obs.end_reason is not EndReason.NOT_RUN:
             wanted = own_dump.group(1) if own_dump else f"{TRACE_MODULE}.{trace}"
             _keep_dump(work, wanted, out_dir, trace_max_bytes, result)
@@ -158,23 +169,87 @@ def _capture_in(root: Path, task: Task, testbench: str, config: SimConfig,
     return result
 
 
-def read_coverage(work: Path, out_dir: Path | None, result: Capture) -> None:
-    """Fill ``result.points`` from the run's own coverage file in the kept work dir
-    ``work`` (the Verilator backend's ``KEPT_COVERAGE``; never another ``*.dat`` the testbench
-    wrote) and copy it to ``out_dir``. A file that is not regular, or over
-    ``COVERAGE_MAX_BYTES``, is not read (a note says so when over)."""
+def _kept_coverage(work: Path, notes: list[str]) -> Path | None:
+    """The run's own coverage file in the kept work dir ``work`` (the Verilator
+    backend's ``KEPT_COVERAGE``, which replaced whatever the testbench wrote under that
+    name; never another ``*.dat``), or None when it is not a regular file or is over
+    ``COVERAGE_MAX_BYTES`` (a note in ``notes`` says so)."""
     from llm4cov.sim.backends.verilator import COVERAGE_MAX_BYTES, KEPT_COVERAGE
 
     dat = work / KEPT_COVERAGE
     size = _regular_size(dat)
     if size > COVERAGE_MAX_BYTES:
-        result.notes.append(f"{KEPT_COVERAGE} is {size / 1024**2:.0f} MiB, over the "
-                            f"{COVERAGE_MAX_BYTES >> 20} MiB cap: not read")
-    elif size >= 0:
+        notes.append(f"{KEPT_COVERAGE} is {size / 1024**2:.0f} MiB, over the "
+                     f"{COVERAGE_MAX_BYTES >> 20} MiB cap: not read")
+        return None
+    return dat if size >= 0 else None
+
+
+def read_coverage(work: Path, out_dir: Path | None, result: Capture) -> None:
+    """Fill ``result.points`` from the run's own coverage file in the kept work dir
+    ``work`` (:func:`_kept_coverage`) and copy it to ``out_dir``."""
+    dat = _kept_coverage(work, result.notes)
+    if dat is not None:
         result.points = parse_coverage_dat(dat)
         result.coverage_dat = out_dir / "coverage.dat" if out_dir else dat
         if out_dir:
             shutil.copyfile(dat, result.coverage_dat)
+
+
+def evaluate_keeping(config: SimConfig, call: SimCall) -> Observation:
+    """Run ``call`` once (no result cache) and return its observation with the run's
+    coverage data (``Observation.coverage_data``; None when the run left no trusted
+    coverage file, or one over the cap, then a note says so). The build and run are the
+    evaluator's own, in the OS sandbox when ``config.sandbox``; only the renamed,
+    size-checked coverage file is read, and the work dir is removed.
+
+    Raises:
+        ToolchainError: the simulator toolchain is missing.
+    """
+    from llm4cov.sim.evaluator import Evaluator
+
+    root = workdirs.create(config.workdir_root, prefix="llm4cov-keep-")
+    try:
+        cfg = replace(config, keep_workdir=True, workdir_root=str(root), result_cache=False)
+        obs = Evaluator(cfg).evaluate_call(replace(call, keep_coverage=False))
+        work = next(root.glob("llm4cov-*"), None)
+        notes: list[str] = []
+        dat = _kept_coverage(work, notes) if work is not None else None
+        if dat is None:
+            return obs.model_copy(update={"notes": [*obs.notes, *notes]}) if notes else obs
+        plan = _plan(call.task, call.testbench, call.tb_name)
+        data = CoverageData(
+            dat_zlib=zlib.compress(dat.read_bytes()),
+            dut_hier=obs.coverage.dut_hier if obs.coverage else plan.dut_hier if plan else "",
+            rtl_modules=tuple(sorted(plan.modules.rtl)) if plan else (),
+            tb_modules=tuple(sorted(plan.modules.testbench)) if plan else ())
+        return obs.model_copy(update={"coverage_data": data})
+    finally:
+        workdirs.release(root, keep=False)
+
+
+def from_observation(obs: Observation, out_dir: Path) -> Capture:
+    """The :class:`Capture` of an observation that carries its run's coverage data
+    (``keep_coverage``): ``out_dir/coverage.dat`` written from it and its points read
+    back. Without coverage data the capture has no points (the reports say so).
+
+    Raises:
+        OSError: ``out_dir`` cannot be written.
+        zlib.error: the coverage data is corrupt.
+    """
+    result = Capture(observation=obs, points=[],
+                     dut_hier=obs.coverage.dut_hier if obs.coverage else "")
+    data = obs.coverage_data
+    if data is None:
+        return result
+    out_dir.mkdir(parents=True, exist_ok=True)
+    dat = out_dir / "coverage.dat"
+    dat.write_bytes(zlib.decompress(data.dat_zlib))
+    result.points = parse_coverage_dat(dat)
+    result.coverage_dat = dat
+    result.dut_hier = data.dut_hier
+    result.modules = DesignModules(frozenset(data.rtl_modules), frozenset(data.tb_modules))
+    return result
 
 
 def _regular_size(path: Path) -> int:

@@ -1,17 +1,21 @@
-"""The annotated HTML coverage report: one self-contained page (no network, no JS).
+"""The annotated HTML coverage report: one self-contained page (no network).
 
-Rendered with a jinja2 template (``templates/report.html.j2``, autoescaped) and
-pygments for SystemVerilog highlighting; the CSS is inlined so the page works offline.
-It shows the per-instance hierarchy with per-metric percentages, every RTL file with
-each line marked covered / partial / uncovered / excluded and its branch, expression and
-toggle points, the uncovered items (in engineer's terms) linked to their lines, the
-branches that are constant under the elaborated parameters (likely false holes), and
-toggles per signal and bit range.
+Rendered with a jinja2 template (``templates/report.html.j2``, autoescaped: every
+string from the RTL, the testbench or the run is escaped) and pygments for
+SystemVerilog highlighting; the CSS and one fixed script (:data:`SCRIPT`: sortable
+tables, collapsible hierarchy) are inlined so the page works offline. Nothing from a
+testbench ever reaches a script. It shows the runs behind the report, the per-metric
+summary with the proven-unreachable (UNR) and parameter-constant figures, the
+per-instance hierarchy with subtree scores, the module view, every RTL file with each
+line marked covered / partial / uncovered / UNR / excluded and its points, the
+uncovered items (in engineer's terms) linked to their lines, and toggles per signal.
+Laid out to fit a 1,400-px window without sideways scrolling (long lines wrap).
 """
 
 from __future__ import annotations
 
 import html
+from functools import cache
 from pathlib import Path
 
 import jinja2
@@ -20,7 +24,7 @@ from pygments.lexers import SystemVerilogLexer
 from pygments.token import STANDARD_TYPES, _TokenType
 
 from llm4cov.report.data import ReportData, metric_names
-from llm4cov.sim.observation import Observation
+from llm4cov.sim.observation import Observation, overall_percent
 
 _ENV = jinja2.Environment(
     loader=jinja2.PackageLoader("llm4cov.report", "templates"),
@@ -29,22 +33,43 @@ _ENV = jinja2.Environment(
     trim_blocks=True,
     lstrip_blocks=True,
 )
+_STYLE = "default"
+SCRIPT = (_ENV.loader.get_source(_ENV, "report.js")[0]  # type: ignore[union-attr]
+          if _ENV.loader else "")
+"""The page's only script (``templates/report.js``): fixed text, no data in it."""
+
+
+@cache
+def _styled_classes() -> frozenset[str]:
+    """The pygments classes the style gives a rule (others need no span)."""
+    css = HtmlFormatter(style=_STYLE).get_style_defs(".code")
+    return frozenset(STANDARD_TYPES[t] for t in STANDARD_TYPES
+                     if STANDARD_TYPES[t] not in ("", "w")  # whitespace needs no colour
+                     and f".code .{STANDARD_TYPES[t]} " in css)
 
 
 def highlight_lines(text: str) -> list[str]:
-    """SystemVerilog ``text`` as one HTML fragment per source line (pygments classes;
-    a token spanning lines, e.g. a block comment, is split at each line end)."""
-    lines: list[str] = [""]
+    """SystemVerilog ``text`` as one HTML fragment per source line (pygments classes,
+    only those the style colors; a token spanning lines, e.g. a block comment, is split
+    at each line end; neighbours of one class share a span)."""
+    styled = _styled_classes()
+    lines: list[list[tuple[str, str]]] = [[]]
     for ttype, value in SystemVerilogLexer(stripnl=False, ensurenl=False).get_tokens(text):
         css = _css_class(ttype)
+        css = css if css in styled else ""
         for i, piece in enumerate(value.split("\n")):
             if i:
-                lines.append("")
-            if piece:
-                escaped = html.escape(piece)
-                lines[-1] += f'<span class="{css}">{escaped}</span>' if css else escaped
+                lines.append([])
+            if not piece:
+                continue
+            if lines[-1] and lines[-1][-1][0] == css:
+                lines[-1][-1] = (css, lines[-1][-1][1] + piece)
+            else:
+                lines[-1].append((css, piece))
+    out = ["".join(f'<span class="{c}">{html.escape(v)}</span>' if c else html.escape(v)
+                   for c, v in line) for line in lines]
     want = len(text.splitlines()) or 1
-    return (lines + [""] * want)[:want]
+    return (out + [""] * want)[:want]
 
 
 def _css_class(ttype: _TokenType) -> str:
@@ -61,25 +86,24 @@ def file_id(index: int) -> str:
 def render_html(data: ReportData, title: str, obs: Observation | None = None) -> str:
     """The report page as a string (UTF-8 HTML5)."""
     ids = {name: file_id(i) for i, name in enumerate(data.files)}
-    highlighted = {
-        name: highlight_lines("\n".join(line.text for line in lines))
-        for name, lines in data.files.items()
+    highlighted = {  # one fragment per line, a last empty line too (highlight_lines
+        # counts lines as splitlines does, which drops it)
+        name: (highlight_lines("\n".join(line.text for line in lines)) + [""] * len(lines))
+        [:len(lines)] for name, lines in data.files.items()
     }
-    summary = data.summary
-    depth0 = data.dut_hier.count(".")
-    instances = [
-        (hier, hier.count(".") - depth0, metrics)
-        for hier, metrics in (summary.per_instance.items() if summary else [])
-    ]
+    open_files = {name for name, lines in data.files.items()
+                  if any(line.status in ("uncovered", "partial", "unr") for line in lines)}
     return _ENV.get_template("report.html.j2").render(
         title=title,
         obs=obs,
         data=data,
-        metrics=metric_names(summary),
-        instances=instances,
+        metrics=metric_names(data.summary),
         ids=ids,
         highlighted=highlighted,
-        pygments_css=HtmlFormatter(style="default").get_style_defs(".code"),
+        open_files=open_files,
+        overall=overall_percent,
+        script=SCRIPT,
+        pygments_css=HtmlFormatter(style=_STYLE).get_style_defs(".code"),
     )
 
 

@@ -12,14 +12,20 @@ LCOV (``geninfo`` tracefile format, ``man geninfo``) has line and branch records
   shows them).
 
 Only the DUT subtree's points in the repo's RTL files count, with the exclusion rules
-applied, as everywhere else. UCIS XML is pyucis's conversion of the whole
-``coverage.dat`` (its Verilator reader skips point names that contain a quote).
+applied, as everywhere else. LCOV has no field for a proven-unreachable point, so UNR
+points keep their plain record there. UCIS XML is pyucis's conversion of the whole
+``coverage.dat`` (its Verilator reader skips point names that contain a quote);
+:func:`mark_unreachable_ucis` then sets UCIS's ``excluded``/``excludedReason``
+attributes on the statement and branch bins of proven-unreachable points (pyucis
+keeps their file, line and column; toggle bins lose their signal names, so a UNR
+toggle is not marked there).
 """
 
 from __future__ import annotations
 
 import contextlib
 import io
+import xml.etree.ElementTree as ET
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -92,3 +98,41 @@ def write_ucis_xml(coverage_dat: Path, out: Path) -> int:
         finally:
             db.close()
     return chatter.getvalue().count("Failed to parse line")
+
+
+UNR_REASON = "UNR: proven unreachable by k-induction (llm4cov formal)"
+
+
+def mark_unreachable_ucis(ucis_xml: Path, unreachable: Sequence[Point]) -> int:
+    """Mark the bins of ``unreachable`` (uncovered line and branch points) in a UCIS
+    XML file written by :func:`write_ucis_xml`: ``excluded="true"`` with
+    :data:`UNR_REASON`, on every instance's bin at the point's file, line and column
+    (a proof about a module's source holds in each of its instances). Returns how many
+    bins were marked.
+
+    Raises:
+        OSError, xml.etree.ElementTree.ParseError: the file cannot be read or parsed.
+    """
+    wanted = {(p.metric, p.file, p.line, p.col) for p in unreachable
+              if p.metric in ("line", "branch")}
+    if not wanted:
+        return 0
+    tree = ET.parse(ucis_xml)
+    root = tree.getroot()
+    files = {f.get("id"): f.get("fileName") for f in root.iter("sourceFiles")}
+    marked = 0
+    for metric, holder, bin_tag in (("line", "statement", "bin"), ("branch", "branch",
+                                                                    "branchBin")):
+        for elem in root.iter(holder):
+            where, bin_elem = elem.find("id"), elem.find(bin_tag)
+            if where is None or bin_elem is None:
+                continue
+            key = (metric, files.get(where.get("file")), int(where.get("line", "0")),
+                   int(where.get("inlineCount", "0")))
+            count = bin_elem.find("contents")
+            if key in wanted and count is not None and count.get("coverageCount") == "0":
+                bin_elem.set("excluded", "true")
+                bin_elem.set("excludedReason", UNR_REASON)
+                marked += 1
+    tree.write(ucis_xml, encoding="utf-8", xml_declaration=False)
+    return marked

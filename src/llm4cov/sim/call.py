@@ -26,8 +26,11 @@ class SimCall:
 
     The testbench must instantiate ``task.dut_module_name`` as
     ``task.dut_instance_name``; ``any_instance=True`` accepts any instance name (for
-    third-party testbenches such as the LLM corpus). Picklable: it is the argument of
-    a worker process or a Ray task.
+    third-party testbenches such as the LLM corpus). ``keep_coverage=True`` asks for
+    the run's raw coverage with the observation (``Observation.coverage_data``, for the
+    reports; :func:`llm4cov.report.capture.evaluate_keeping`): such a call always
+    simulates (no result-cache lookup, nothing stored). Picklable: it is the argument
+    of a worker process or a Ray task.
     """
 
     task: Task
@@ -35,6 +38,7 @@ class SimCall:
     tb_name: str = "tb.sv"
     aux_files: tuple[SourceFile, ...] = ()
     any_instance: bool = False
+    keep_coverage: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "aux_files", tuple(self.aux_files))

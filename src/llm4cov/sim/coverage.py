@@ -25,13 +25,13 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ucis.vltcov.vlt_parser import VltParser
 
-from llm4cov.sim.feedback_terms import SourceIndex
+from llm4cov.sim.feedback_terms import CONSTANT_NOTE, SourceIndex
 from llm4cov.sim.observation import (
     CoverageReport,
     MetricCoverage,
@@ -72,11 +72,16 @@ class DesignModules:
     rtl: frozenset[str]
     testbench: frozenset[str] = frozenset()
 
-    def is_rtl(self, module: str) -> bool:
-        """True when Verilator's page module ``module`` is (a copy of) an RTL module."""
+    def owner(self, module: str) -> str | None:
+        """The declared module (RTL or testbench) that Verilator's page module
+        ``module`` is, or is a parameter-specialized copy of; None when none is."""
         owners = [m for m in (*self.rtl, *self.testbench)
                   if module == m or module.startswith(m + "__")]
-        return bool(owners) and max(owners, key=len) in self.rtl
+        return max(owners, key=len) if owners else None
+
+    def is_rtl(self, module: str) -> bool:
+        """True when Verilator's page module ``module`` is (a copy of) an RTL module."""
+        return self.owner(module) in self.rtl
 
 
 def metric_name(point_type: str) -> str:
@@ -151,11 +156,13 @@ def _tally(points: Iterable[Point]) -> dict[str, MetricCoverage]:
 def summarize(
     points: list[Point],
     dut_hier: str,
-    rtl_files: Collection[str] | None = None,
+    rtl_files: Collection[str] | Mapping[str, str] | None = None,
     modules: DesignModules | None = None,
 ) -> CoverageReport | None:
     """Coverage of ``dut_hier`` and below (:func:`dut_points`); None when the DUT has no
-    points at all. ``per_instance`` holds each instance's own points."""
+    points at all. ``per_instance`` holds each instance's own points. When
+    ``rtl_files`` maps the file names to their text, ``constant`` counts the misses
+    that the parameters make unreachable (:func:`constant_dead`)."""
     mine = dut_points(points, dut_hier, rtl_files, modules)
     if not mine:
         return None
@@ -169,7 +176,43 @@ def summarize(
         per_instance={h: _tally(ps) for h, ps in sorted(by_inst.items())},
         overall=round(overall_percent(metrics), 4),
         merged=merged_hierarchies(mine),
+        constant=constant_misses(mine, rtl_files) if isinstance(rtl_files, Mapping) else {},
     )
+
+
+def constant_misses(points: Iterable[Point], sources: Mapping[str, str]) -> dict[str, int]:
+    """:func:`constant_dead` counted per metric."""
+    counts: dict[str, int] = defaultdict(int)
+    for p in constant_dead(points, sources):
+        counts[p.metric] += 1
+    return dict(sorted(counts.items()))
+
+
+def constant_dead(points: Iterable[Point], sources: Mapping[str, str]) -> set[Point]:
+    """Misses that cannot be hit under the elaborated parameters: the condition reads
+    only parameters (the wording ends with
+    :data:`~llm4cov.sim.feedback_terms.CONSTANT_NOTE`; a syntactic check) and the run
+    saw its other outcome in the same instance (the other arm of the ``if``/``?:``, at
+    the same or the next column; another row of the same expression). A constant
+    condition whose code never ran is left out: which arm is dead is then unknown.
+    ``points`` are already the DUT's."""
+    points = list(points)
+    hit: dict[tuple, list[Point]] = defaultdict(list)
+    for p in points:
+        if p.count > 0 and p.metric in ("line", "branch", "expr"):
+            hit[(p.hier, p.file, p.metric, p.line)].append(p)
+    words = SourceIndex(sources)
+    dead = set()
+    for p in points:
+        if p.count or p.metric not in ("line", "branch", "expr") or p.file not in sources:
+            continue
+        near = 0 if p.metric == "expr" else 1
+        seen = [q for q in hit.get((p.hier, p.file, p.metric, p.line), ())
+                if abs(q.col - p.col) <= near and q.comment != p.comment]
+        if seen and words.phrase(p.metric, p.file, p.line, p.col, p.comment,
+                                 p.lines).detail.endswith(CONSTANT_NOTE):
+            dead.add(p)
+    return dead
 
 
 #: A toggle point's comment: ``sig[bit]:0->1`` (``sig:1->0`` for 1-bit signals).
@@ -183,6 +226,7 @@ def uncovered_items(
     sources: Mapping[str, str],
     limit: int = 40,
     modules: DesignModules | None = None,
+    select: Callable[[Point], bool] | None = None,
 ) -> tuple[list[UncoveredItem], int]:
     """Missed points of the DUT subtree, most useful first, at most ``limit`` items.
 
@@ -193,13 +237,14 @@ def uncovered_items(
     points of those files count. The same miss in several instances of one module is
     one item: ``instances`` lists where it was missed, ``copies`` how many instances
     have that source line (see :class:`UncoveredItem`). ``modules``: see
-    :func:`dut_points`.
+    :func:`dut_points`. ``select``: only the missed points it accepts become items
+    (the reports word the proven-unreachable misses apart).
     """
     mine = dut_points(points, dut_hier, sources.keys(), modules)
     hiers_at: dict[tuple[str, int], set[str]] = defaultdict(set)
     for p in mine:
         hiers_at[(p.file, p.line)].add(p.hier)
-    missed = [p for p in mine if p.count == 0]
+    missed = [p for p in mine if p.count == 0 and (select is None or select(p))]
     lines = {name: text.splitlines() for name, text in sources.items()}
     words = SourceIndex(sources)
     items: list[UncoveredItem] = []

@@ -292,13 +292,13 @@ class Evaluator:
         points, excluded = split_points(points, parse_rules(cfg.exclusions))
         if note := excluded_note(cov.dut_points(excluded, plan.dut_hier, rtl_names, plan.modules)):
             notes.append(note)
-        report = cov.summarize(points, plan.dut_hier, rtl_names, plan.modules) if points else None
+        sources = {f.name: f.content for f in task.rtl_files}
+        report = cov.summarize(points, plan.dut_hier, sources, plan.modules) if points else None
         if report is not None and report.merged:
             notes.append("instances merged by Verilator (one counter set, counted once): "
                          + ", ".join(report.merged))
         status, reason, end_notes = self.backend.classify(outcome, report is not None)
         notes.extend(end_notes)
-        sources = {f.name: f.content for f in task.rtl_files}
         uncovered, more = (
             cov.uncovered_items(points, plan.dut_hier, sources, cfg.feedback_limit,
                                 plan.modules)

@@ -17,17 +17,24 @@ Two ways to exclude code (documented in ``docs/reports.md``):
 
 Excluded points are removed before the per-metric counts (so they change neither the
 covered nor the total count) and reported as excluded.
+
+Points proven unreachable by formal (:class:`ProvenUnreachable`, from the ``formal``
+policy or ``llm4cov formal``) are not excluded: they stay in every count and the
+reports mark them UNR (Cadence IMC's term) with a separate "unreachable excluded"
+figure beside the unchanged headline.
 """
 
 from __future__ import annotations
 
 import fnmatch
 import re
-from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, TypeVar
+
+from llm4cov.sim.feedback_terms import SourceIndex
 
 METRICS = frozenset({"line", "branch", "expr", "toggle", "fsm", "user"})
 _LINES = re.compile(r"^(?P<file>[^:\s]+):(?P<first>\d+)(?:-(?P<last>\d+))?$")
@@ -42,6 +49,16 @@ class _PointLike(Protocol):
     file: str
     line: int
     hier: str
+
+
+class _Worded(Protocol):  # llm4cov.sim.coverage.Point
+    metric: str
+    file: str
+    line: int
+    col: int
+    comment: str
+    lines: str
+    count: int
 
 
 P = TypeVar("P", bound=_PointLike)
@@ -143,3 +160,75 @@ def excluded_note(excluded: Iterable[_PointLike]) -> str:
     total = sum(by_metric.values())
     parts = ", ".join(f"{m} {n}" for m, n in sorted(by_metric.items()))
     return f"{total} point{'s' if total != 1 else ''} excluded by the exclusion rules ({parts})"
+
+
+@dataclass(frozen=True)
+class ProvenUnreachable:
+    """A coverage goal that k-induction proved no run from reset reaches
+    (:mod:`llm4cov.formal`): marked UNR in the reports, never removed from the headline.
+
+    The fields are those of the formal policy's annotation (``unreachable_items`` of
+    :func:`llm4cov.policies.formal.verdicts`): the item's ``file``, ``line``, ``kind``
+    and wording ``item`` (as the feedback listed it), the ``goal`` (``then branch``,
+    ``case item``, ``q[3] 0->1``) and its ``metric``. A goal is proven in the module's
+    source, so it holds in every instance of that module.
+    """
+
+    file: str
+    line: int
+    kind: str
+    item: str
+    goal: str
+    metric: str
+
+    @classmethod
+    def from_annotation(cls, entry: Mapping) -> ProvenUnreachable:
+        """One entry of an annotation's ``unreachable_items``.
+
+        Raises:
+            KeyError, ValueError: a field is missing or ``line`` is not a number.
+        """
+        return cls(file=str(entry["file"]), line=int(entry["line"]), kind=str(entry["kind"]),
+                   item=str(entry["item"]), goal=str(entry["goal"]),
+                   metric=str(entry["metric"]))
+
+    def matches(self, point: _Worded, line: int, detail: str) -> bool:
+        """True when ``point`` is this goal's point; ``line`` and ``detail`` are the
+        point's own line and wording (:meth:`llm4cov.sim.feedback_terms.SourceIndex.phrase`).
+        A toggle goal ``q[3] 0->1`` is the point ``q[3]:0->1`` at the item's line."""
+        if (point.metric, point.file) != (self.metric, self.file):
+            return False
+        if self.metric == "toggle":
+            ref, _, direction = self.goal.rpartition(" ")
+            return point.line == self.line and point.comment == f"{ref}:{direction}"
+        return (line, detail) == (self.line, self.item)
+
+
+def proven_unreachable(annotations: Iterable[Mapping]) -> list[ProvenUnreachable]:
+    """Every distinct proven-unreachable goal in policy annotations (each a round's
+    ``annotations``; the ``formal`` entry's ``unreachable_items``), in first-seen order.
+    A proof is about the RTL, so one found in any round holds for every testbench."""
+    found: dict[ProvenUnreachable, None] = {}
+    for annotation in annotations:
+        for entry in (annotation.get("formal") or {}).get("unreachable_items", ()):
+            found.setdefault(ProvenUnreachable.from_annotation(entry))
+    return list(found)
+
+
+def unreachable_misses(points: Iterable[_Worded], proven: Sequence[ProvenUnreachable],
+                       sources: Mapping[str, str]) -> list:
+    """The uncovered points among ``points`` that a goal of ``proven`` stands for (in
+    order). ``sources`` maps the RTL file names to their text (for the wording)."""
+    by_key: dict[tuple[str, str], list[ProvenUnreachable]] = defaultdict(list)
+    for goal in proven:
+        by_key[(goal.file, goal.metric)].append(goal)
+    words = SourceIndex(sources)
+    hits = []
+    for p in points:
+        goals = by_key.get((p.file, p.metric)) if p.count == 0 else None
+        if not goals:
+            continue
+        phrase = words.phrase(p.metric, p.file, p.line, p.col, p.comment, p.lines)
+        if any(g.matches(p, phrase.line, phrase.detail) for g in goals):
+            hits.append(p)
+    return hits

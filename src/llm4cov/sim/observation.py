@@ -11,7 +11,8 @@ from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+"""2: ``CoverageReport.constant``; expression terms named from their own row."""
 
 #: Metrics that enter ``overall`` when they have points (IMC "Overall Average").
 OVERALL_METRICS = ("line", "branch", "expr", "toggle", "fsm")
@@ -113,6 +114,17 @@ class CoverageReport(BaseModel):
     per_instance: dict[str, dict[str, MetricCoverage]] = Field(default_factory=dict)
     overall: float
     merged: list[str] = Field(default_factory=list)
+    constant: dict[str, int] = Field(default_factory=dict)
+    """Uncovered points per metric that the parameters make unreachable: the condition
+    reads only parameters and its other outcome was seen
+    (:func:`llm4cov.sim.coverage.constant_dead`). They stay in ``metrics`` and
+    ``overall``; reports show them apart with :meth:`overall_without_constant` as a
+    separate figure (as URG/IMC report such items apart)."""
+
+    def overall_without_constant(self) -> float:
+        """Overall percent with the :attr:`constant` points left out of their totals (a
+        separate figure beside :attr:`overall`, never the headline)."""
+        return round(overall_without(self.metrics, self.constant), 4)
 
     def subtree(self, hier: str) -> dict[str, MetricCoverage]:
         """Metrics of ``hier`` and every instance below it (sums of ``per_instance``)."""
@@ -177,6 +189,22 @@ class UncoveredItem(BaseModel):
         return f"{text} | {self.source.strip()}" if self.source.strip() else text
 
 
+class CoverageData(BaseModel):
+    """The raw coverage of one run, for the reports (``docs/reports.md``): the run's own
+    ``coverage.dat`` (zlib-compressed; at most the backend's read cap before
+    compression), the DUT instance path and which modules are the repo's RTL and which
+    the testbench's (:class:`llm4cov.sim.coverage.DesignModules`). It travels with the
+    observation of a :class:`~llm4cov.sim.call.SimCall` that asked for it
+    (``keep_coverage``) and is never serialized with it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    dat_zlib: bytes
+    dut_hier: str
+    rtl_modules: tuple[str, ...] = ()
+    tb_modules: tuple[str, ...] = ()
+
+
 class Observation(BaseModel):
     """Result of ``Sim(repo, testbench)``; a failure is data, never an exception.
 
@@ -214,6 +242,10 @@ class Observation(BaseModel):
     cached: bool = False
     """Served from the result cache (``cache.py``): every other field is the stored
     observation's, ``build_s``/``run_s`` included (the original call's timing)."""
+
+    coverage_data: CoverageData | None = Field(default=None, exclude=True, repr=False)
+    """The run's raw coverage, only when the call asked for it (``SimCall.keep_coverage``);
+    left out of every dump (round records, the result cache, ``comparable``)."""
 
     TIMING_FIELDS: ClassVar[frozenset[str]] = frozenset({"build_s", "run_s", "cached"})
 

@@ -2,15 +2,35 @@
 
 from __future__ import annotations
 
-from llm4cov.sim.observation import Observation, overall_percent
+from collections.abc import Mapping, Sequence
+
+from llm4cov.sim.feedback_terms import CONSTANT_NOTE
+from llm4cov.sim.observation import Observation, UncoveredItem, overall_percent, overall_without
 from llm4cov.tasks.model import Task
 
+MAX_LISTED = 40
+"""Items listed per section of the Markdown report (the HTML report lists all)."""
 
-def coverage_markdown(obs: Observation, task: Task, title: str = "Coverage") -> str:
+
+def coverage_markdown(
+    obs: Observation,
+    task: Task,
+    title: str = "Coverage",
+    *,
+    uncovered: Sequence[UncoveredItem] | None = None,
+    constant: Sequence[UncoveredItem] | None = None,
+    unreachable: Sequence[UncoveredItem] = (),
+    unreachable_points: Mapping[str, int] | None = None,
+) -> str:
     """A Markdown report: status, per-metric table, the per-instance tree (own points
     per instance, overall per subtree), targets, misses.
 
-    Percentages are percent (0-100).
+    Misses are listed in three groups: ``uncovered``; proven unreachable (``UNR``:
+    ``unreachable``, with ``unreachable_points`` per metric, from a formal proof); and
+    parameter-constant (``constant``, counted in ``CoverageReport.constant``). The
+    headline is the evaluator's overall; each of the two other groups gets a separate
+    "excluded" figure. Without lists (``llm4cov sim``) the observation's own bounded
+    list is split by its wording (``CONSTANT_NOTE``). Percentages are percent (0-100).
     """
     out = [f"# {title}: {task.id}", ""]
     out.append(f"- status: **{obs.status.value}** (end: {obs.end_reason.value})")
@@ -20,14 +40,26 @@ def coverage_markdown(obs: Observation, task: Task, title: str = "Coverage") -> 
     for note in obs.notes:
         out.append(f"- note: {note}")
     rep = obs.coverage
+    unr = dict(unreachable_points or {})
     if rep is None:
         out += ["", "No coverage was collected.", ""]
     else:
         out += ["", f"DUT: `{rep.dut_hier}`, overall **{rep.overall:.2f}%** "
-                "(mean of the per-metric percentages)", "",
-                "| metric | covered | total | percent |", "|---|---|---|---|"]
+                "(mean of the per-metric percentages)"]
+        if unr:
+            out.append(f"- with {_count(sum(unr.values()), 'proven-unreachable (UNR) point')} "
+                       f"excluded (separate figure): "
+                       f"{overall_without(rep.metrics, unr):.2f}%")
+        if rep.constant:
+            out.append(f"- with {_count(sum(rep.constant.values()), 'parameter-constant miss')}"
+                       f" excluded (separate figure): {rep.overall_without_constant():.2f}%")
+        apart = bool(unr or rep.constant)
+        out += ["", "| metric | covered | total | percent |" + (" UNR | constant |" if apart
+                                                              else ""),
+                "|---|---|---|---|" + ("---|---|" if apart else "")]
         for name, m in rep.metrics.items():
-            out.append(f"| {name} | {m.covered} | {m.total} | {m.pct:.2f} |")
+            extra = f" {unr.get(name, 0)} | {rep.constant.get(name, 0)} |" if apart else ""
+            out.append(f"| {name} | {m.covered} | {m.total} | {m.pct:.2f} |{extra}")
         if len(rep.per_instance) > 1:
             out += ["", "Per instance (IMC view): each instance's own points, and the "
                     "overall of its subtree.", "",
@@ -52,9 +84,30 @@ def coverage_markdown(obs: Observation, task: Task, title: str = "Coverage") -> 
             out.append(
                 f"| {t.inst_name} {t.metric} | {t.target_percentage:g} | {got:.2f} | {met} |"
             )
-    if obs.uncovered:
-        out += ["", "## Uncovered (first items)", ""]
-        out += [f"- `{u.render()}`" for u in obs.uncovered]
+    if uncovered is None:
+        uncovered = [i for i in obs.uncovered if not i.detail.endswith(CONSTANT_NOTE)]
+        constant = [i for i in obs.uncovered if i.detail.endswith(CONSTANT_NOTE)]
+    out += _section("Uncovered", uncovered)
+    out += _section("Proven unreachable (UNR: no run from reset reaches it, k-induction)",
+                    unreachable, mark=" UNR")
+    out += _section("Unreachable under the parameters (the condition reads only "
+                    "parameters)", constant or ())
     if obs.status.value != "success" and obs.log:
         out += ["", "## Log", "", "```text", obs.log, "```"]
     return "\n".join(out) + "\n"
+
+
+def _section(heading: str, items: Sequence[UncoveredItem], mark: str = "") -> list[str]:
+    """A ``##`` section listing at most :data:`MAX_LISTED` items (none: no section)."""
+    if not items:
+        return []
+    lines = ["", f"## {heading} ({len(items)})", ""]
+    lines += [f"- `{u.render()}`{mark}" for u in items[:MAX_LISTED]]
+    if len(items) > MAX_LISTED:
+        lines.append(f"- ... {len(items) - MAX_LISTED} more (the HTML report lists all)")
+    return lines
+
+
+def _count(n: int, noun: str) -> str:
+    """``1 point``, ``2 points``, ``2 misses``."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}{'es' if noun.endswith('s') else 's'}"
