@@ -57,6 +57,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--kinds", default="direct,agentic", help="sample kinds to train on")
     ap.add_argument("--lrs", default="5e-5,2e-4,5e-4")
     ap.add_argument("--batches", default="8")
+    ap.add_argument("--trainable-layers", default="all",
+                    help="comma list: 'all' (full fine-tune) or N (only the top N layers)")
     ap.add_argument("--epochs", type=int, default=2)
     ap.add_argument("--max-length", type=int, default=2048)
     ap.add_argument("--table", type=Path)
@@ -68,34 +70,39 @@ def main(argv: list[str] | None = None) -> int:
     lines = [f"Held-out repos ({len(held)}): {', '.join(held)}", "",
              f"Training samples: {len(kept.kept)} of {total} ({len(kept.dropped)} longer "
              f"than {args.max_length} tokens dropped); kinds: {args.kinds}.", "",
-             "| lr | batch | epoch | step | train loss (last step) | held-out loss "
-             "(nats/token) | held-out tokens | wall s |", "|---|---|---|---|---|---|---|---|"]
-    for lr in args.lrs.split(","):
-        for batch in map(int, args.batches.split(",")):
-            steps = math.ceil(len(kept.kept) / batch)
-            run = args.out / f"lr{lr}_b{batch}"
-            cmd = ["llm4cov", "train", "--data", str(train), "--init", args.init,
-                   "--out", str(run), "--lr", lr, "--batch-size", str(batch),
-                   "--per-device-batch-size", str(min(batch, 2)),
-                   "--epochs", str(args.epochs), "--max-length", str(args.max_length),
-                   "--save-steps", str(steps), "--warmup-ratio", "0.05",
-                   "--logging-steps", "1", "--no-gradient-checkpointing"]
-            start = time.monotonic()
-            if subprocess.run(cmd).returncode != 0:
-                print(f"training failed: {' '.join(cmd)}", file=sys.stderr)
-                return 1
-            wall = time.monotonic() - start
-            report = json.loads((run / "train_report.json").read_text())
-            losses = {r["step"]: r["loss"] for r in report["losses"]}
-            saved = sorted((int(p.name.split("-")[1]), p) for p in run.glob("checkpoint-*"))
-            ends = [(s, p) for s, p in saved if s < report["steps"]][:args.epochs - 1]
-            for epoch, (step, ckpt) in enumerate([*ends, (report["steps"], run)], start=1):
-                h = heldout_loss(ckpt, test, args.max_length)
-                lines.append(f"| {lr} | {batch} | {epoch} | {step} | "
-                             f"{losses.get(step, float('nan')):.3f} | {h.loss:.4f} | "
-                             f"{h.tokens} | {report['wall_s'] if epoch == args.epochs else ''} |")
-                print(lines[-1], flush=True)
-            print(f"(lr {lr} batch {batch}: {wall:.0f} s this invocation)", flush=True)
+             "| lr | batch | layers trained | epoch | step | train loss (last step) | "
+             "held-out loss (nats/token) | held-out tokens | wall s |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    grid = [(lr, batch, layers) for lr in args.lrs.split(",")
+            for batch in map(int, args.batches.split(","))
+            for layers in args.trainable_layers.split(",")]
+    for lr, batch, layers in grid:
+        steps = math.ceil(len(kept.kept) / batch)
+        run = args.out / (f"lr{lr}_b{batch}" + ("" if layers == "all" else f"_top{layers}"))
+        cmd = ["llm4cov", "train", "--data", str(train), "--init", args.init,
+               "--out", str(run), "--lr", lr, "--batch-size", str(batch),
+               "--per-device-batch-size", str(min(batch, 2)),
+               "--epochs", str(args.epochs), "--max-length", str(args.max_length),
+               "--save-steps", str(steps), "--warmup-ratio", "0.05",
+               "--logging-steps", "1", "--no-gradient-checkpointing",
+               *([] if layers == "all" else ["--trainable-layers", layers])]
+        start = time.monotonic()
+        if subprocess.run(cmd).returncode != 0:
+            print(f"training failed: {' '.join(cmd)}", file=sys.stderr)
+            return 1
+        wall = time.monotonic() - start
+        report = json.loads((run / "train_report.json").read_text())
+        losses = {r["step"]: r["loss"] for r in report["losses"]}
+        saved = sorted((int(p.name.split("-")[1]), p) for p in run.glob("checkpoint-*"))
+        ends = [(s, p) for s, p in saved if s < report["steps"]][:args.epochs - 1]
+        for epoch, (step, ckpt) in enumerate([*ends, (report["steps"], run)], start=1):
+            h = heldout_loss(ckpt, test, args.max_length)
+            lines.append(f"| {lr} | {batch} | {layers} | {epoch} | {step} | "
+                         f"{losses.get(step, float('nan')):.3f} | {h.loss:.4f} | "
+                         f"{h.tokens} | {report['wall_s'] if epoch == args.epochs else ''} |")
+            print(lines[-1], flush=True)
+        print(f"(lr {lr} batch {batch} layers {layers}: {wall:.0f} s this invocation)",
+              flush=True)
     text = "\n".join(lines) + "\n"
     print(text)
     if args.table:

@@ -162,6 +162,20 @@ def test_lora_merges_into_a_full_checkpoint(work, data, init):
         work / "lora"))
 
 
+def test_trainable_layers_freeze_everything_below_the_top_layers(work, data, init):
+    """The tiny model has 2 decoder layers: with trainable_layers 1 only layer 1 and the
+    final norm change; layer 0 and the (tied) embeddings keep their initial values."""
+    train_stage(small(data, init, work / "top1", trainable_layers=1, max_steps=2,
+                      warmup_ratio=0.0, learning_rate=1e-2))
+    before = AutoModelForCausalLM.from_pretrained(init).state_dict()
+    after = AutoModelForCausalLM.from_pretrained(work / "top1").state_dict()
+    changed = {k for k in before if not (after[k] == before[k]).all()}
+    assert changed and all(k.startswith(("model.layers.1.", "model.norm.")) for k in changed)
+    assert "model.layers.1.self_attn.q_proj.weight" in changed
+    with pytest.raises(ValueError, match="2 decoder layers"):
+        prepare_stage(small(data, init, work / "top3", trainable_layers=3))
+
+
 def test_llamafactory_export_holds_the_kept_samples(work, data, init):
     done = export_llamafactory(small(data, init, work / "lf_ckpt"), work / "lf", devices=1)
     kept = [json.loads(x) for x in (work / "lf" / "train.jsonl").read_text().splitlines()]

@@ -68,6 +68,11 @@ class TrainConfig(Settings):
     """Optimizer steps between loss records (TRL's default)."""
     save_steps: int = Field(0, ge=0)
     """Optimizer steps between resumable checkpoints in ``out``; 0 = final model only."""
+    trainable_layers: int | None = Field(None, ge=1)
+    """Train only the top N decoder layers and the final norm (embeddings, which SmolLM2
+    and Qwen3 tie to the LM head, and the lower layers stay frozen: their backward pass is
+    skipped); None = every weight (full fine-tune). Ours: a CPU speed lever, measured by
+    ``benchmarks/sft_sweep.py --trainable-layers``."""
     lora: bool = False
     """Train a LoRA adapter (PEFT) instead of all weights; ``out`` then holds the merged
     model (usable as the next ``init`` and by ``vllm serve``) plus ``out/adapter``."""
@@ -88,6 +93,8 @@ class TrainConfig(Settings):
             raise ValueError("epochs must be > 0 (or max_steps >= 1)")
         if self.max_steps == 0 or self.max_steps < -1:
             raise ValueError("max_steps must be -1 (use epochs) or >= 1")
+        if self.lora and self.trainable_layers is not None:
+            raise ValueError("trainable_layers and lora exclude each other")
         if self.effective_batch_size % self.per_device_batch_size:
             raise ValueError(
                 f"effective_batch_size {self.effective_batch_size} is not a multiple of "

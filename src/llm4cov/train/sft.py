@@ -130,6 +130,8 @@ def prepare_stage(config: TrainConfig) -> PreparedStage:
         init, dtype=torch.float32, attn_implementation=config.attn_implementation
     )  # fp32 master weights; bf16 is autocast (an lr of 1e-5 vanishes in bf16 weights)
     init_fp = fingerprint(model) if devices == 1 else None
+    if config.trainable_layers is not None:
+        freeze_below(model, config.trainable_layers)
     trainer = SFTTrainer(
         model=model,
         args=args,
@@ -145,6 +147,25 @@ def prepare_stage(config: TrainConfig) -> PreparedStage:
         )
     return PreparedStage(config, trainer, split, total, devices, grad_accumulation,
                          precision, init_fp)
+
+
+def freeze_below(model, trainable: int) -> None:
+    """Freeze every weight of ``model`` but its top ``trainable`` decoder layers and the
+    final norm (``TrainConfig.trainable_layers``).
+
+    Raises:
+        ValueError: the model has no decoder layer list, or fewer layers than ``trainable``.
+    """
+    decoder = model.get_decoder()
+    layers = getattr(decoder, "layers", None)
+    if layers is None or len(layers) < trainable:
+        raise ValueError(f"trainable_layers {trainable}: the model has "
+                         f"{0 if layers is None else len(layers)} decoder layers")
+    for param in model.parameters():
+        param.requires_grad_(False)
+    for module in [*layers[len(layers) - trainable:], decoder.norm]:
+        for param in module.parameters():
+            param.requires_grad_(True)
 
 
 def _save(stage: PreparedStage):
