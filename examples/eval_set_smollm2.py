@@ -1,8 +1,9 @@
 """Write the fixed evaluation set of the SmolLM2 loop (docs/results/learning_smollm2-135m_cpu.md).
 
-Every task whose direct prompt fits SmolLM2-135M's context with room for an agentic
-round (prompt <= 4,096 tokens with the model's own tokenizer and chat template, so the
-current testbench, its feedback and a 512-token answer still fit 8,192):
+Every task whose direct prompt has at most 1,536 tokens (SmolLM2-135M's own tokenizer and
+chat template): an agentic round adds the current testbench (<= 512 tokens) and its
+feedback, and the answer (<= 512 tokens) must fit too, well inside the 8,192-token
+context; and 64 such tasks keep the CPU bench of one checkpoint near an hour:
 
 - the RTLLM tasks and the RealBench-dev tasks that fit;
 - the training repos of verilog_eval_repos_named.jsonl that the contamination filter
@@ -24,7 +25,7 @@ from llm4cov.models.store import resolve_model
 from llm4cov.synth.contamination import ContaminationIndex
 from llm4cov.tasks.loaders import load_tasks
 
-MAX_PROMPT_TOKENS = 4096
+MAX_PROMPT_TOKENS = 1536
 BENCHMARKS = ("../shared/benchmarks/rtllm.jsonl", "../shared/benchmarks/realbench_dev.jsonl",
               "../shared/benchmarks/cvdp_example.jsonl")
 SOURCES = BENCHMARKS[:2]
