@@ -10,7 +10,7 @@ testbench token) of each epoch's checkpoint, and prints a Markdown table (also w
 
     python benchmarks/sft_sweep.py --data runs/smollm2v2/d0_sft/sft.jsonl \
         --init smollm2-135m --out runs/smollm2v2/sweep --kinds direct \
-        --lrs 5e-5,2e-4,5e-4 --batches 8 --epochs 2 --max-length 2048 \
+        --runs 5e-5:8:all,3e-4:8:all,3e-4:8:15 --epochs 2 --max-length 2048 \
         --table docs/results/sft_sweep_smollm2.md
 """
 
@@ -59,6 +59,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--batches", default="8")
     ap.add_argument("--trainable-layers", default="all",
                     help="comma list: 'all' (full fine-tune) or N (only the top N layers)")
+    ap.add_argument("--runs", help="explicit grid instead of the product: comma list of "
+                    "LR:BATCH:LAYERS, e.g. 5e-5:8:all,3e-4:8:15")
     ap.add_argument("--epochs", type=int, default=2)
     ap.add_argument("--max-length", type=int, default=2048)
     ap.add_argument("--table", type=Path)
@@ -73,9 +75,11 @@ def main(argv: list[str] | None = None) -> int:
              "| lr | batch | layers trained | epoch | step | train loss (last step) | "
              "held-out loss (nats/token) | held-out tokens | wall s |",
              "|---|---|---|---|---|---|---|---|---|"]
-    grid = [(lr, batch, layers) for lr in args.lrs.split(",")
-            for batch in map(int, args.batches.split(","))
-            for layers in args.trainable_layers.split(",")]
+    grid = ([(lr, int(b), layers) for lr, b, layers in
+             (run.split(":") for run in args.runs.split(","))] if args.runs else
+            [(lr, batch, layers) for lr in args.lrs.split(",")
+             for batch in map(int, args.batches.split(","))
+             for layers in args.trainable_layers.split(",")])
     for lr, batch, layers in grid:
         steps = math.ceil(len(kept.kept) / batch)
         run = args.out / (f"lr{lr}_b{batch}" + ("" if layers == "all" else f"_top{layers}"))
