@@ -16,6 +16,7 @@ import sys
 import typer
 
 from llm4cov.cli import errors
+from llm4cov.util.escape import terminal
 
 app = typer.Typer(
     name="llm4cov",
@@ -30,14 +31,22 @@ COMMANDS = ("sim", "gen", "train", "bench", "synth", "pipeline", "cache", "model
 """Command modules ``llm4cov.cli.<name>_cmd``, in the order ``--help`` lists them."""
 
 
+class TerminalFormatter(logging.Formatter):
+    """Log records as text safe for a terminal (:func:`llm4cov.util.escape.terminal`):
+    a record may quote a testbench, a model answer or a task file."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return terminal(super().format(record))
+
+
 @app.callback()
 def _root(
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Debug logging on stderr."),
 ) -> None:
-    logging.basicConfig(
-        level=logging.DEBUG if verbose else logging.WARNING,
-        format="%(levelname)s %(name)s: %(message)s",
-    )
+    handler = logging.StreamHandler()
+    handler.setFormatter(TerminalFormatter("%(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING,
+                        handlers=[handler])
 
 
 for _name in COMMANDS:

@@ -10,7 +10,6 @@ from dataclasses import replace
 from pathlib import Path
 
 import typer
-from rich.console import Console
 
 from llm4cov.cli.errors import FAILED, CliError, classify
 from llm4cov.cli.options import Flag, flag, with_options
@@ -20,9 +19,9 @@ from llm4cov.sim.toolchain import find_toolchain
 from llm4cov.tasks.hdl import module_decls
 from llm4cov.tasks.loaders import filelist_root, load_tasks, task_from_dir
 from llm4cov.tasks.model import Task, TaskError, is_identifier
-from llm4cov.util.progress import NullProgress, RunProgress
+from llm4cov.util.progress import NullProgress, RunProgress, TerminalConsole
 
-console = Console(stderr=True)
+console = TerminalConsole(stderr=True)
 
 SIM_FLAGS = {f.key: f for f in (
     flag("compile_timeout_s", "--compile-timeout", min=0.001),

@@ -13,6 +13,7 @@ from llm4cov.cli.options import PRINT_CONFIG, print_config, with_flags
 from llm4cov.exec.settings import SimSettings
 from llm4cov.formal.closure import Closure, FormalConfig
 from llm4cov.tasks.model import Task
+from llm4cov.util.escape import terminal
 from llm4cov.util.settings import load
 
 _DEFAULTS = FormalConfig()
@@ -81,7 +82,7 @@ def _write(closure: Closure, out: Path, as_json: bool) -> int:
     if as_json:
         typer.echo(json.dumps({**summary(closure), "testbench_file": str(out)}, indent=2))
     else:
-        typer.echo(markdown(closure) + f"\nClosing testbench: {out}")
+        typer.echo(terminal(markdown(closure) + f"\nClosing testbench: {out}"))
     return 0 if closure.after.sim_pass else 1
 
 

@@ -23,6 +23,7 @@ from rich.status import Status as RichStatus
 from llm4cov.agent.loop import RoundRecord
 from llm4cov.sim.observation import Observation, Status
 from llm4cov.tasks.model import Task
+from llm4cov.util.escape import one_line, terminal
 
 SIMULATING = "simulating"
 _ERROR_MARKERS = ("%Error", "error:", "Error:", "Rejected", "syntax error")
@@ -30,10 +31,10 @@ _ERROR_MARKERS = ("%Error", "error:", "Error:", "Rejected", "syntax error")
 
 def first_error_line(log: str) -> str:
     """The first line of ``log`` that reports an error (else its first non-empty line),
-    at most 200 characters."""
+    at most 200 characters, safe for a terminal (the log quotes the testbench)."""
     lines = [line.strip() for line in log.splitlines() if line.strip()]
     hit = next((line for line in lines if any(m in line for m in _ERROR_MARKERS)), None)
-    return (hit or (lines[0] if lines else ""))[:200]
+    return one_line((hit or (lines[0] if lines else ""))[:200])
 
 
 class RoundProgress:
@@ -62,7 +63,8 @@ class RoundProgress:
         if phase == SIMULATING and self.steps is not None:
             with contextlib.suppress(OSError):
                 phase = f"simulating: {self.steps.read_text()[:40]}"
-        self.status.update(f"round {self.round}/{self.rounds}: {phase} {elapsed:.0f} s")
+        self.status.update(terminal(f"round {self.round}/{self.rounds}: {phase} "
+                                    f"{elapsed:.0f} s"))
 
     @contextlib.contextmanager
     def ticking(self) -> Iterator[None]:
@@ -102,6 +104,6 @@ class RoundProgress:
             log.parent.mkdir(parents=True, exist_ok=True)
             log.write_text(obs.log, encoding="utf-8")
             line += f"\n  {first_error_line(obs.log)}\n  full log: {log}"
-        self.console.print(line, markup=False, highlight=False, soft_wrap=True)
+        self.console.print(terminal(line), markup=False, highlight=False, soft_wrap=True)
         self.round = k + 1
         self._show(f"{self.model} writing the testbench")

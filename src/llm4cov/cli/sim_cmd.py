@@ -13,6 +13,7 @@ from llm4cov.sim import hints
 from llm4cov.sim.report import coverage_markdown
 from llm4cov.tasks.loaders import read_text
 from llm4cov.tasks.model import SourceFile, Task
+from llm4cov.util.escape import json_terminal, terminal
 from llm4cov.util.settings import load
 
 
@@ -72,8 +73,8 @@ def sim(
                         rtl, notes)
     if notes:
         obs = obs.model_copy(update={"notes": notes + obs.notes})
-    typer.echo(obs.model_dump_json(indent=2) if as_json
-               else coverage_markdown(obs, task, title="Simulation"))
+    typer.echo(json_terminal(obs.model_dump_json(indent=2)) if as_json
+               else terminal(coverage_markdown(obs, task, title="Simulation")))
     raise typer.Exit(0 if obs.sim_pass else 1)
 
 

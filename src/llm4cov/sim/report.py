@@ -1,9 +1,16 @@
-"""Human-readable coverage summaries of an observation (Markdown)."""
+"""Human-readable coverage summaries of an observation (Markdown).
+
+Every text a testbench, a model or a task supplied goes through the Markdown rule of
+:mod:`llm4cov.util.escape`: the log in a fence it cannot close, names in code spans
+delimited past their own backticks, notes and ids as escaped prose. The result is
+terminal-safe too (``llm4cov sim`` prints it).
+"""
 
 from __future__ import annotations
 
 from llm4cov.sim.observation import Observation, overall_percent
 from llm4cov.tasks.model import Task
+from llm4cov.util.escape import md_block, md_code, md_text
 
 
 def coverage_markdown(obs: Observation, task: Task, title: str = "Coverage") -> str:
@@ -12,18 +19,18 @@ def coverage_markdown(obs: Observation, task: Task, title: str = "Coverage") -> 
 
     Percentages are percent (0-100).
     """
-    out = [f"# {title}: {task.id}", ""]
+    out = [f"# {md_text(title)}: {md_text(task.id)}", ""]
     out.append(f"- status: **{obs.status.value}** (end: {obs.end_reason.value})")
     out.append(f"- simulator: {obs.simulator}; coverage options: {' '.join(obs.coverage_options)}")
     out.append(f"- seed: {obs.seed}; build {obs.build_s:.2f} s, run {obs.run_s:.2f} s; "
                f"simulated time {obs.sim_time or '-'}")
     for note in obs.notes:
-        out.append(f"- note: {note}")
+        out.append(f"- note: {md_text(note)}")
     rep = obs.coverage
     if rep is None:
         out += ["", "No coverage was collected.", ""]
     else:
-        out += ["", f"DUT: `{rep.dut_hier}`, overall **{rep.overall:.2f}%** "
+        out += ["", f"DUT: {md_code(rep.dut_hier)}, overall **{rep.overall:.2f}%** "
                 "(mean of the per-metric percentages)", "",
                 "| metric | covered | total | percent |", "|---|---|---|---|"]
         for name, m in rep.metrics.items():
@@ -37,24 +44,23 @@ def coverage_markdown(obs: Observation, task: Task, title: str = "Coverage") -> 
                 cells = [f"{metrics[m].covered}/{metrics[m].total}" if m in metrics else "-"
                          for m in rep.metrics]
                 depth = inst.count(".") - rep.dut_hier.count(".")
-                name = "&nbsp;&nbsp;" * depth + f"`{inst}`"
+                name = "&nbsp;&nbsp;" * depth + md_code(inst, in_table=True)
                 subtree = overall_percent(rep.subtree(inst))
                 out.append(f"| {name} | " + " | ".join(cells) + f" | {subtree:.2f} |")
         if rep.merged:
             out.append("")
             out.append("Merged by Verilator (one counter set for several instances): "
-                       + ", ".join(f"`{h}`" for h in rep.merged))
+                       + ", ".join(md_code(h) for h in rep.merged))
     if task.targets:
         out += ["", "| target | required | reached | met |", "|---|---|---|---|"]
         for t in task.targets:
             got = rep.metric_percent(t.metric) if rep and obs.sim_pass else 0.0
             met = "yes" if obs.sim_pass and got >= t.target_percentage else "no"
-            out.append(
-                f"| {t.inst_name} {t.metric} | {t.target_percentage:g} | {got:.2f} | {met} |"
-            )
+            out.append(f"| {md_text(t.inst_name)} {md_text(t.metric)} | "
+                       f"{t.target_percentage:g} | {got:.2f} | {met} |")
     if obs.uncovered:
         out += ["", "## Uncovered (first items)", ""]
-        out += [f"- `{u.render()}`" for u in obs.uncovered]
+        out += [f"- {md_code(u.render())}" for u in obs.uncovered]
     if obs.status.value != "success" and obs.log:
-        out += ["", "## Log", "", "```text", obs.log, "```"]
+        out += ["", "## Log", "", md_block(obs.log)]
     return "\n".join(out) + "\n"

@@ -58,7 +58,9 @@ def task_from_dir(
     ``parameters`` become the task's (``Task.include_dirs``...). With ``filelist`` the
     RTL is what the list compiles (``filelist.py``; its files must lie below
     ``directory``) and its options add to these; spec files still come from
-    ``directory``. Module structure is read with the include dirs and macros.
+    ``directory``. Module structure is read with the include dirs and macros. The
+    task id is ``task_id``, else ``local/<DUT module>`` (the design's name, not the
+    folder's: every repo keeps its RTL in a folder named ``rtl`` or ``src``).
 
     Raises:
         TaskError: the directory is missing or has no RTL, ``top`` is not declared,
@@ -102,7 +104,7 @@ def task_from_dir(
         dut = tops[0]
     _check_overrides(root, design, dut, build["parameters"])
     return Task(
-        id=task_id or f"local/{root.resolve().name}",
+        id=task_id or f"local/{dut}",
         source="local",
         rtl_files=rtl,
         spec_files=spec,

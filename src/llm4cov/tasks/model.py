@@ -14,6 +14,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_$]*")
+_TASK_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_$.+:@=/-]{0,199}")
+_HIER_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_$]*(\[\d+\])*(\.[A-Za-z_][A-Za-z0-9_$]*(\[\d+\])*)*")
 
 
 def is_identifier(name: str) -> bool:
@@ -23,6 +25,22 @@ def is_identifier(name: str) -> bool:
 
 class TaskError(ValueError):
     """A task or repository that cannot be used (no RTL, bad file name, ...)."""
+
+
+def check_task_id(task_id: str) -> str:
+    """``task_id`` when it is a valid task id: 1-200 characters, letters, digits and
+    ``_ $ . + : @ = / -``, starting with a letter, digit or ``_``. Ids reach every
+    output (LCOV ``TN:``, Markdown, HTML titles, JSON rows, file names of per-task
+    reports), so nothing in one can start a record, a line or markup there.
+
+    Raises:
+        ValueError: any other id (the message shows it escaped).
+    """
+    if not _TASK_ID.fullmatch(task_id):
+        raise ValueError(f"task id {task_id[:80]!r}: only letters, digits and _ $ . + : @ "
+                         "= / - are allowed (1-200 characters, starting with a letter, digit "
+                         "or _)")
+    return task_id
 
 
 class SourceFile(BaseModel):
@@ -55,6 +73,21 @@ class Target(BaseModel):
     inst_name: str
     metric: str = "overall"
     target_percentage: float
+
+    @field_validator("inst_name")
+    @classmethod
+    def _hierarchical_name(cls, name: str) -> str:
+        if not _HIER_NAME.fullmatch(name):
+            raise ValueError(f"target inst_name {name[:80]!r} is not a hierarchical "
+                             "instance name (identifiers joined by '.', with [N] indices)")
+        return name
+
+    @field_validator("metric")
+    @classmethod
+    def _metric_name(cls, metric: str) -> str:
+        if not _IDENTIFIER.fullmatch(metric):
+            raise ValueError(f"target metric {metric[:80]!r} is not a metric name")
+        return metric
 
 
 class ReferenceTestbench(BaseModel):
@@ -113,6 +146,18 @@ class Task(BaseModel):
     """The RTL files to compile, in filelist order (names of ``rtl_files``); empty =
     every ``*.v``/``*.sv`` RTL file. Other RTL files are only `` `include``d. Packages
     are compiled before their users whatever this order."""
+
+    @field_validator("id")
+    @classmethod
+    def _task_id(cls, task_id: str) -> str:
+        return check_task_id(task_id)
+
+    @field_validator("dut_module_name", "dut_instance_name")
+    @classmethod
+    def _design_identifier(cls, name: str) -> str:
+        if not _IDENTIFIER.fullmatch(name):
+            raise ValueError(f"{name[:80]!r} is not a SystemVerilog identifier")
+        return name
 
     @field_validator("include_dirs")
     @classmethod

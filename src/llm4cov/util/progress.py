@@ -28,8 +28,26 @@ from rich.progress import (
 )
 from rich.text import Text
 
+from llm4cov.util.escape import terminal
+
 SPEED_WINDOW_S = 600.0
 """Seconds of finished items the ETA is estimated from."""
+
+
+class TerminalConsole(Console):
+    """A Rich console for text that others (testbenches, models, task files) wrote: no
+    markup (``[link=...]`` would become a terminal hyperlink), no highlighting, and
+    every string printed or shown as a status goes through :func:`terminal`."""
+
+    def __init__(self, **options) -> None:
+        super().__init__(markup=False, highlight=False, **options)
+
+    def print(self, *objects, **options) -> None:
+        super().print(*(terminal(o) if isinstance(o, str) else o for o in objects), **options)
+
+    def status(self, status, **options):
+        return super().status(terminal(status) if isinstance(status, str) else status,
+                              **options)
 
 
 class ProgressSink(Protocol):

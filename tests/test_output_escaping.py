@@ -1,0 +1,166 @@
+"""Every output format has one escaping rule (util/escape.py): terminal, Markdown,
+JSON, LCOV, UCIS; task ids and names are checked when a task is loaded (issue 20,
+item 7). Each hostile text here is one a testbench, a model or a task file can supply."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from markdown_it import MarkdownIt
+
+from conftest import FIXTURES, fixture_task, shared_path
+from llm4cov.cli.app import main
+from llm4cov.report.lcov import lcov_test_name, lcov_text, write_ucis_xml
+from llm4cov.sim.coverage import parse_coverage_dat
+from llm4cov.sim.observation import Observation, Status, UncoveredItem
+from llm4cov.sim.report import coverage_markdown
+from llm4cov.tasks.loaders import load_tasks
+from llm4cov.tasks.model import SourceFile, Task, TaskError
+from llm4cov.util.escape import json_terminal, md_block, md_code, md_text, terminal
+
+# what a hostile testbench prints: a fence, raw HTML, a javascript: link, an image
+BREAKOUT = ("```\n\n<img src=x onerror=\"document.title='XSS'\">\n"
+            "[click](javascript:alert(1))\n![i](http://127.0.0.1:9/p)\n\n```text\n")
+# terminal escapes: window title (OSC 0), clipboard (OSC 52), clear screen, C1 CSI, RLO
+ESCAPES = "\x1b]0;pwned\x07\x1b]52;c;ZWNobyBoaQ==\x07\x1b[2J\x9b31m\u202eabc\rX"
+C0_C1 = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def rendered(markdown: str) -> str:
+    """CommonMark with raw HTML on, as the probes render it."""
+    return MarkdownIt("commonmark", {"html": True}).render(markdown)
+
+
+def no_markup_made(html: str) -> None:
+    """No element the text made: the probes' own patterns (run_probes2.py)."""
+    for made in (r"<img\b", r"<script\b", r"<a href=\"javascript:", r"<[a-zA-Z][^>]*\son[a-z]+="):
+        assert re.search(made, html, re.I) is None, made
+
+
+def test_terminal_shows_control_characters_as_escapes():
+    assert terminal(ESCAPES) == ("\\x1b]0;pwned\\x07\\x1b]52;c;ZWNobyBoaQ==\\x07\\x1b[2J"
+                                 "\\x9b31m\\u202eabc\\rX")
+    assert terminal("a\tb\r\nc\n") == "a\tb\nc\n"  # TAB and LF kept, CRLF is a line end
+    assert terminal("plain ASCII, UTF-8: é ü ✓") == "plain ASCII, UTF-8: é ü ✓"
+
+
+def test_json_for_a_terminal_is_the_same_value_without_raw_controls():
+    value = {"log": "del \x7f csi \x9b rlo \u202e esc \x1b"}
+    text = json_terminal(json.dumps(value, ensure_ascii=False))
+    assert C0_C1.search(text) is None
+    assert json.loads(text) == value
+
+
+def test_a_code_block_no_line_of_its_text_can_close():
+    text = BREAKOUT + "`````\n"
+    block = md_block(text)
+    assert block.startswith("``````text\n")  # one backtick longer than the longest run
+    tokens = MarkdownIt("commonmark").parse(block)
+    assert [t.type for t in tokens] == ["fence"]
+    assert tokens[0].content == text
+
+
+def test_code_spans_and_prose_render_literally_on_one_line():
+    hostile = "a`` b\n\n<img src=x onerror=alert(1)> [x](javascript:y) *em* &lt; |c|"
+    assert rendered(md_code(hostile)) == (
+        "<p><code>a`` b\\n\\n&lt;img src=x onerror=alert(1)&gt; [x](javascript:y) "
+        "*em* &amp;lt; |c|</code></p>\n")
+    assert rendered(md_text(hostile)) == (
+        "<p>a`` b\\n\\n&lt;img src=x onerror=alert(1)&gt; [x](javascript:y) *em* "
+        "&amp;lt; |c|</p>\n")
+    assert md_code("tb.dut") == "`tb.dut`"  # plain names keep their plain form
+    assert md_code("a|b", in_table=True) == "`a\\|b`"
+
+
+def test_the_markdown_answer_keeps_every_testbench_text_inert():
+    obs = Observation(
+        status=Status.RUNTIME_ERROR, log=BREAKOUT + ESCAPES,
+        notes=["tb.sv:3 reads `<img src=x onerror=alert(1)>`, which is missing",
+               "[Coverage passed](javascript:alert(1))"],
+        uncovered=[UncoveredItem(kind="line", file="mux2.sv", line=9,
+                                 detail="``` <img src=x onerror=alert(2)>")])
+    md = coverage_markdown(obs, fixture_task("mux2"), title="Simulation")
+    assert C0_C1.search(md) is None
+    html = rendered(md)
+    no_markup_made(html)
+    code = re.findall(r"<pre><code class=\"language-text\">(.*?)</code></pre>", html, re.S)
+    assert len(code) == 1 and "[click](javascript:alert(1))" in code[0]
+    assert "\\x1b]0;pwned\\x07" in code[0]  # shown, not acted on
+
+
+def test_task_ids_and_names_are_checked_when_loaded(tmp_path):
+    rtl = [SourceFile(name="a.v", content="module a; endmodule\n")]
+    assert Task(id="cvdp/cvdp_copilot_x_0001", dut_module_name="a", rtl_files=rtl).id
+    for bad in ("x\nSF:/etc/passwd", "a b", "<img>", "", "/abs", "x\x1b[2J", "y" * 201):
+        with pytest.raises(ValueError, match="task id"):
+            Task(id=bad, dut_module_name="a", rtl_files=rtl)
+    for field in ("dut_module_name", "dut_instance_name"):
+        with pytest.raises(ValueError, match="not a SystemVerilog identifier"):
+            Task(id="t", rtl_files=rtl, **{"dut_module_name": "a", field: "a\nb"})
+    with pytest.raises(ValueError, match="not a hierarchical instance name"):
+        Task(id="t", dut_module_name="a", rtl_files=rtl,
+             targets=[{"inst_name": "dut|<img>", "target_percentage": 90}])
+    rows = tmp_path / "tasks.jsonl"
+    rows.write_text(json.dumps({"id": "x\nSF:/etc/passwd", "dut_module_name": "a",
+                                "rtl_files": [r.model_dump() for r in rtl]}) + "\n")
+    with pytest.raises(TaskError, match=r"tasks\.jsonl:1: not a valid task"):
+        load_tasks(rows)
+
+
+def test_a_task_file_with_a_forging_id_is_bad_input(tmp_path, capsys):
+    rows = tmp_path / "tasks.jsonl"
+    forged = "x\nSF:/etc/passwd\x1b[2J"
+    rows.write_text(json.dumps({"id": forged, "dut_module_name": "a",
+                                "rtl_files": [{"name": "a.v", "content": "module a;\n"
+                                               "endmodule\n"}]}) + "\n")
+    (tmp_path / "tb.sv").write_text("module tb; a dut(); endmodule\n")
+    code = main(["sim", "--tasks", str(rows), "--id", forged, "--tb", str(tmp_path / "tb.sv")])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and err.startswith("error: ")
+    assert "tasks.jsonl:1: not a valid task" in err and "task id 'x\\nSF:/etc/passwd" in err
+    assert C0_C1.search(err) is None
+
+
+def test_lcov_records_cannot_be_forged():
+    dat = FIXTURES / "report" / "mux2_partial.coverage.dat"
+    mux2 = FIXTURES / "mux2" / "mux2.sv"
+    sources = {"mux2.sv": mux2.read_text()}
+    text = lcov_text(parse_coverage_dat(dat), "tb.dut", sources, {"mux2.sv": mux2},
+                     test_name="x\nSF:/etc/passwd")
+    assert text.splitlines()[:2] == ["TN:x_SF__etc_passwd", f"SF:{mux2}"]
+    assert lcov_test_name("rtllm/accu") == "rtllm_accu"
+    with pytest.raises(ValueError, match="forged record"):
+        lcov_text(parse_coverage_dat(dat), "tb.dut", sources,
+                  {"mux2.sv": Path("/tmp/x\nSF:/etc/passwd\nDA:1,1")})
+
+
+def test_ucis_xml_holds_names_with_control_characters(tmp_path):
+    from lxml import etree
+
+    dat = (FIXTURES / "report" / "mux2_partial.coverage.dat").read_text()
+    hostile = tmp_path / "hostile.coverage.dat"
+    hostile.write_text(dat.replace("tb.sv", "t\x1b[2J<!DOCTYPE x>\x0b.sv"))
+    write_ucis_xml(hostile, tmp_path / "out.xml")
+    text = (tmp_path / "out.xml").read_text()
+    assert "<!DOCTYPE" not in text
+    root = etree.fromstring(text.encode())
+    assert "t\\x1b[2J<!DOCTYPE x>\\x0b.sv" in {e.get("fileName") for e in
+                                               root.iter("sourceFiles")}
+
+
+@pytest.mark.requires_verilator
+def test_sim_markdown_answer_of_the_fence_breakout_probe(capsys, tmp_path):
+    """The shared probe: a testbench that closes the log fence, prints HTML and links,
+    and names an <img> as a data file (the missing-file note)."""
+    probe = shared_path("security", "probes2", "markdown_fence_breakout.sv")
+    (tmp_path / "rtl").mkdir()
+    (tmp_path / "rtl" / "counter.sv").write_text(shared_path("security", "counter.sv")
+                                                 .read_text())
+    code = main(["sim", "--rtl", str(tmp_path / "rtl"), "--tb", str(probe)])
+    out = capsys.readouterr().out
+    assert code == 1 and "- status: **runtime_error**" in out
+    no_markup_made(rendered(out))
+    assert C0_C1.search(out) is None
