@@ -215,7 +215,7 @@ def served():
 
     from llm4cov.models.server import make_server
 
-    server = make_server(EchoPolicy(), "smollm2-135m", "/ckpt", port=0)
+    server = make_server(EchoPolicy(), "smollm2-135m", port=0)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{server.server_address[1]}/v1"
@@ -229,7 +229,7 @@ def test_the_server_speaks_the_openai_api_to_the_openai_client(served):
     from llm4cov.policies import GenerationRequest, SamplingParams, get_policy
 
     assert list_models(served) == [{"id": "smollm2-135m", "object": "model",
-                                    "owned_by": "llm4cov", "root": "/ckpt"}]
+                                    "owned_by": "llm4cov"}]  # no path: no "root"
     policy = get_policy("smollm2-135m", served)  # a registered name + URL = served name
     messages = [{"role": "user", "content": "abcd"}]
     gen = policy.generate(GenerationRequest(fixture_task("mux2"), messages,
