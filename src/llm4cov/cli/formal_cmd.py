@@ -7,6 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import typer
+from typer.core import TyperGroup
 
 from llm4cov.cli import common
 from llm4cov.cli.options import PRINT_CONFIG, print_config, with_flags
@@ -17,7 +18,39 @@ from llm4cov.util.escape import terminal
 from llm4cov.util.settings import load
 
 _DEFAULTS = FormalConfig()
-formal_app = typer.Typer(add_completion=False)  # help: the callback's docstring
+
+
+class RtlOrSubcommand(TyperGroup):
+    """``formal [RTL] [OPTIONS]`` and ``formal warmup``: a group whose own positional
+    argument (the RTL directory) would otherwise swallow a subcommand's name. The first
+    word that is not an option or an option's value runs the subcommand it names; any
+    other word is the RTL."""
+
+    def parse_args(self, ctx, args: list[str]) -> list[str]:
+        at = self._subcommand_at(ctx, args)
+        if at is None:  # options may follow the RTL, as in every other command
+            ctx.allow_interspersed_args = True
+            return super().parse_args(ctx, args)
+        super().parse_args(ctx, args[:at])
+        ctx._protected_args, ctx.args = args[at:at + 1], args[at + 1:]
+        return ctx.args
+
+    def _subcommand_at(self, ctx, args: list[str]) -> int | None:
+        valued = {opt for p in self.get_params(ctx)
+                  if p.param_type_name == "option" and not p.is_flag and not p.count
+                  for opt in p.opts}
+        i = 0
+        while i < len(args) and args[i] != "--":
+            if args[i] in self.commands:
+                return i
+            if not args[i].startswith("-"):
+                return None  # the RTL
+            i += 2 if args[i] in valued else 1
+        return None
+
+
+# help: the callback's docstring
+formal_app = typer.Typer(add_completion=False, cls=RtlOrSubcommand)
 
 
 @formal_app.callback(invoke_without_command=True)
@@ -26,7 +59,7 @@ formal_app = typer.Typer(add_completion=False)  # help: the callback's docstring
                            if f.key in ("seed", "cache", "sandbox")))
 def formal(
     ctx: typer.Context,
-    rtl: Path = typer.Option(None, "--rtl", help="Directory of RTL (and spec) files."),
+    rtl: Path = common.RTL_ARGUMENT,
     tb: Path = typer.Option(None, "--tb", help="Testbench whose holes to close (default: "
                             "the built-in random testbench)."),
     out: Path = typer.Option(Path("formal_tb.sv"), "--out",
@@ -50,7 +83,7 @@ def formal(
     Exit code 0 when the closing testbench passes simulation, 1 when it does not, 2 for
     bad input, 3 when the simulator or the formal tools are missing.
 
-    Example: llm4cov formal --rtl tests/fixtures/formal_lock --out closing_tb.sv
+    Example: llm4cov formal tests/fixtures/formal_lock --out closing_tb.sv
     """
     if common.subcommand_invoked(ctx):
         return

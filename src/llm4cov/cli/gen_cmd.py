@@ -88,7 +88,7 @@ GEN_UNUSED = {**dict.fromkeys(("samples", "baselines", "ids", "limit", "max_conc
 @with_flags(BenchConfig, *GEN_FLAGS)
 def gen(
     ctx: typer.Context,
-    rtl: Path = typer.Argument(None, help="Directory of RTL (and spec) files."),
+    rtl: Path = common.RTL_ARGUMENT,
     out: Path = typer.Option(..., "--out", file_okay=False, help="Output directory."),
     stimulus_length: int = typer.Option(200, "--stimulus-length", min=1,
                                         help="random policy: stimulus vectors (clock "
@@ -131,7 +131,8 @@ def gen(
             again = report_opts.produce(task, run.best.testbench,
                                         request.config(settings.sim_config()), request, out,
                                         title=f"Coverage: {task.id}, best testbench "
-                                              f"(round {run.best_round + 1})", rtl_dir=rtl)
+                                              f"(round {run.best_round + 1})",
+                                        rtl_dir=common.given_rtl(ctx))
         if again.observation.coverage != run.best.observation.coverage:
             common.console.print("note: the reports' re-simulation measured other coverage "
                                  "than the scored round (a nondeterministic testbench?)")
