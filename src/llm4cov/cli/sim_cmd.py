@@ -16,6 +16,7 @@ from llm4cov.tasks.hdl import module_decls
 from llm4cov.tasks.loaders import read_text
 from llm4cov.tasks.model import SourceFile, Task
 from llm4cov.util.escape import json_terminal, terminal
+from llm4cov.util.progress import Phase
 from llm4cov.util.settings import load
 
 
@@ -70,7 +71,8 @@ def sim(
         return
     text, aux_files, notes = _read_testbench(tb, aux)
     request = report_opts.ReportRequest(html, lcov, ucis, trace, keep_workdir, exclude)
-    with common.console.status(f"simulating {tb.name} against {task.dut_module_name} ..."):
+    what = f"{tb.name} against {task.dut_module_name}"
+    with Phase(common.console, common.simulating(settings.sim_config(), what)):
         obs = _simulate(task, text, tb.name, aux_files, any_instance, settings, request,
                         common.given_rtl(ctx), notes)
     hint = [] if any_instance else instance_hint(task, text, tb.name, obs,
