@@ -92,8 +92,10 @@ def main(argv: list[str] | None = None) -> int:
 def _run(argv: list[str]) -> int:
     try:
         result = app(args=argv, prog_name="llm4cov", standalone_mode=False)
-    except (typer.Abort, KeyboardInterrupt):
+    except typer.Abort:  # end of input at a prompt
         typer.echo("error: interrupted", err=True)
+        return errors.INTERRUPTED
+    except KeyboardInterrupt:  # Typer turns one inside a command into exit code 130
         return errors.INTERRUPTED
     except errors.USAGE_ERROR as exc:
         if type(exc).__name__ == "NoArgsIsHelpError":  # bare `llm4cov`: the help

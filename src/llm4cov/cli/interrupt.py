@@ -10,6 +10,8 @@ So the first SIGINT also starts a timer: when the process is still there
 :data:`GRACE_S` seconds later, it flushes stdout/stderr and exits at once with 130
 (``os._exit``: no more cleanup; the work dirs left are removed by the next run, and the
 sandboxed steps and pool workers die with their parent). A second SIGINT exits at once.
+Either way stderr ends with ``error: interrupted``. A command that ends normally after
+the SIGINT ends the process at once with its own code (``model serve``: 0).
 """
 
 from __future__ import annotations
@@ -34,12 +36,18 @@ def exit_now(code: int = EXIT_CODE) -> None:
     os._exit(code)
 
 
-def _forced_exit() -> None:
-    """The end of the grace period: say so (and give a terminal its cursor back, which
-    a live status display hides), then :func:`exit_now`."""
+def _say_interrupted() -> None:
+    """``error: interrupted`` on stderr (and a terminal's cursor back, which a live
+    status display hides), written directly: no lock another thread may hold."""
+    with contextlib.suppress(Exception):
+        sys.stderr.flush()
     with contextlib.suppress(OSError):
-        os.write(2, (b"\x1b[?25h" if os.isatty(2) else b"")
-                 + b"error: interrupted (finished work is kept)\n")
+        os.write(2, (b"\x1b[?25h" if os.isatty(2) else b"") + b"error: interrupted\n")
+
+
+def _forced_exit() -> None:
+    """The end of the grace period: :func:`_say_interrupted`, then :func:`exit_now`."""
+    _say_interrupted()
     exit_now()
 
 
@@ -70,5 +78,7 @@ def run_as_main(command: Callable[[], int], grace_s: float = GRACE_S) -> int:
     finally:
         signal.signal(signal.SIGINT, previous)
     if interrupted.is_set():
+        if code == EXIT_CODE:
+            _say_interrupted()
         exit_now(code)
     return code
