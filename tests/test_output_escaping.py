@@ -18,7 +18,7 @@ from llm4cov.sim.coverage import parse_coverage_dat
 from llm4cov.sim.observation import Observation, Status, UncoveredItem
 from llm4cov.sim.report import coverage_markdown
 from llm4cov.tasks.loaders import load_tasks
-from llm4cov.tasks.model import SourceFile, Task, TaskError
+from llm4cov.tasks.model import SourceFile, Task
 from llm4cov.util.escape import json_terminal, md_block, md_code, md_text, terminal
 
 # what a hostile testbench prints: a fence, raw HTML, a javascript: link, an image
@@ -91,37 +91,53 @@ def test_the_markdown_answer_keeps_every_testbench_text_inert():
     assert "\\x1b]0;pwned\\x07" in code[0]  # shown, not acted on
 
 
-def test_task_ids_and_names_are_checked_when_loaded(tmp_path):
+def test_task_ids_are_made_safe_when_loaded(tmp_path):
     rtl = [SourceFile(name="a.v", content="module a; endmodule\n")]
-    assert Task(id="cvdp/cvdp_copilot_x_0001", dut_module_name="a", rtl_files=rtl).id
-    for bad in ("x\nSF:/etc/passwd", "a b", "<img>", "", "/abs", "x\x1b[2J", "y" * 201):
-        with pytest.raises(ValueError, match="task id"):
-            Task(id=bad, dut_module_name="a", rtl_files=rtl)
+
+    def kept(task_id: str) -> str:
+        return Task(id=task_id, dut_module_name="a", rtl_files=rtl).id
+
+    assert kept("cvdp/cvdp_copilot_x_0001") == "cvdp/cvdp_copilot_x_0001"
+    assert kept("x\nSF:/etc/passwd") == "x%0ASF:/etc/passwd"
+    assert kept("a b|<img>") == "a%20b%7C%3Cimg%3E"
+    assert kept("x\x1b[2J\u202e") == "x%1B%5B2J%E2%80%AE"
+    assert kept("100%") == "100%25" and kept(kept("100%")) == "100%25"  # idempotent
+    for bad in ("", "y" * 201):
+        with pytest.raises(ValueError, match="must have 1-200 characters"):
+            kept(bad)
     for field in ("dut_module_name", "dut_instance_name"):
         with pytest.raises(ValueError, match="not a SystemVerilog identifier"):
             Task(id="t", rtl_files=rtl, **{"dut_module_name": "a", field: "a\nb"})
-    with pytest.raises(ValueError, match="not a hierarchical instance name"):
-        Task(id="t", dut_module_name="a", rtl_files=rtl,
-             targets=[{"inst_name": "dut|<img>", "target_percentage": 90}])
     rows = tmp_path / "tasks.jsonl"
     rows.write_text(json.dumps({"id": "x\nSF:/etc/passwd", "dut_module_name": "a",
                                 "rtl_files": [r.model_dump() for r in rtl]}) + "\n")
-    with pytest.raises(TaskError, match=r"tasks\.jsonl:1: not a valid task"):
-        load_tasks(rows)
+    for spelling in ("x\nSF:/etc/passwd", "x%0ASF:/etc/passwd"):  # --id finds it either way
+        assert [t.id for t in load_tasks(rows, [spelling])] == ["x%0ASF:/etc/passwd"]
 
 
-def test_a_task_file_with_a_forging_id_is_bad_input(tmp_path, capsys):
+@pytest.mark.requires_verilator
+def test_a_task_whose_id_forges_lcov_records_writes_only_real_records(tmp_path, capsys):
+    """The probe kind @lcov-strict: a task row whose id holds LCOV records."""
+    counter = shared_path("security", "counter.sv")
     rows = tmp_path / "tasks.jsonl"
-    forged = "x\nSF:/etc/passwd\x1b[2J"
-    rows.write_text(json.dumps({"id": forged, "dut_module_name": "a",
-                                "rtl_files": [{"name": "a.v", "content": "module a;\n"
-                                               "endmodule\n"}]}) + "\n")
-    (tmp_path / "tb.sv").write_text("module tb; a dut(); endmodule\n")
-    code = main(["sim", "--tasks", str(rows), "--id", forged, "--tb", str(tmp_path / "tb.sv")])
-    err = capsys.readouterr().err
-    assert code == 2 and err.count("\n") == 1 and err.startswith("error: ")
-    assert "tasks.jsonl:1: not a valid task" in err and "task id 'x\\nSF:/etc/passwd" in err
-    assert C0_C1.search(err) is None
+    forged = "probe\nSF:/etc/passwd\nDA:1,1\x1b[2J"
+    rows.write_text(json.dumps({"id": forged, "dut_module_name": "counter", "rtl_files": [
+        {"name": "counter.sv", "content": counter.read_text()}]}) + "\n")
+    (tmp_path / "tb.sv").write_text(
+        "module tb;\n  logic clk = 0, rst = 1, en = 0; logic [3:0] q;\n"
+        "  counter dut(.clk(clk), .rst(rst), .en(en), .q(q));\n  always #5 clk = ~clk;\n"
+        "  initial begin #12 rst = 0; en = 1; #200 $finish; end\nendmodule\n")
+    info = tmp_path / "out" / "t.info"
+    assert main(["sim", "--tasks", str(rows), "--id", forged, "--tb", str(tmp_path / "tb.sv"),
+                 "--lcov", str(info)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("# Simulation: probe%0ASF:/etc/passwd%0ADA:1%2C1%1B%5B2J\n")
+    records = re.compile(r"^(TN:[\w.-]*|SF:.+|BRDA:\d+,\d+,\d+,\d+|BRF:\d+|BRH:\d+|"
+                         r"DA:\d+,\d+|LF:\d+|LH:\d+|end_of_record)$")
+    lines = info.read_text().splitlines()
+    assert lines[0] == "TN:probe_0ASF__etc_passwd_0ADA_1_2C1_1B_5B2J"
+    assert all(records.match(line) for line in lines)
+    assert [Path(line[3:]).name for line in lines if line.startswith("SF:")] == ["counter.sv"]
 
 
 def test_lcov_records_cannot_be_forged():
@@ -164,3 +180,29 @@ def test_sim_markdown_answer_of_the_fence_breakout_probe(capsys, tmp_path):
     assert code == 1 and "- status: **runtime_error**" in out
     no_markup_made(rendered(out))
     assert C0_C1.search(out) is None
+
+
+@pytest.mark.requires_verilator
+def test_testbench_output_reaches_the_terminal_escaped(tmp_path, capsys):
+    """The probe kind @no-ctrl: a testbench prints terminal escape sequences (title,
+    clipboard, clear screen, CR overwrite, DEL, a C1 byte) and fails, so its log is shown
+    in the Markdown answer and carried in the JSON one."""
+    (tmp_path / "rtl").mkdir()
+    (tmp_path / "rtl" / "counter.sv").write_text(shared_path("security", "counter.sv")
+                                                 .read_text())
+    tb = tmp_path / "tb.sv"
+    tb.write_text(
+        "module tb;\n  logic clk = 0, rst = 1, en = 0; logic [3:0] q;\n"
+        "  counter dut(.clk(clk), .rst(rst), .en(en), .q(q));\n  always #5 clk = ~clk;\n"
+        '  initial begin #12 rst = 0; en = 1;\n    $display('
+        '"\\033]0;pwned\\007\\033[2J\\033]52;c;ZWNobw==\\007 \\r over \\177 \\233 x");\n'
+        '    #200 $fatal(1, "\\033[31mstop\\033[0m");\n  end\nendmodule\n')
+    where = [str(tmp_path / "rtl"), "--tb", str(tb)]
+    assert main(["sim", *where]) == 1
+    markdown = capsys.readouterr().out
+    assert main(["sim", *where, "--json"]) == 1
+    answer = capsys.readouterr().out
+    for out in (markdown, answer):
+        assert C0_C1.search(out) is None
+    assert "\\x1b]0;pwned\\x07\\x1b[2J\\x1b]52;c;ZWNobw==\\x07 \\r over \\x7f" in markdown
+    assert "\x1b]0;pwned\x07" in json.loads(answer)["log"]  # the same text, as JSON data

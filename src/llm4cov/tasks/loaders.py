@@ -18,7 +18,7 @@ from pydantic import ValidationError
 
 from llm4cov.tasks.filelist import parse_filelist, resolve_repo
 from llm4cov.tasks.hdl import HDL_SUFFIXES, parse_design, top_modules
-from llm4cov.tasks.model import SourceFile, Task, TaskError
+from llm4cov.tasks.model import SourceFile, Task, TaskError, safe_task_id
 from llm4cov.util.jsonl import iter_json_objects
 
 SPEC_SUFFIXES = (".md", ".txt", ".rst")
@@ -208,7 +208,8 @@ def iter_tasks(path: Path | str) -> Iterator[Task]:
 
 
 def load_tasks(path: Path | str, ids: list[str] | None = None) -> list[Task]:
-    """All tasks of a JSONL file, or only ``ids`` (in file order).
+    """All tasks of a JSONL file, or only ``ids`` (in file order; an id matches in the
+    spelling of the file or as kept, :func:`~llm4cov.tasks.model.safe_task_id`).
 
     Raises:
         TaskError: an id is not in the file.
@@ -217,8 +218,16 @@ def load_tasks(path: Path | str, ids: list[str] | None = None) -> list[Task]:
     if not ids:
         return tasks
     known = {t.id for t in tasks}
-    missing = [i for i in ids if i not in known]
+    missing = [i for i in ids if _kept_id(i) not in known]
     if missing:
         raise TaskError(f"{path}: no task with id {', '.join(missing)}")
-    wanted = set(ids)
+    wanted = {_kept_id(i) for i in ids}
     return [t for t in tasks if t.id in wanted]
+
+
+def _kept_id(task_id: str) -> str:
+    """``task_id`` as a loaded task keeps it (:func:`safe_task_id`; bad ids match none)."""
+    try:
+        return safe_task_id(task_id)
+    except ValueError:
+        return task_id
