@@ -60,7 +60,7 @@ def test_ctrl_c_while_the_model_stalls_keeps_the_finished_round(tmp_path):
         proc = subprocess.Popen(
             [sys.executable, "-c", CLI, "gen", str(FIXTURES / "mux2"), "--out", str(out),
              "--model", "recorded-model", "--base-url", server.base_url, "--rounds", "3",
-             "--no-html", "--no-cache"],
+             "--no-html"],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
             wait_until(lambda: len(server.requests) == 2, proc, "the round-2 request")

@@ -76,7 +76,7 @@ def sim(
         obs = _simulate(task, text, tb.name, aux_files, any_instance, settings, request,
                         common.given_rtl(ctx), notes)
     hint = [] if any_instance else instance_hint(task, text, tb.name, obs,
-                                                 common.given_rtl(ctx) is not None)
+                                                 from_dir=ctx.params.get("tasks") is None)
     if notes or hint:
         obs = obs.model_copy(update={"notes": notes + obs.notes + hint})
     typer.echo(json_terminal(obs.model_dump_json(indent=2)) if as_json

@@ -248,6 +248,9 @@ class LocalTransformersPolicy:
                     batch.append(self._queue.get(timeout=max(0.0, deadline - time.monotonic())))
                 except queue.Empty:
                     break
+            batch = [p for p in batch if not p.future.cancelled()]  # nobody waits for these
+            if not batch:
+                continue
             try:
                 answers = self.generate_batch([p.request for p in batch],
                                               [p.future.cancelled for p in batch])
