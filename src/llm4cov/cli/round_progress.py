@@ -159,5 +159,6 @@ class RoundProgress:
             line += f"\n  {first_error_line(obs.log)}\n  full log: {log}"
         self.console.print(terminal(line), markup=False, highlight=False, soft_wrap=True)
         self.first_build = False
-        self.round = k + 1
-        self._show(f"{self.model} writing the testbench")
+        if k < self.rounds:  # after the last round the status has nothing more to say
+            self.round = k + 1
+            self._show(f"{self.model} writing the testbench")
