@@ -295,8 +295,8 @@ def open_executor(kind: ExecutorKind, workers: int | None, config: SimConfig,
 
 CPU_MAX_TOKENS = 2048
 """Answer length of a local model on the CPU unless --max-tokens says otherwise:
-SmolLM2-135M decodes 7.5-20 tokens/s on 2 cores (docs/results/learning_smollm2-135m_cpu.md),
-so the 8,192-token default takes 7-18 min per round there, 2,048 tokens 2-5 min."""
+SmolLM2-135M decoded 7.5-16 tokens/s on 2 cores (docs/results/learning_smollm2-135m_cpu.md),
+so the 8,192-token default takes 9-18 min per round there, 2,048 tokens 2-5 min."""
 
 
 def sized_for_the_device(policy: Policy, settings: BenchConfig, flags: dict) -> BenchConfig:
