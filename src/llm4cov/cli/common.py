@@ -296,7 +296,7 @@ def open_executor(kind: ExecutorKind, workers: int | None, config: SimConfig,
 CPU_MAX_TOKENS = 2048
 """Answer length of a local model on the CPU unless --max-tokens says otherwise:
 SmolLM2-135M decoded 7.5-16 tokens/s on 2 cores (docs/results/learning_smollm2-135m_cpu.md),
-so the 8,192-token default takes 9-18 min per round there, 2,048 tokens 2-5 min."""
+so an answer of 8,192 tokens takes up to 9-18 min there, one of 2,048 up to 2-5 min."""
 
 
 def sized_for_the_device(policy: Policy, settings: BenchConfig, flags: dict) -> BenchConfig:
