@@ -23,7 +23,7 @@ import sys
 import threading
 from collections.abc import Callable
 
-GRACE_S = 1.5
+GRACE_S = 1.0
 """Seconds between the first SIGINT and the forced exit."""
 EXIT_CODE = 130
 
