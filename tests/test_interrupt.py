@@ -77,19 +77,20 @@ def test_ctrl_c_while_the_model_stalls_keeps_the_finished_round(tmp_path):
 
 
 def test_a_blocked_worker_thread_does_not_hold_the_process(tmp_path):
-    """The forced exit: a command whose worker thread never returns (a blocking call
-    that ignores the interrupt) still ends with 130 after the grace period."""
+    """The forced exit: a command whose clean-up waits and whose worker thread never
+    returns still ends with 130 after the grace period, saying what it kept."""
     script = tmp_path / "blocked.py"
     script.write_text(
         "import sys, threading, time\n"
-        "from llm4cov.cli.interrupt import run_as_main\n"
+        "from llm4cov.cli.interrupt import explained, run_as_main\n"
         "def command():\n"
         "    threading.Thread(target=time.sleep, args=(600,)).start()  # joined at exit\n"
-        "    try:\n"
-        "        print('ready', flush=True)\n"
-        "        time.sleep(600)\n"
-        "    finally:\n"
-        "        time.sleep(600)  # a clean-up that waits (a pool's shutdown)\n"
+        "    with explained(lambda: 'interrupted: 3 rows kept'):\n"
+        "        try:\n"
+        "            print('ready', flush=True)\n"
+        "            time.sleep(600)\n"
+        "        finally:\n"
+        "            time.sleep(600)  # a clean-up that waits (a pool's shutdown)\n"
         "    return 0\n"
         "sys.exit(run_as_main(command))\n")
     proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE,
@@ -97,7 +98,7 @@ def test_a_blocked_worker_thread_does_not_hold_the_process(tmp_path):
     assert proc.stdout.readline() == "ready\n"
     code, seconds, err = interrupt(proc)
     assert code == 130 and seconds < 30
-    assert err.endswith("error: interrupted\n")
+    assert err == "interrupted: 3 rows kept\nerror: interrupted\n"  # what it kept, first
 
 
 @pytest.mark.slow

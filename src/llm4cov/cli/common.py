@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from llm4cov.cli import interrupt
 from llm4cov.cli.errors import FAILED, CliError, classify
 from llm4cov.cli.options import Flag, flag, with_options
 from llm4cov.exec import ExecutorKind, SimExecutor, get_executor
@@ -142,15 +143,17 @@ def resumable(saved: str) -> Iterator[None]:
     """Around a resumable job: an interrupt exits 130 saying that ``saved`` (e.g.
     "finished rows are saved") and a rerun resumes; a failed job's one-line error says
     the same."""
-    try:
-        yield
-    except KeyboardInterrupt:
-        console.print(f"interrupted: {saved}; rerun the same command to resume")
-        raise typer.Exit(130) from None
-    except Exception as exc:
-        if classify(exc)[0] == FAILED:
-            exc.add_note(f"({saved}; rerun to resume)")
-        raise
+    with interrupt.explained(lambda: f"interrupted: {saved}; rerun the same command to "
+                             "resume"):
+        try:
+            yield
+        except KeyboardInterrupt:
+            interrupt.say_why()
+            raise typer.Exit(130) from None
+        except Exception as exc:
+            if classify(exc)[0] == FAILED:
+                exc.add_note(f"({saved}; rerun to resume)")
+            raise
 
 
 @contextlib.contextmanager

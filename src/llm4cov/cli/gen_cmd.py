@@ -11,7 +11,7 @@ import typer
 
 from llm4cov.agent.loop import AgentRun, arun_agent
 from llm4cov.bench.config import BenchConfig
-from llm4cov.cli import common, report_opts
+from llm4cov.cli import common, interrupt, report_opts
 from llm4cov.cli.options import PRINT_CONFIG, flag, print_config, with_flags
 from llm4cov.cli.round_progress import RoundFiles, RoundProgress, write_round
 from llm4cov.policies import Policy, get_policy
@@ -160,17 +160,15 @@ def _run_agent(task: Task, policy: Policy, settings: BenchConfig,
                 return await arun_agent(task, policy, progress.wrap(guard(sims.simulate)), config,
                                         on_round)
 
-        try:
-            run = asyncio.run(agent())
-        except KeyboardInterrupt:
-            kept = f", the best so far in {out / 'tb.sv'}" if (files.best and
-                                                                files.best.testbench) else ""
-            common.console.print(f"interrupted: {files.written} finished round(s) kept in "
-                                 f"{out / 'rounds'}{kept}")
-            raise typer.Exit(130) from None
-        finally:
-            sims.close()
-            steps.unlink(missing_ok=True)
+        with interrupt.explained(files.kept):
+            try:
+                run = asyncio.run(agent())
+            except KeyboardInterrupt:
+                interrupt.say_why()
+                raise typer.Exit(130) from None
+            finally:
+                sims.close()
+                steps.unlink(missing_ok=True)
         write_run(out, task, run)
     return run
 

@@ -10,8 +10,10 @@ So the first SIGINT also starts a timer: when the process is still there
 :data:`GRACE_S` seconds later, it flushes stdout/stderr and exits at once with 130
 (``os._exit``: no more cleanup; the work dirs left are removed by the next run, and the
 sandboxed steps and pool workers die with their parent). A second SIGINT exits at once.
-Either way stderr ends with ``error: interrupted``. A command that ends normally after
-the SIGINT ends the process at once with its own code (``model serve``: 0).
+Either way stderr ends with ``error: interrupted``, after the command's own line about
+what it kept (:func:`explained`, :func:`say_why`), which the forced exit prints too when
+the command did not get to it. A command that ends normally after the SIGINT ends the
+process at once with its own code (``model serve``: 0).
 """
 
 from __future__ import annotations
@@ -21,11 +23,42 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+
+from llm4cov.util.escape import terminal
 
 GRACE_S = 1.0
 """Seconds between the first SIGINT and the forced exit."""
 EXIT_CODE = 130
+
+
+_why: Callable[[], str] | None = None
+_said = threading.Event()
+
+
+@contextlib.contextmanager
+def explained(why: Callable[[], str]) -> Iterator[None]:
+    """While the body runs, an interrupt is explained by the line ``why()`` (what was
+    kept, how to go on), printed once: by :func:`say_why` on the command's own way out,
+    or by the forced exit."""
+    global _why
+    previous, _why = _why, why
+    try:
+        yield
+    finally:
+        _why = previous
+
+
+def say_why() -> None:
+    """Print the current :func:`explained` line on stderr, once per process (written
+    directly: another thread may hold the stream's lock)."""
+    why = _why
+    if why is None or _said.is_set():
+        return
+    _said.set()
+    with contextlib.suppress(Exception):
+        sys.stderr.flush()
+        os.write(2, (terminal(why()) + "\n").encode("utf-8", "replace"))
 
 
 def exit_now(code: int = EXIT_CODE) -> None:
@@ -46,7 +79,9 @@ def _say_interrupted() -> None:
 
 
 def _forced_exit() -> None:
-    """The end of the grace period: :func:`_say_interrupted`, then :func:`exit_now`."""
+    """The end of the grace period: :func:`say_why`, :func:`_say_interrupted`, then
+    :func:`exit_now`."""
+    say_why()
     _say_interrupted()
     exit_now()
 

@@ -68,6 +68,13 @@ class RoundFiles:
         self.best: RoundRecord | None = None
         self.written = 0
 
+    def kept(self) -> str:
+        """What an interrupted run keeps, as one line."""
+        best = (f", the best so far in {self.out / 'tb.sv'}"
+                if self.best and self.best.testbench else "")
+        return (f"interrupted: {self.written} finished round(s) kept in "
+                f"{self.out / 'rounds'}{best}")
+
     def __call__(self, record: RoundRecord) -> None:
         write_round(self.out, record)
         self.written += 1
