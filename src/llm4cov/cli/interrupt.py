@@ -25,11 +25,11 @@ import sys
 import threading
 from collections.abc import Callable, Iterator
 
+from llm4cov.cli.errors import INTERRUPTED as EXIT_CODE
 from llm4cov.util.escape import terminal
 
 GRACE_S = 1.0
 """Seconds between the first SIGINT and the forced exit."""
-EXIT_CODE = 130
 
 
 _why: Callable[[], str] | None = None
