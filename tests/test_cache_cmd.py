@@ -90,16 +90,31 @@ def test_dead_owners_work_dirs_are_swept_live_and_kept_ones_are_not(tmp_path):
 def test_cache_info_and_clear(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("LLM4COV_CACHE_DIR", str(tmp_path))
     monkeypatch.setenv("LLM4COV_BUILD_CACHE_MAX_MB", "64")
+    monkeypatch.setenv("LLM4COV_MODELS_DIR", str(tmp_path / "models"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     ResultCache(tmp_path / "results.sqlite3", 10**6).put("k", obs())
     _entry(tmp_path / "build" / "objects" / "a.o", 1024**2, 3 * DAY)
+    _entry(tmp_path / "formal" / "f00d.json", 2 * 1024**2, 0)
+    _entry(tmp_path / "models" / "tiny" / "model.safetensors", 3 * 1024**2, 0)
+    _entry(tmp_path / "xdg" / "YoWASP" / "yosys.wasm.cache", 4 * 1024**2, 0)
     assert main(["cache", "info"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == f"root: {tmp_path}"
     assert lines[1].startswith(f"results: {tmp_path / 'results.sqlite3'}: 1 observations, ")
     assert lines[1].endswith(" MiB of 512 MiB")
-    assert lines[2] == f"build: {tmp_path / 'build'}: 1 files, 1.0 MiB of 64 MiB"
+    assert lines[2:6] == [
+        f"build: {tmp_path / 'build'}: 1 files, 1.0 MiB of 64 MiB",
+        f"formal: {tmp_path / 'formal'}: 1 results, 2.0 MiB",
+        f"models: {tmp_path / 'models'}: 1 models (tiny 3.0 MiB)",
+        f"formal tools (YoWASP): {tmp_path / 'xdg' / 'YoWASP'}: 1 files, 4.0 MiB (not "
+        "cleared by `cache clear`)"]
+    assert lines[6] == "total: 10.0 MiB"  # 1 + 2 + 3 + 4 MiB and a few KiB of results
     assert main(["cache", "clear"]) == 0
     assert capsys.readouterr().out.splitlines() == ["results: 1 observations removed",
-                                                    "build: 1.0 MiB removed"]
+                                                    "build: 1.0 MiB removed",
+                                                    "formal: 1 results removed"]
     assert ResultCache(tmp_path / "results.sqlite3", 10**6).stats() == (0, 0)
     assert not (tmp_path / "build" / "objects" / "a.o").exists()
+    assert (tmp_path / "models" / "tiny").is_dir()  # models only with --models
+    assert main(["cache", "clear", "--models"]) == 0
+    assert not (tmp_path / "models" / "tiny").exists()

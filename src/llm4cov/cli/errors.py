@@ -5,7 +5,8 @@ lost workers, a simulation that did not pass, an unexpected error), 2 bad input 
 errors, unreadable or invalid input files, run directories of other settings), 3 the
 simulator toolchain or an optional package the command needs is missing or broken, 130
 interrupted. Every error is printed as
-one line on stderr (``error: ...``), never as a traceback; ``llm4cov -v`` also logs
+one line on stderr (``error: ...``, control characters shown escaped:
+:func:`llm4cov.util.escape.terminal`), never as a traceback; ``llm4cov -v`` also logs
 the traceback.
 
 Usage errors come from the Click that Typer uses: the separate ``click`` package up to
@@ -18,6 +19,8 @@ from __future__ import annotations
 import logging
 
 import typer
+
+from llm4cov.util.escape import terminal
 
 log = logging.getLogger("llm4cov.cli")
 
@@ -104,5 +107,5 @@ def report(exc: BaseException) -> int:
     """Print ``exc`` as one ``error:`` line on stderr; return its exit code."""
     code, message = classify(exc)
     log.debug("command failed", exc_info=exc)
-    typer.echo(f"error: {message}", err=True)
+    typer.echo(f"error: {terminal(message)}", err=True)
     return code

@@ -7,16 +7,51 @@ from dataclasses import replace
 from pathlib import Path
 
 import typer
+from typer.core import TyperGroup
 
 from llm4cov.cli import common
 from llm4cov.cli.options import PRINT_CONFIG, print_config, with_flags
 from llm4cov.exec.settings import SimSettings
 from llm4cov.formal.closure import Closure, FormalConfig
 from llm4cov.tasks.model import Task
+from llm4cov.util.escape import terminal
+from llm4cov.util.progress import Phase
 from llm4cov.util.settings import load
 
 _DEFAULTS = FormalConfig()
-formal_app = typer.Typer(add_completion=False)  # help: the callback's docstring
+
+
+class RtlOrSubcommand(TyperGroup):
+    """``formal [RTL] [OPTIONS]`` and ``formal warmup``: a group whose own positional
+    argument (the RTL directory) would otherwise swallow a subcommand's name. The first
+    word that is not an option or an option's value runs the subcommand it names; any
+    other word is the RTL."""
+
+    def parse_args(self, ctx, args: list[str]) -> list[str]:
+        at = self._subcommand_at(ctx, args)
+        if at is None:  # options may follow the RTL, as in every other command
+            ctx.allow_interspersed_args = True
+            return super().parse_args(ctx, args)
+        super().parse_args(ctx, args[:at])
+        ctx._protected_args, ctx.args = args[at:at + 1], args[at + 1:]
+        return ctx.args
+
+    def _subcommand_at(self, ctx, args: list[str]) -> int | None:
+        valued = {opt for p in self.get_params(ctx)
+                  if p.param_type_name == "option" and not p.is_flag and not p.count
+                  for opt in p.opts}
+        i = 0
+        while i < len(args) and args[i] != "--":
+            if args[i] in self.commands:
+                return i
+            if not args[i].startswith("-"):
+                return None  # the RTL
+            i += 2 if args[i] in valued else 1
+        return None
+
+
+# help: the callback's docstring
+formal_app = typer.Typer(add_completion=False, cls=RtlOrSubcommand)
 
 
 @formal_app.callback(invoke_without_command=True)
@@ -25,7 +60,7 @@ formal_app = typer.Typer(add_completion=False)  # help: the callback's docstring
                            if f.key in ("seed", "cache", "sandbox")))
 def formal(
     ctx: typer.Context,
-    rtl: Path = typer.Option(None, "--rtl", help="Directory of RTL (and spec) files."),
+    rtl: Path = common.RTL_ARGUMENT,
     tb: Path = typer.Option(None, "--tb", help="Testbench whose holes to close (default: "
                             "the built-in random testbench)."),
     out: Path = typer.Option(Path("formal_tb.sv"), "--out",
@@ -50,7 +85,7 @@ def formal(
     when every SBY job failed (the error names the first failure), 2 for bad input, 3
     when the simulator or the formal tools are missing.
 
-    Example: llm4cov formal --rtl tests/fixtures/formal_lock --out closing_tb.sv
+    Example: llm4cov formal tests/fixtures/formal_lock --out closing_tb.sv
     """
     if common.subcommand_invoked(ctx):
         return
@@ -67,7 +102,7 @@ def formal(
     text = read_text(tb, []) if tb is not None else None
     tools = find_tools()
     evaluator = common.evaluator(replace(sim.sim_config(), feedback_limit=100_000))
-    with common.console.status(f"formal closure of {task.dut_module_name} ..."):
+    with Phase(common.console, f"formal closure of {task.dut_module_name}"):
         closure = close(task, text, evaluator, config, tools=tools)
     raise typer.Exit(_write(closure, out, as_json))
 
@@ -87,7 +122,7 @@ def _write(closure: Closure, out: Path, as_json: bool) -> int:
     if as_json:
         typer.echo(json.dumps({**summary(closure), "testbench_file": str(out)}, indent=2))
     else:
-        typer.echo(markdown(closure) + f"\nClosing testbench: {out}")
+        typer.echo(terminal(markdown(closure) + f"\nClosing testbench: {out}"))
     if closure.result.all_jobs_failed():
         raise common.fail(f"formal: every SBY job failed, no goal was classified "
                           f"({closure.result.count('error')} goals): "
@@ -104,8 +139,9 @@ def warmup_cmd() -> None:
     """
     from llm4cov.formal import FormalToolError, warmup
 
-    with common.console.status("compiling the WebAssembly formal tools (first run only) ..."):
-        ok, log = warmup()
+    with Phase(common.console, "compiling the WebAssembly formal tools (first run only)"
+               ) as phase:
+        ok, log = warmup(on_step=lambda tool: phase.update(f"formal warm-up: compiling {tool}"))
     typer.echo(log)
     if not ok:
         raise FormalToolError(f"formal tools failed to start:\n{log}")

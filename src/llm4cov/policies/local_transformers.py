@@ -8,31 +8,43 @@ and seed (temperature 0 = greedy); other settings (e.g. Qwen's top-k 20) come fr
 checkpoint's ``generation_config.json``, as with vLLM.
 
 Speed on CPU: generation uses the KV cache; concurrent requests (the agent loops of
-several samples and tasks run on threads) meet in a batcher and are decoded together,
+several samples and tasks, awaiting :meth:`LocalTransformersPolicy.agenerate`, or the
+threads of ``model serve``) meet in a batcher and are decoded together,
 left-padded, up to ``batch_size`` at a time; a row stops at the end of its code block
 (the closing fence after an opening one) or at end-of-turn. A prompt longer than the
 model's context gets an empty answer (``finish_reason`` ``context_exceeded``, its
 ``prompt_tokens`` recorded), so a benchmark reports it as a failed round instead of
 stopping; the answer's length is capped at what the context leaves.
+
+Progress and interrupts: every decoding step reports the answer's length to the
+policy's :class:`~llm4cov.util.progress.TokenMeter` (``policy.meter``; ``gen`` shows
+tokens, tokens/s and the time left), and stops the rows whose request was cancelled
+(an awaiting caller cancelled by Ctrl-C), so an interrupted run does not wait for the
+answer to finish; the batcher thread is a daemon and never holds the process up.
 """
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
+import contextlib
 import dataclasses
 import logging
 import queue
 import threading
 import time
 import typing
+from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 from llm4cov.policies.base import Generation, GenerationRequest, PolicyError, SamplingParams
+from llm4cov.util.progress import TokenMeter
 
 log = logging.getLogger(__name__)
 
 FENCE = "```"
 CONTEXT_EXCEEDED = "context_exceeded"
+CANCELLED = "cancelled"
 ANSWER_PREFIX = FENCE + "systemverilog\n"
 """How a local model's answer starts by default: the fence the agent's system prompt
 asks for (:mod:`llm4cov.agent.prompt`); the teachers' answers in SFT data start so too."""
@@ -113,6 +125,26 @@ class CodeBlockStop:
         return torch.tensor(self.done, dtype=torch.bool, device=input_ids.device)
 
 
+class LiveStop:
+    """``transformers`` stopping criterion run at every decoding step: reports each
+    answer's length (tokens after ``prompt_len``) to ``meter`` and stops the rows whose
+    ``cancelled()`` is true, so no compute is spent on answers nobody waits for."""
+
+    def __init__(self, meter: TokenMeter, prompt_len: int,
+                 cancelled: Sequence[Callable[[], bool]] = ()) -> None:
+        self.meter = meter
+        self.prompt_len = prompt_len
+        self.cancelled = cancelled
+
+    def __call__(self, input_ids, scores, **kwargs):
+        import torch
+
+        self.meter.advance(input_ids.shape[1] - self.prompt_len)
+        rows = input_ids.shape[0]
+        done = [bool(c()) for c in self.cancelled] if self.cancelled else [False] * rows
+        return torch.tensor(done, dtype=torch.bool, device=input_ids.device)
+
+
 @dataclasses.dataclass
 class _Pending:
     request: GenerationRequest
@@ -182,13 +214,13 @@ class LocalTransformersPolicy:
                      else min(self._eos))
         vocab = self.tokenizer.convert_ids_to_tokens(list(range(len(self.tokenizer))))
         self._fence_ids = frozenset(i for i, t in enumerate(vocab) if t and "`" in t)
+        self.meter = TokenMeter()
         self._lock = threading.Lock()
         self._queue: queue.Queue[_Pending] = queue.Queue()
         self._batcher: threading.Thread | None = None
 
-    # -- requests from many threads meet here -------------------------------------
-    def generate(self, request: GenerationRequest) -> Generation:
-        """Answer one request; concurrent calls are batched together (see the class)."""
+    # -- requests from many threads and tasks meet here ---------------------------
+    def _submit(self, request: GenerationRequest) -> concurrent.futures.Future:
         pending = _Pending(request, concurrent.futures.Future())
         with self._lock:
             if self._batcher is None:
@@ -196,7 +228,16 @@ class LocalTransformersPolicy:
                                                  name="llm4cov-local-batcher")
                 self._batcher.start()
         self._queue.put(pending)
-        return pending.future.result()
+        return pending.future
+
+    def generate(self, request: GenerationRequest) -> Generation:
+        """Answer one request; concurrent calls are batched together (see the class)."""
+        return self._submit(request).result()
+
+    async def agenerate(self, request: GenerationRequest) -> Generation:
+        """:meth:`generate` for an event loop, without a worker thread: cancelling the
+        await (Ctrl-C) stops the answer's decoding at its next token."""
+        return await asyncio.wrap_future(self._submit(request))
 
     def _serve(self) -> None:
         while True:
@@ -207,23 +248,32 @@ class LocalTransformersPolicy:
                     batch.append(self._queue.get(timeout=max(0.0, deadline - time.monotonic())))
                 except queue.Empty:
                     break
+            batch = [p for p in batch if not p.future.cancelled()]  # nobody waits for these
+            if not batch:
+                continue
             try:
-                answers = self.generate_batch([p.request for p in batch])
+                answers = self.generate_batch([p.request for p in batch],
+                                              [p.future.cancelled for p in batch])
             except BaseException as exc:
-                for p in batch:
-                    p.future.set_exception(exc)
-            else:
-                for p, answer in zip(batch, answers, strict=True):
-                    p.future.set_result(answer)
+                answers = [exc] * len(batch)
+            for p, answer in zip(batch, answers, strict=True):
+                with contextlib.suppress(concurrent.futures.InvalidStateError):  # cancelled
+                    if isinstance(answer, BaseException):
+                        p.future.set_exception(answer)
+                    else:
+                        p.future.set_result(answer)
 
     # -- one batch -------------------------------------------------------------------
-    def generate_batch(self, requests: list[GenerationRequest]) -> list[Generation]:
+    def generate_batch(self, requests: list[GenerationRequest],
+                       cancelled: Sequence[Callable[[], bool]] = ()) -> list[Generation]:
         """Answers in request order. Requests with equal sampling parameters share
         ``generate`` calls of up to ``batch_size`` prompts of similar length (sorted by
         prompt tokens, so short prompts are not padded to a long one). Greedy decoding
         ignores seeds;
         a sampled batch is seeded with its first request's seed, so a seeded sample is
-        reproducible for the same batch (always for a batch of one)."""
+        reproducible for the same batch (always for a batch of one). ``cancelled``: one
+        check per request; a request whose check turns true stops at its next token
+        (its answer has ``finish_reason`` :data:`CANCELLED`)."""
         prompts = [self._encode(r.messages) for r in requests]
         results: dict[int, Generation] = {}
         groups: dict[SamplingParams, list[int]] = {}
@@ -242,7 +292,8 @@ class LocalTransformersPolicy:
                 first = requests[chunk[0]]
                 seed = first.seed if first.seed is not None else first.params.seed
                 answers = self._generate([prompts[i] for i in chunk], params,
-                                         seed if params.temperature > 0 else None)
+                                         seed if params.temperature > 0 else None,
+                                         [cancelled[i] for i in chunk] if cancelled else ())
                 for i, answer in zip(chunk, answers, strict=True):
                     results[i] = answer
         return [results[i] for i in range(len(requests))]
@@ -259,7 +310,8 @@ class LocalTransformersPolicy:
                                    add_special_tokens=False)["input_ids"])
 
     def _generate(self, prompts: list[list[int]], params: SamplingParams,
-                  seed: int | None) -> list[Generation]:
+                  seed: int | None, cancelled: Sequence[Callable[[], bool]] = ()
+                  ) -> list[Generation]:
         import torch
         from transformers import StoppingCriteriaList
 
@@ -274,6 +326,9 @@ class LocalTransformersPolicy:
                      "top_p": params.top_p} if params.temperature > 0 else
                     {"do_sample": False, "temperature": None, "top_p": None, "top_k": None})
         stop = CodeBlockStop(self.tokenizer, width, self._fence_ids, self.answer_prefix)
+        criteria = [LiveStop(self.meter, width, cancelled),
+                    *([stop] if self.stop_at_code_end else [])]
+        self.meter.start(max(1, budget), len(prompts))
         try:
             with torch.inference_mode():
                 if seed is not None:
@@ -282,14 +337,16 @@ class LocalTransformersPolicy:
                     input_ids=ids.to(self.device), attention_mask=mask.to(self.device),
                     max_new_tokens=max(1, budget), pad_token_id=self._pad, use_cache=True,
                     cache_implementation=self.cache,
-                    stopping_criteria=StoppingCriteriaList(
-                        [stop] if self.stop_at_code_end else []),
-                    **sampling)
+                    stopping_criteria=StoppingCriteriaList(criteria), **sampling)
         except (RuntimeError, ValueError) as exc:
             raise PolicyError(f"{self.name}: generation failed: {exc}") from exc
+        finally:
+            self.meter.stop()
         latency = time.monotonic() - started
-        return [self._answer(row, len(prompt), latency)
-                for row, prompt in zip(out[:, width:].tolist(), prompts, strict=True)]
+        answers = [self._answer(row, len(prompt), latency)
+                   for row, prompt in zip(out[:, width:].tolist(), prompts, strict=True)]
+        return [dataclasses.replace(a, finish_reason=CANCELLED) if cancelled and cancelled[i]()
+                else a for i, a in enumerate(answers)]
 
     def _answer(self, row: list[int], prompt_tokens: int, latency: float) -> Generation:
         end = next((j for j, t in enumerate(row) if t in self._eos or t == self._pad), None)

@@ -12,9 +12,13 @@ LCOV (``geninfo`` tracefile format, ``man geninfo``) has line and branch records
   shows them).
 
 Only the DUT subtree's points in the repo's RTL files count, with the exclusion rules
-applied, as everywhere else. LCOV has no field for a proven-unreachable point, so UNR
-points keep their plain record there. UCIS XML is pyucis's conversion of the whole
-``coverage.dat`` (its Verilator reader skips point names that contain a quote);
+applied, as everywhere else. LCOV has no quoting, so no record can be forged: the test
+name keeps only ``[A-Za-z0-9_.-]`` (every other character becomes ``_``) and a source
+path with a control character is refused (task ids and file names are checked when
+they are loaded, ``tasks/model.py``; this is the writer's own check). LCOV has no field
+for a proven-unreachable point, so UNR points keep their plain record there. UCIS XML
+is pyucis's conversion of the whole ``coverage.dat`` (its Verilator reader skips point
+names that contain a quote; characters XML cannot hold are shown escaped first);
 :func:`mark_unreachable_ucis` then sets UCIS's ``excluded``/``excludedReason``
 attributes on the statement and branch bins of proven-unreachable points (pyucis
 keeps their file, line and column; toggle bins lose their signal names, so a UNR
@@ -25,6 +29,8 @@ from __future__ import annotations
 
 import contextlib
 import io
+import re
+import tempfile
 import xml.etree.ElementTree as ET
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
@@ -36,6 +42,29 @@ from llm4cov.sim.exclusions import Rule, split_points
 from llm4cov.sim.feedback_terms import SourceIndex
 
 _ELSE_ARMS = ("else", "cond_else")
+_NOT_IN_TEST_NAME = re.compile(r"[^A-Za-z0-9_.-]")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+_NOT_XML = re.compile(r"[\x00\x03-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ufffe\uffff]")
+
+
+def lcov_test_name(name: str) -> str:
+    """``name`` as an LCOV test name (``TN:``): ``[A-Za-z0-9_.-]`` only, every other
+    character replaced by ``_`` (``rtllm/accu`` -> ``rtllm_accu``)."""
+    return _NOT_IN_TEST_NAME.sub("_", name) or "llm4cov"
+
+
+def _source_record(path: Path) -> str:
+    """The ``SF:`` record of ``path``.
+
+    Raises:
+        ValueError: the path holds a control or line-separator character (it would
+            end the record and start another).
+    """
+    text = str(path)
+    if not text or _CONTROL.search(text):
+        raise ValueError(f"LCOV: cannot write a source record for the path {text[:80]!r} "
+                         "(a control character would start a forged record)")
+    return f"SF:{text}"
 
 
 def lcov_text(
@@ -50,7 +79,11 @@ def lcov_text(
     """The LCOV tracefile text; ``source_paths`` maps each RTL file name to the path
     written in its ``SF:`` record (genhtml reads the source from there). The points
     are the DUT's as the evaluator counts them (:func:`llm4cov.sim.coverage.dut_points`
-    with ``modules``)."""
+    with ``modules``); ``test_name`` goes through :func:`lcov_test_name`.
+
+    Raises:
+        ValueError: a source path holds a control character (:func:`_source_record`).
+    """
     mine = dut_points(points, dut_hier, sources.keys(), modules)
     kept, _ = split_points(mine, rules)
     words = SourceIndex(sources)
@@ -68,7 +101,7 @@ def lcov_text(
                 branches[(p.line, col)].append((own, p.count))
         if not lines and not branches:
             continue
-        out += [f"TN:{test_name}", f"SF:{source_paths[name]}"]
+        out += [f"TN:{lcov_test_name(test_name)}", _source_record(source_paths[name])]
         for block, (_, arms) in enumerate(sorted(branches.items())):
             out += [f"BRDA:{line},{block},{i},{count}" for i, (line, count) in enumerate(arms)]
         arms = [a for group in branches.values() for a in group]
@@ -79,10 +112,19 @@ def lcov_text(
     return "\n".join(out) + "\n" if out else ""
 
 
+def xml_safe_coverage(text: str) -> str:
+    """``coverage.dat`` text with every character XML 1.0 cannot hold, and DEL and C1,
+    shown as ``\\xNN`` (a testbench chooses names and `` `line`` file names that end up
+    there); Verilator's own field separators ``\\x01``/``\\x02``, TAB, LF and CR stay."""
+    return _NOT_XML.sub(lambda m: f"\\x{ord(m.group(0)):02x}", text)
+
+
 def write_ucis_xml(coverage_dat: Path, out: Path) -> int:
-    """Convert ``coverage.dat`` to UCIS XML at ``out`` with pyucis; returns how many
-    points pyucis's reader skipped (it prints a warning per point to stdout, which is
-    captured here so that ``--json`` output stays valid).
+    """Convert ``coverage.dat`` (after :func:`xml_safe_coverage`) to UCIS XML at
+    ``out`` with pyucis, whose lxml writer escapes markup (no DOCTYPE, entity or
+    processing instruction can come from a name); returns how many points pyucis's
+    reader skipped (it prints a warning per point to stdout, which is captured here so
+    that ``--json`` output stays valid).
 
     Raises:
         Exception: whatever pyucis raises for a file it cannot read.
@@ -91,12 +133,16 @@ def write_ucis_xml(coverage_dat: Path, out: Path) -> int:
 
     rgy = FormatRgy.inst()
     chatter = io.StringIO()
-    with contextlib.redirect_stdout(chatter):
-        db = rgy.getDatabaseDesc("vltcov").fmt_if().read(str(coverage_dat))
-        try:
-            rgy.getDatabaseDesc("xml").fmt_if().write(db, str(out))
-        finally:
-            db.close()
+    text = coverage_dat.read_text(encoding="utf-8", errors="replace")
+    with tempfile.TemporaryDirectory(prefix="llm4cov-ucis-") as tmp:
+        clean = Path(tmp) / "coverage.dat"
+        clean.write_text(xml_safe_coverage(text), encoding="utf-8")
+        with contextlib.redirect_stdout(chatter):
+            db = rgy.getDatabaseDesc("vltcov").fmt_if().read(str(clean))
+            try:
+                rgy.getDatabaseDesc("xml").fmt_if().write(db, str(out))
+            finally:
+                db.close()
     return chatter.getvalue().count("Failed to parse line")
 
 

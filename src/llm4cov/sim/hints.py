@@ -243,13 +243,15 @@ def data_files(tb: SourceFile) -> list[tuple[str, int]]:
         if call.left.kind != _SK.SystemName or call.arguments is None:
             continue
         task = call.left.systemIdentifier.valueText
+        if task != "$fopen" and task not in _READERS and not task.startswith("$writemem"):
+            continue
         args = [_string_literal(a) for a in call.arguments.parameters
                 if getattr(a, "kind", None) == _SK.OrderedArgument]
-        if not args or args[0] is None:
+        name = _text(args[0]) if args and args[0] is not None else None
+        if name is None:
             continue
-        name = args[0].valueText
         if task == "$fopen":
-            mode = args[1].valueText if len(args) > 1 and args[1] is not None else ""
+            mode = (_text(args[1]) or "") if len(args) > 1 and args[1] is not None else ""
             if not mode.startswith("r"):
                 written.add(name)
                 continue
@@ -260,6 +262,15 @@ def data_files(tb: SourceFile) -> list[tuple[str, int]]:
             continue
         found.append((name, tree.sourceManager.getLineNumber(call.left.getFirstToken().location)))
     return [(n, line) for n, line in found if n not in written]
+
+
+def _text(literal) -> str | None:
+    """A string literal's value, None when its escapes make bytes that are not UTF-8
+    (``"\\233"``: no file of the repo has such a name)."""
+    try:
+        return literal.valueText
+    except UnicodeDecodeError:
+        return None
 
 
 def _string_literal(arg):

@@ -1,4 +1,10 @@
-"""Human-readable coverage summaries of an observation (Markdown)."""
+"""Human-readable coverage summaries of an observation (Markdown).
+
+Every text a testbench, a model or a task supplied goes through the Markdown rule of
+:mod:`llm4cov.util.escape`: the log in a fence it cannot close, names in code spans
+delimited past their own backticks, notes and ids as escaped prose. The result is
+terminal-safe too (``llm4cov sim`` prints it).
+"""
 
 from __future__ import annotations
 
@@ -7,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from llm4cov.sim.feedback_terms import CONSTANT_NOTE
 from llm4cov.sim.observation import Observation, UncoveredItem, overall_percent, overall_without
 from llm4cov.tasks.model import Task
+from llm4cov.util.escape import md_block, md_code, md_text
 
 MAX_LISTED = 40
 """Items listed per section of the Markdown report (the HTML report lists all)."""
@@ -32,19 +39,19 @@ def coverage_markdown(
     "excluded" figure. Without lists (``llm4cov sim``) the observation's own bounded
     list is split by its wording (``CONSTANT_NOTE``). Percentages are percent (0-100).
     """
-    out = [f"# {title}: {task.id}", ""]
+    out = [f"# {md_text(title)}: {md_text(task.id)}", ""]
     out.append(f"- status: **{obs.status.value}** (end: {obs.end_reason.value})")
     out.append(f"- simulator: {obs.simulator}; coverage options: {' '.join(obs.coverage_options)}")
     out.append(f"- seed: {obs.seed}; build {obs.build_s:.2f} s, run {obs.run_s:.2f} s; "
                f"simulated time {obs.sim_time or '-'}")
     for note in obs.notes:
-        out.append(f"- note: {note}")
+        out.append(f"- note: {md_text(note)}")
     rep = obs.coverage
     unr = dict(unreachable_points or {})
     if rep is None:
         out += ["", "No coverage was collected.", ""]
     else:
-        out += ["", f"DUT: `{rep.dut_hier}`, overall **{rep.overall:.2f}%** "
+        out += ["", f"DUT: {md_code(rep.dut_hier)}, overall **{rep.overall:.2f}%** "
                 "(mean of the per-metric percentages)"]
         if unr:
             out.append(f"- with {_count(sum(unr.values()), 'proven-unreachable (UNR) point')} "
@@ -69,21 +76,20 @@ def coverage_markdown(
                 cells = [f"{metrics[m].covered}/{metrics[m].total}" if m in metrics else "-"
                          for m in rep.metrics]
                 depth = inst.count(".") - rep.dut_hier.count(".")
-                name = "&nbsp;&nbsp;" * depth + f"`{inst}`"
+                name = "&nbsp;&nbsp;" * depth + md_code(inst, in_table=True)
                 subtree = overall_percent(rep.subtree(inst))
                 out.append(f"| {name} | " + " | ".join(cells) + f" | {subtree:.2f} |")
         if rep.merged:
             out.append("")
             out.append("Merged by Verilator (one counter set for several instances): "
-                       + ", ".join(f"`{h}`" for h in rep.merged))
+                       + ", ".join(md_code(h) for h in rep.merged))
     if task.targets:
         out += ["", "| target | required | reached | met |", "|---|---|---|---|"]
         for t in task.targets:
             got = rep.metric_percent(t.metric) if rep and obs.sim_pass else 0.0
             met = "yes" if obs.sim_pass and got >= t.target_percentage else "no"
-            out.append(
-                f"| {t.inst_name} {t.metric} | {t.target_percentage:g} | {got:.2f} | {met} |"
-            )
+            out.append(f"| {md_text(t.inst_name)} {md_text(t.metric)} | "
+                       f"{t.target_percentage:g} | {got:.2f} | {met} |")
     if uncovered is None:
         uncovered = [i for i in obs.uncovered if not i.detail.endswith(CONSTANT_NOTE)]
         constant = [i for i in obs.uncovered if i.detail.endswith(CONSTANT_NOTE)]
@@ -93,7 +99,7 @@ def coverage_markdown(
     out += _section("Unreachable under the parameters (the condition reads only "
                     "parameters)", constant or ())
     if obs.status.value != "success" and obs.log:
-        out += ["", "## Log", "", "```text", obs.log, "```"]
+        out += ["", "## Log", "", md_block(obs.log)]
     return "\n".join(out) + "\n"
 
 
@@ -102,7 +108,7 @@ def _section(heading: str, items: Sequence[UncoveredItem], mark: str = "") -> li
     if not items:
         return []
     lines = ["", f"## {heading} ({len(items)})", ""]
-    lines += [f"- `{u.render()}`{mark}" for u in items[:MAX_LISTED]]
+    lines += [f"- {md_code(u.render())}{mark}" for u in items[:MAX_LISTED]]
     if len(items) > MAX_LISTED:
         lines.append(f"- ... {len(items) - MAX_LISTED} more (the HTML report lists all)")
     return lines

@@ -163,16 +163,18 @@ def record_task(record: dict[str, Any], fmt: RepoFormat) -> Task:
     """
     if fmt is RepoFormat.AUTO:
         fmt = _detect(record)
-    if fmt is RepoFormat.CODEV:
-        return codev_task(record)
     if fmt is RepoFormat.CVDP_RAW and CID not in (record.get("categories") or []):
         raise RepoSkip("not_cid012", f"categories {record.get('categories')}")
     try:
+        if fmt is RepoFormat.CODEV:
+            return codev_task(record)
         if fmt is RepoFormat.CVDP_RAW:
             return cvdp_raw_task(record)
         if fmt is RepoFormat.CVDP_ECOV:
             return cvdp_ecov_task(record)
         return Task.model_validate(record)
+    except RepoSkip:
+        raise
     except (TaskError, ValidationError) as exc:
         raise RepoSkip("invalid_record", str(exc).splitlines()[0]) from exc
 

@@ -23,7 +23,7 @@ from llm4cov.tasks.bender import is_manifest, parse_manifest
 from llm4cov.tasks.filelist import FileList, included, parse_filelist, resolve_repo
 from llm4cov.tasks.hdl import COMPILED_SUFFIXES, HDL_SUFFIXES, parse_design, top_modules
 from llm4cov.tasks.layout import Exclusions, note, testbench_files
-from llm4cov.tasks.model import SourceFile, Task, TaskError
+from llm4cov.tasks.model import SourceFile, Task, TaskError, safe_task_id
 from llm4cov.util.jsonl import iter_json_objects
 
 SPEC_SUFFIXES = (".md", ".txt", ".rst")
@@ -90,7 +90,9 @@ def task_from_paths(
     or a Bender manifest, :mod:`llm4cov.tasks.bender`, with ``targets`` active) the RTL
     is what it compiles (every file below the RTL directory or a named include dir)
     and its options come before these; spec files still come from the RTL directory.
-    Module structure is read with the include dirs and macros.
+    Module structure is read with the include dirs and macros. The
+    task id is ``task_id``, else ``local/<DUT module>`` (the design's name, not the
+    folder's: every repo keeps its RTL in a folder named ``rtl`` or ``src``).
 
     Raises:
         TaskError: a path is missing or has no RTL, ``top`` is not declared, the top
@@ -127,7 +129,7 @@ def task_from_paths(
     dut = _dut(base, design.decls(), top)
     _check_overrides(base, design, dut, build["parameters"])
     return Task(
-        id=task_id or f"local/{base.resolve().name}",
+        id=task_id or f"local/{dut}",
         source="local",
         rtl_files=rtl,
         spec_files=found.spec,
@@ -370,7 +372,8 @@ def iter_tasks(path: Path | str) -> Iterator[Task]:
 
 
 def load_tasks(path: Path | str, ids: list[str] | None = None) -> list[Task]:
-    """All tasks of a JSONL file, or only ``ids`` (in file order).
+    """All tasks of a JSONL file, or only ``ids`` (in file order; an id matches in the
+    spelling of the file or as kept, :func:`~llm4cov.tasks.model.safe_task_id`).
 
     Raises:
         TaskError: an id is not in the file.
@@ -379,8 +382,16 @@ def load_tasks(path: Path | str, ids: list[str] | None = None) -> list[Task]:
     if not ids:
         return tasks
     known = {t.id for t in tasks}
-    missing = [i for i in ids if i not in known]
+    missing = [i for i in ids if _kept_id(i) not in known]
     if missing:
         raise TaskError(f"{path}: no task with id {', '.join(missing)}")
-    wanted = set(ids)
+    wanted = {_kept_id(i) for i in ids}
     return [t for t in tasks if t.id in wanted]
+
+
+def _kept_id(task_id: str) -> str:
+    """``task_id`` as a loaded task keeps it (:func:`safe_task_id`; bad ids match none)."""
+    try:
+        return safe_task_id(task_id)
+    except ValueError:
+        return task_id

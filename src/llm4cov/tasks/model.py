@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_$]*")
+_NOT_IN_ID = re.compile(r"%(?![0-9A-Fa-f]{2})|[^A-Za-z0-9_$.+:@=/%-]")
 
 
 def is_identifier(name: str) -> bool:
@@ -23,6 +24,24 @@ def is_identifier(name: str) -> bool:
 
 class TaskError(ValueError):
     """A task or repository that cannot be used (no RTL, bad file name, ...)."""
+
+
+def safe_task_id(task_id: str) -> str:
+    """``task_id`` as it is kept: every character but letters, digits and
+    ``_ $ . + : @ = / -`` percent-encoded as its UTF-8 bytes (``x\nSF:/etc`` ->
+    ``x%0ASF:/etc``, ``a b`` -> ``a%20b``; a ``%`` not already starting an ``%XX`` is
+    ``%25``, so the rule is idempotent). Ids reach every output (LCOV ``TN:``, Markdown,
+    HTML titles, JSON rows, per-task file names), so nothing in one can start a record,
+    a line or markup there; a row with such an id still loads and runs, and ``--id``
+    finds it by either spelling.
+
+    Raises:
+        ValueError: an empty id, or one over 200 characters.
+    """
+    if not task_id or len(task_id) > 200:
+        raise ValueError(f"task id {task_id[:80]!r}: must have 1-200 characters")
+    return _NOT_IN_ID.sub(lambda m: "".join(f"%{b:02X}" for b in m.group(0).encode()),
+                          task_id)
 
 
 class SourceFile(BaseModel):
@@ -55,6 +74,7 @@ class Target(BaseModel):
     inst_name: str
     metric: str = "overall"
     target_percentage: float
+
 
 
 class ReferenceTestbench(BaseModel):
@@ -113,6 +133,18 @@ class Task(BaseModel):
     """The RTL files to compile, in filelist order (names of ``rtl_files``); empty =
     every ``*.v``/``*.sv`` RTL file. Other RTL files are only `` `include``d. Packages
     are compiled before their users whatever this order."""
+
+    @field_validator("id")
+    @classmethod
+    def _task_id(cls, task_id: str) -> str:
+        return safe_task_id(task_id)
+
+    @field_validator("dut_module_name", "dut_instance_name")
+    @classmethod
+    def _design_identifier(cls, name: str) -> str:
+        if not _IDENTIFIER.fullmatch(name):
+            raise ValueError(f"{name[:80]!r} is not a SystemVerilog identifier")
+        return name
 
     @field_validator("include_dirs")
     @classmethod

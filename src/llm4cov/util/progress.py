@@ -1,17 +1,25 @@
-"""Progress of a long run (bench, synth), shown on the driver only.
+"""Progress of long phases and long runs, shown on the driver only.
 
-The run reports events to a :class:`ProgressSink`: ``plan`` (how many items a group
-has: a bench arm's samples, synth's repos; and how many earlier invocations finished),
-``item_done``, ``recorded`` (one new result row: its simulator call's status, or None
-when it did not simulate, and its tokens) and ``note``. :class:`RunProgress` shows them
-as a Rich live display on a terminal, or as a status line every ``interval_s`` seconds
-in logs; :class:`NullProgress` (``--quiet``) shows nothing.
+A run (bench, synth) reports events to a :class:`ProgressSink`: ``plan`` (how many
+items a group has: a bench arm's samples, synth's repos; and how many earlier
+invocations finished), ``item_done``, ``recorded`` (one new result row: its simulator
+call's status, or None when it did not simulate, and its tokens) and ``note``.
+:class:`RunProgress` shows them as a Rich live display on a terminal, or as a status
+line every ``interval_s`` seconds in logs; :class:`NullProgress` (``--quiet``) shows
+nothing.
+
+One long phase (a model fetch, the formal tools' warm-up, a simulation) is a
+:class:`Phase`: a status with the seconds it has taken, one line at its start and end
+in logs. A model's token generation reports to a :class:`TokenMeter`, which a status
+line reads (tokens, tokens/s, the most time left).
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Protocol
 
@@ -28,8 +36,143 @@ from rich.progress import (
 )
 from rich.text import Text
 
+from llm4cov.util.escape import terminal
+
 SPEED_WINDOW_S = 600.0
 """Seconds of finished items the ETA is estimated from."""
+
+
+class TerminalConsole(Console):
+    """A Rich console for text that others (testbenches, models, task files) wrote: no
+    markup (``[link=...]`` would become a terminal hyperlink), no highlighting, and
+    every string printed or shown as a status goes through :func:`terminal`. Lines are
+    not broken (soft wrap): paths and messages stay whole for copying."""
+
+    def __init__(self, **options) -> None:
+        super().__init__(markup=False, highlight=False, soft_wrap=True, **options)
+
+    def print(self, *objects, **options) -> None:
+        super().print(*(terminal(o) if isinstance(o, str) else o for o in objects), **options)
+
+    def status(self, status, **options):
+        return super().status(terminal(status) if isinstance(status, str) else status,
+                              **options)
+
+
+class Phase:
+    """One long phase on ``console``: on a terminal a Rich status ``TEXT · 12 s``
+    refreshed every second; otherwise one line ``TEXT ...`` at the start and one
+    ``TEXT: done in 12 s`` (or ``stopped after``) at the end. :meth:`update` changes
+    the text (the next step); ``detail`` (a callable, e.g. :meth:`TokenMeter.describe`)
+    adds live text after it. Use as a context manager."""
+
+    def __init__(self, console: Console, text: str, detail: Callable[[], str] | None = None,
+                 live: bool | None = None) -> None:
+        self.console = console
+        self.text = text
+        self.detail = detail
+        self.live = console.is_terminal if live is None else live
+        self._started = self._step_started = time.monotonic()
+        self._status = None
+        self._stop = threading.Event()
+        self._ticker = threading.Thread(target=self._tick_every_second, daemon=True)
+
+    def line(self) -> str:
+        """The status text: the step, its live detail and the seconds it has taken."""
+        extra = self.detail() if self.detail else ""
+        elapsed = time.monotonic() - self._step_started
+        return f"{self.text}{': ' + extra if extra else ''} · {elapsed:.0f} s"
+
+    def update(self, text: str) -> None:
+        """The next step: ``text`` (printed as a line of its own in logs)."""
+        if not self.live:
+            self.console.print(f"{text} ...")
+        self.text, self._step_started = text, time.monotonic()
+        self._refresh()
+
+    def _refresh(self) -> None:
+        if self._status is not None:
+            self._status.update(terminal(self.line()))
+
+    def _tick_every_second(self) -> None:
+        while not self._stop.wait(1.0):
+            self._refresh()
+
+    def __enter__(self) -> Phase:
+        if self.live:
+            self._status = self.console.status(terminal(self.line()))
+            self._status.start()
+            self._ticker.start()
+        else:
+            self.console.print(f"{self.text} ...")
+        return self
+
+    def __exit__(self, kind, *exc) -> None:
+        self._stop.set()
+        if self._status is not None:
+            self._status.stop()
+        if not self.live:
+            how = "done in" if kind is None else "stopped after"
+            self.console.print(f"{self.text}: {how} {time.monotonic() - self._started:.0f} s")
+
+
+class TokenMeter:
+    """The answer a model is generating now, for a status line: written by the
+    generating thread (:meth:`start`, :meth:`advance`, :meth:`stop`), read by the
+    display (:meth:`describe`). Counts are tokens per answer (a batch's rows advance
+    together); rates are tokens per second of ``clock`` (wall time)."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self.clock = clock
+        self.tokens = 0
+        self.budget = 0
+        self.rows = 0
+        self.active = False
+        self._first: float | None = None
+
+    def start(self, budget: int, rows: int = 1) -> None:
+        """A ``generate`` call of ``rows`` answers, each at most ``budget`` tokens."""
+        self.tokens, self.budget, self.rows, self.active = 0, budget, rows, True
+        self._first = None
+
+    def advance(self, tokens: int) -> None:
+        """Each answer holds ``tokens`` tokens now."""
+        if self._first is None and tokens:
+            self._first = self.clock()  # the prompt is read: decoding starts
+        self.tokens = tokens
+
+    def stop(self) -> None:
+        """The ``generate`` call ended."""
+        self.active = False
+
+    def rate(self) -> float | None:
+        """Decoded tokens per second per answer since the first token (None before)."""
+        if self._first is None or self.tokens < 2:
+            return None
+        return (self.tokens - 1) / max(self.clock() - self._first, 1e-6)
+
+    def describe(self) -> str:
+        """``312/2,048 tokens, 11.2 tokens/s, at most 2 min 40 s left`` (a batch: ``...
+        tokens in each of 3 answers, ...``; empty when no answer is being generated;
+        ``reading the prompt`` before the first token)."""
+        if not self.active:
+            return ""
+        if not self.tokens:
+            return "reading the prompt"
+        text = f"{self.tokens:,}/{self.budget:,} tokens"
+        if self.rows > 1:
+            text += f" in each of {self.rows} answers"
+        rate = self.rate()
+        if rate:
+            left = timedelta(seconds=round((self.budget - self.tokens) / rate))
+            text += f", {rate:.1f} tokens/s, at most {_duration(left)} left"
+        return text
+
+
+def _duration(span: timedelta) -> str:
+    seconds = int(span.total_seconds())
+    minutes, seconds = divmod(seconds, 60)
+    return f"{minutes} min {seconds} s" if minutes else f"{seconds} s"
 
 
 class ProgressSink(Protocol):
