@@ -36,7 +36,7 @@ def test_the_rtl_is_named_positionally_or_with_rtl(command, capsys, tmp_path):
     missing = str(tmp_path / "nowhere")
     for spelling in ([missing], ["--rtl", missing]):  # the RTL is read either way
         assert main([command, *spelling, *extra, "--print-config"]) == 2
-        assert "nowhere: not a directory" in capsys.readouterr().err
+        assert "nowhere: no such file or directory" in capsys.readouterr().err
     assert main([command, rtl, "--rtl", str(EXAMPLES / "hier_acc"), *extra]) == 2
     assert "the RTL is named twice" in capsys.readouterr().err
 

@@ -60,7 +60,7 @@ formal_app = typer.Typer(add_completion=False, cls=RtlOrSubcommand)
                            if f.key in ("seed", "cache", "sandbox")))
 def formal(
     ctx: typer.Context,
-    rtl: Path = common.RTL_ARGUMENT,
+    rtl: list[Path] = common.RTL_ARGUMENT,
     tb: Path = typer.Option(None, "--tb", help="Testbench whose holes to close (default: "
                             "the built-in random testbench)."),
     out: Path = typer.Option(Path("formal_tb.sv"), "--out",

@@ -129,7 +129,7 @@ class RepairConfig(Settings):
     gain nothing. Off unless ``kinds`` is set (ours; the paper's teacher is an LLM whose
     first testbenches leave room to repair)."""
 
-    kinds: list[BreakKind] = Field(default_factory=list)
+    kinds: tuple[BreakKind, ...] = ()
     """Mistakes to plant: module_name, instance_name, missing_pin, misspelled_pin,
     short_run."""
     per_repo: int = 2

@@ -23,6 +23,7 @@ The kinds (:class:`BreakKind`), all planted with pyslang on the DUT instantiatio
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from enum import StrEnum
 
 from pyslang import syntax
@@ -129,11 +130,11 @@ def break_testbench(testbench: str, task: Task, kind: BreakKind, seed: int = 0) 
     return _replace(testbench, start, end, "")
 
 
-def repair_kinds(kinds: list[BreakKind], repo_id: str, per_repo: int) -> list[BreakKind]:
+def repair_kinds(kinds: Sequence[BreakKind], repo_id: str, per_repo: int) -> list[BreakKind]:
     """The ``per_repo`` kinds a repo gets: a rotation of ``kinds`` that starts at a
     place fixed by the repo id (so every kind is planted about equally often)."""
     if not kinds or per_repo <= 0:
         return []
     start = sum(repo_id.encode()) % len(kinds)
-    rotated = kinds[start:] + kinds[:start]
+    rotated = [*kinds[start:], *kinds[:start]]
     return rotated[:per_repo]
