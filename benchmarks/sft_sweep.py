@@ -97,9 +97,11 @@ def main(argv: list[str] | None = None) -> int:
         wall = time.monotonic() - start
         report = json.loads((run / "train_report.json").read_text())
         losses = {r["step"]: r["loss"] for r in report["losses"]}
+        per_epoch = report["steps"] / args.epochs
         saved = sorted((int(p.name.split("-")[1]), p) for p in run.glob("checkpoint-*"))
-        ends = [(s, p) for s, p in saved if s < report["steps"]][:args.epochs - 1]
-        for epoch, (step, ckpt) in enumerate([*ends, (report["steps"], run)], start=1):
+        points = [*((s, p) for s, p in saved if s < report["steps"]), (report["steps"], run)]
+        for step, ckpt in points:
+            epoch = round(step / per_epoch)
             h = heldout_loss(ckpt, test, args.max_length)
             lines.append(f"| {lr} | {batch} | {layers} | {epoch} | {step} | "
                          f"{losses.get(step, float('nan')):.3f} | {h.loss:.4f} | "

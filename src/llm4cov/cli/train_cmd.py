@@ -35,6 +35,7 @@ TRAIN_FLAGS = (
     flag("attn_implementation", "--attn"),
     flag("logging_steps", "--logging-steps", min=1),
     flag("save_steps", "--save-steps", min=0),
+    flag("keep_checkpoints", "--keep-checkpoints", min=1),
     flag("trainable_layers", "--trainable-layers", min=1),
     flag("lora", "--lora/--full"),
     flag("lora_r", "--lora-r", min=1),

@@ -22,6 +22,13 @@ SCHEDULERS: tuple[str, ...] = Scheduler.__args__
 REQUIRED = ("data", "init", "out")
 
 
+LATER_FIELDS = {"trainable_layers": None, "keep_checkpoints": 1}
+"""Fields newer than the first recorded runs, with their defaults."""
+NOT_DECIDING = ("keep_checkpoints",)
+"""Fields that do not change the trained weights: a finished stage is reused whatever
+their value."""
+
+
 class TrainConfig(Settings):
     """Settings of one SFT stage ``theta(k+1) = SFT(theta(k), D(k))``.
 
@@ -68,6 +75,9 @@ class TrainConfig(Settings):
     """Optimizer steps between loss records (TRL's default)."""
     save_steps: int = Field(0, ge=0)
     """Optimizer steps between resumable checkpoints in ``out``; 0 = final model only."""
+    keep_checkpoints: int | None = Field(1, ge=1)
+    """Resumable checkpoints kept in ``out`` (the newest); None = every one (a sweep
+    evaluates each epoch's)."""
     trainable_layers: int | None = Field(None, ge=1)
     """Train only the top N decoder layers and the final norm (embeddings, which SmolLM2
     and Qwen3 tie to the LM head, and the lower layers stay frozen: their backward pass is
@@ -117,8 +127,14 @@ class TrainConfig(Settings):
         return self.effective_batch_size // per_step
 
     def as_dict(self) -> dict[str, Any]:
-        """JSON-friendly form (paths as strings, tuples as lists)."""
-        return self.model_dump(mode="json")
+        """JSON-friendly form (paths as strings, tuples as lists). Fields added after run
+        directories were first recorded (:data:`LATER_FIELDS`) appear only when set off
+        their default, so those directories still resume."""
+        values = self.model_dump(mode="json")
+        for name, default in LATER_FIELDS.items():
+            if values.get(name) == default:
+                values.pop(name)
+        return values
 
     @classmethod
     def from_mapping(cls, values: dict[str, Any], source: str = "config") -> TrainConfig:

@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from llm4cov.train.config import TrainConfig
+from llm4cov.train.config import NOT_DECIDING, TrainConfig
 from llm4cov.train.data import DatasetError, LengthSplit, load_split
 from llm4cov.train.result import REPORT_NAME, LossRecord, TrainResult
 
@@ -83,7 +83,7 @@ def _sft_args(config: TrainConfig, precision: str, grad_accumulation: int):
         logging_steps=config.logging_steps,
         save_strategy="steps" if config.save_steps else "no",
         save_steps=config.save_steps or 500,
-        save_total_limit=1,
+        save_total_limit=config.keep_checkpoints,
         report_to="none",
         dataloader_pin_memory=torch.cuda.is_available(),
         max_length=config.max_length,
@@ -190,6 +190,10 @@ def _versions() -> dict[str, str]:
                                               "accelerate", "datasets")}
 
 
+def _deciding(values: dict) -> dict:
+    return {k: v for k, v in values.items() if k not in NOT_DECIDING}
+
+
 def train_stage(config: TrainConfig) -> TrainResult:
     """Run one SFT stage and write ``config.out`` (model, tokenizer, ``train_report.json``).
 
@@ -203,7 +207,7 @@ def train_stage(config: TrainConfig) -> TrainResult:
     """
     if (config.out / REPORT_NAME).is_file():
         done = TrainResult.load(config.out)
-        if done.config != config.as_dict():
+        if _deciding(done.config) != _deciding(config.as_dict()):
             raise FileExistsError(
                 f"{config.out} holds a finished stage with another config; choose another --out"
             )
