@@ -36,6 +36,14 @@ class SimConfig:
     run_memory_bytes: int = 4 * 1024**3
     run_file_bytes: int = 256 * 1024**2
     run_dir_bytes: int = 1024**3
+    build_cpu_limit_s: float = 300.0
+    """CPU seconds one call's build may use over all its processes together (Verilator,
+    make, the compilers); a build past it is ``rejected`` (and cached like any verdict).
+    Kept by polling the build's process tree (:mod:`~llm4cov.sim.process`)."""
+    build_memory_bytes: int = 8 * 1024**3
+    """Resident memory of all the build's processes together; past it: ``rejected``."""
+    build_processes: int = 256
+    """Processes the build may run at once; past it: ``rejected``."""
     progress_file: str | None = None
     """A file the evaluator overwrites with the step it is in (``static check``,
     ``build``, ``run``, ``coverage``) for a live display (``llm4cov gen``); None: off."""

@@ -19,6 +19,7 @@ from pydantic import ValidationError
 from llm4cov.tasks.filelist import parse_filelist, resolve_repo
 from llm4cov.tasks.hdl import HDL_SUFFIXES, parse_design, top_modules
 from llm4cov.tasks.model import SourceFile, Task, TaskError
+from llm4cov.tasks.names import name_errors
 from llm4cov.util.jsonl import iter_json_objects
 
 SPEC_SUFFIXES = (".md", ".txt", ".rst")
@@ -61,7 +62,8 @@ def task_from_dir(
     ``directory``. Module structure is read with the include dirs and macros.
 
     Raises:
-        TaskError: the directory is missing or has no RTL, ``top`` is not declared,
+        TaskError: the directory is missing or has no RTL, an RTL file name is not
+            usable in the work dir (:mod:`llm4cov.tasks.names`), ``top`` is not declared,
             or the top module is ambiguous (the message lists the candidates), an
             include dir lies outside the directory, or the filelist is unusable.
     """
@@ -82,6 +84,9 @@ def task_from_dir(
         rtl = build.pop("rtl")
     if not rtl:
         raise TaskError(f"{root}: no RTL files ({', '.join(HDL_SUFFIXES)}) found")
+    if errors := name_errors("rtl file", [f.name for f in rtl]):
+        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+        raise TaskError(f"{root}: {errors[0]}{more}")
     design = parse_design(rtl, build["include_dirs"], build["defines"], build["compile_files"])
     decls = design.decls()
     declared = [d.name for d in decls]
