@@ -34,9 +34,10 @@ The work dir's link to that header is removed when the build ends: the simulatio
 never sees the store.
 
 Bounds per call (``SimConfig.build_cpu_limit_s``, ``build_memory_bytes``,
-``build_processes``): CPU time over all the build's processes, their memory together
-and their count, polled on the process tree (no cgroup; :mod:`~llm4cov.sim.process`),
-with per-process rlimits as the backstop. A build past one ends with
+``build_processes``): the CPU time of each step over all its processes (per job it
+runs in parallel: Verilator one, make ``build_jobs``), their memory together and their
+count, polled on the process tree (no cgroup; :mod:`~llm4cov.sim.process`), with
+per-process rlimits as the backstop. A build past one ends with
 ``ProcessResult.exceeded`` set.
 
 Splitting the build also fixes large designs, for which Verilator splits its output and
@@ -114,32 +115,25 @@ def make_command(config: SimConfig, jobs: int) -> list[str]:
 
 
 class _Budget:
-    """The per-call bounds of one build (``SimConfig.build_*``): the CPU seconds left
-    over its steps, the memory and process bounds of each step."""
+    """The per-call bounds of one build (``SimConfig.build_*``) and its deadline: each
+    step may use ``build_cpu_limit_s`` CPU seconds per job it runs in parallel
+    (Verilator one, make ``jobs``), and the memory and process bounds."""
 
     def __init__(self, config: SimConfig, deadline: float) -> None:
         self.config, self.deadline = config, deadline
-        self.cpu_left = config.build_cpu_limit_s
 
-    def limits(self) -> Limits:
-        left = max(0.0, self.cpu_left)
+    def limits(self, jobs: int = 1) -> Limits:
+        cpu = self.config.build_cpu_limit_s * max(1, jobs)
         return Limits(
-            cpu_s=int(left) + 10,  # backstop of one process; the tree bound acts first
+            cpu_s=int(cpu) + 10,  # backstop of one process; the tree bound acts first
             memory_bytes=PROCESS_MEMORY_BYTES,
-            tree_cpu_s=left,
+            tree_cpu_s=cpu,
             tree_memory_bytes=self.config.build_memory_bytes,
             tree_processes=self.config.build_processes,
         )
 
     def timeout_s(self) -> float:
         return max(1.0, self.deadline - time.monotonic())
-
-    def spend(self, result: ProcessResult) -> ProcessResult:
-        """Count a step's CPU; a step that ended on the CPU left is over the bound."""
-        self.cpu_left -= result.cpu_s
-        if result.exceeded is None and self.cpu_left < 0:
-            return dataclasses.replace(result, exceeded="cpu")
-        return result
 
 
 def run_build(
@@ -155,15 +149,15 @@ def run_build(
 
     With ``toolchain``, every step runs in the OS sandbox (:func:`build_sandbox`).
     ``returncode`` is the failing step's (Verilator's or make's); ``timed_out`` when the
-    two steps together exceeded ``config.compile_timeout_s``; ``exceeded`` when they
+    two steps together exceeded ``config.compile_timeout_s``; ``exceeded`` when a step
     passed a per-call bound (:class:`_Budget`).
     """
     sandbox = build_sandbox(toolchain) if toolchain else None
     env, make_sandbox = _with_ccache(env, config, sandbox)
     budget = _Budget(config, time.monotonic() + config.compile_timeout_s)
     shutil.rmtree(workdir / "obj", ignore_errors=True)  # nothing from an earlier build
-    verilated = budget.spend(_step(verilate_cmd, workdir, env, config, budget, sandbox,
-                                   cwd=sources(workdir)))
+    verilated = _step(verilate_cmd, workdir, env, config, budget.limits(), budget, sandbox,
+                      cwd=sources(workdir))
     if verilated.timed_out or verilated.returncode != 0 or verilated.exceeded:
         return verilated
     make = make_command(config, config.jobs())
@@ -189,7 +183,8 @@ def run_build(
             make_sandbox, readonly=[*make_sandbox.readonly, entry]
         )
     try:
-        made = budget.spend(_step(make, workdir, env, config, budget, make_sandbox))
+        made = _step(make, workdir, env, config, budget.limits(config.jobs()), budget,
+                     make_sandbox)
     finally:
         if pch.is_symlink():  # the simulation never gets a link into the store
             pch.unlink()
@@ -254,16 +249,17 @@ def _with_ccache(
 
 
 def _step(
-    cmd, workdir: Path, env, config: SimConfig, budget: _Budget, sandbox: Sandbox | None,
-    cwd: Path | None = None,
+    cmd, workdir: Path, env, config: SimConfig, limits: Limits, budget: _Budget,
+    sandbox: Sandbox | None, cwd: Path | None = None,
 ) -> ProcessResult:
-    """One build step in ``cwd`` (default: the work dir), within the call's budget."""
+    """One build step in ``cwd`` (default: the work dir) under ``limits``, by the call's
+    deadline."""
     return run_limited(
         cmd,
         cwd=str(cwd or workdir),
         env=env,
         timeout_s=budget.timeout_s(),
-        limits=budget.limits(),
+        limits=limits,
         output_cap=config.output_cap_bytes,
         sandbox=sandbox,
         workdir=str(workdir),

@@ -331,12 +331,12 @@ class Evaluator:
                     ) -> Observation:
         """The ``rejected`` observation of a build past a per-call bound."""
         cfg = self.config
-        limit = {"cpu": f"{cfg.build_cpu_limit_s:g} s of CPU",
+        limit = {"cpu": f"{cfg.build_cpu_limit_s:g} s of CPU per parallel job",
                  "memory": f"{cfg.build_memory_bytes >> 20} MiB of memory",
                  "processes": f"{cfg.build_processes} processes"}.get(which, which)
-        why = (f"the build passed its {BOUND_NAMES.get(which, which)} bound ({limit} over "
-               "all its processes together; kept by polling the process tree with "
-               "per-process rlimits behind it, no cgroup) and was stopped")
+        why = (f"the build passed its {BOUND_NAMES.get(which, which)} bound ({limit}, all "
+               "its processes together; kept by polling the process tree with per-process "
+               "rlimits behind it, no cgroup) and was stopped")
         return Observation(
             status=Status.REJECTED,
             log=bound(f"Rejected while building: {why}.\n{build_log}", cfg.log_limit_chars),
