@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from llm4cov.tasks.names import name_errors
+from llm4cov.tasks.names import name_errors, unsafe_chars
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_$]*")
 
@@ -123,6 +123,8 @@ class Task(BaseModel):
             path = PurePosixPath(d)
             if path.is_absolute() or ".." in path.parts:
                 raise ValueError(f"include dir must be relative to the repository: {d!r}")
+            if why := unsafe_chars(d):
+                raise ValueError(f"include dir {d!r} {why}")
         return [str(PurePosixPath(d)) for d in dirs]
 
     @field_validator("defines", "parameters")
