@@ -135,6 +135,19 @@ def test_every_sandboxed_step_runs_without_the_users_keys(keys, tmp_path, monkey
         assert not _leaked(step) and "API_KEY" not in step, step
 
 
+def test_a_formal_job_runs_without_the_users_keys(keys, tmp_path):
+    """Formal jobs use the same sandboxed runner; the job here prints its environment."""
+    from llm4cov.formal.tools import FormalToolError, find_tools, run_tool
+
+    try:
+        tools = find_tools()
+    except FormalToolError as exc:
+        pytest.skip(str(exc))
+    done = run_tool(tools, ["env"], tmp_path, timeout_s=60)
+    assert done.returncode == 0 and "PATH=" in done.output, done.output
+    assert not _leaked(done.output) and "API_KEY" not in done.output
+
+
 @pytest.mark.requires_verilator
 def test_a_make_variable_naming_a_key_expands_to_nothing(keys):
     """make expands $(NAME) from its environment: a key there reached the log."""

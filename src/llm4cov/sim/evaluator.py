@@ -109,11 +109,11 @@ class Evaluator:
                 an RTL file (:mod:`llm4cov.tasks.names`; loaders refuse those first).
         """
         rtl_names = [f.name for f in call.task.rtl_files]
-        if errors := name_errors("aux file", [f.name for f in call.aux_files], rtl_names):
+        aux_names = [f.name for f in call.aux_files]
+        if errors := name_errors("aux file", aux_names, rtl_names):
             raise ValueError("; ".join(errors))
-        tb = SourceFile(name=_tb_name(call.tb_name, [*rtl_names, *(f.name for f in call.aux_files)],
-                                      self.backend.reserved_names),
-                        content=call.testbench)
+        name = _tb_name(call.tb_name, [*rtl_names, *aux_names], self.backend.reserved_names)
+        tb = SourceFile(name=name, content=call.testbench)
         if self._results is None or extend is not None:
             return self._noted(self._evaluate(call, tb, extend))
         key = result_key(
@@ -129,13 +129,16 @@ class Evaluator:
         return obs
 
     def inspect(self, task: Task, tb: SourceFile,
-                aux: tuple[SourceFile, ...] | list[SourceFile] = ()) -> Inspection:
+                aux: tuple[SourceFile, ...] | list[SourceFile] = (), guard: bool = True
+                ) -> Inspection:
         """The static check of ``tb`` (reasons; empty when ``SimConfig.static_check`` is
-        off) and Verilator's view of the sources, as :meth:`evaluate_call` runs it."""
+        off) and Verilator's view of the sources, as :meth:`evaluate_call` runs it
+        (``guard``: :func:`~llm4cov.sim.sandbox.inspect_testbench`'s)."""
         inspection = inspect_testbench(
             tb.content, tb.name, task, command=self.backend.preprocess_command(task, tb),
             aux_files=list(aux), env=self.backend.env(), workdir_root=self.config.workdir_root,
             sandbox=self.backend.check_sandbox() if self.config.sandbox else None,
+            guard=guard,
         )
         return inspection if self.config.static_check else Inspection([], inspection.view)
 
@@ -316,13 +319,10 @@ class Evaluator:
             return []
         final = rewrite.rewritten
         task = task.model_copy(update={"rtl_files": [
-            SourceFile(name=f.name, content=final.get(f.name, f.content)) for f in task.rtl_files]})
-        tb = SourceFile(name=tb.name, content=final.get(tb.name, tb.content))
-        after = inspect_testbench(
-            tb.content, tb.name, task, command=self.backend.preprocess_command(task, tb),
-            aux_files=aux, env=self.backend.env(), workdir_root=self.config.workdir_root,
-            sandbox=self.backend.check_sandbox() if self.config.sandbox else None, guard=False,
-        )
+            SourceFile(name=f.name, content=final.get(f.name, f.content))
+            for f in task.rtl_files]})
+        after = self.inspect(task, SourceFile(name=tb.name, content=final.get(tb.name, tb.content)),
+                             aux, guard=False)
         if after.reasons or view is None or after.view is None:
             return after.reasons
         return new_findings(view, after.view)
