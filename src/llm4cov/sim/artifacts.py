@@ -265,6 +265,9 @@ class ArtifactStore:
             workdir=str(scratch),
         )
         if result.returncode != 0 or result.timed_out or not out.is_file():
+            log.info("store: compiling %s failed (exit %s%s): %s", entry.name,
+                     result.returncode, ", timed out" if result.timed_out else "",
+                     result.output[-2000:])
             return None
         return out.read_bytes()
 
