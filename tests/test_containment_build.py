@@ -86,22 +86,28 @@ def test_make_never_reads_the_dependency_files_verilator_writes(keys, tmp_path):
 
 
 @pytest.mark.requires_verilator
-def test_an_aux_file_named_like_a_dependency_file_is_no_makefile(keys, tmp_path):
-    """An aux file `obj/x.d` landed in Verilator's -Mdir; now it lies in the sources
-    folder, apart from the evaluator's files, and log names stay the repo's own."""
-    aux = SourceFile(name="obj/llm4cov_extra.d", content=f"{MAKE_CODE}\n")
+def test_files_named_like_the_evaluators_own_are_ordinary_repo_files(keys, tmp_path):
+    """Aux files named `obj/x.d` (make read it as a makefile), like the precompiled
+    header (every object force-included it, and the store kept them) or the driver's
+    hooks header now lie in the sources folder, apart from the evaluator's files; log
+    names stay the repo's own."""
+    aux = [SourceFile(name="obj/llm4cov_extra.d", content=f"{MAKE_CODE}\n"),
+           SourceFile(name="llm4cov_pch/llm4cov_pch.h", content="#error POISONED-PCH\n"),
+           SourceFile(name="driver_hooks.h", content="#error POISONED-HOOKS\n")]
     config = SimConfig(result_cache=False, keep_workdir=True, workdir_root=str(tmp_path))
-    obs = Evaluator(config).evaluate(TASK, TB, aux_files=[aux])
+    obs = Evaluator(config).evaluate(TASK, TB, aux_files=aux)
     assert obs.status is Status.SUCCESS, obs.log
-    assert "MAKE-RAN" not in obs.log and not _leaked(obs.log)
+    assert "MAKE-RAN" not in obs.log and "POISONED" not in obs.log and not _leaked(obs.log)
     assert "tb.sv:5: Verilog $finish" in obs.log and str(tmp_path) not in obs.log
     assert {f.file for f in obs.uncovered} <= {"counter.sv"}
     (work,) = tmp_path.glob("llm4cov-*")
     src = workdirs.sources(work)
-    assert sorted(p.name for p in src.iterdir()) == ["counter.sv", "obj", "tb.sv"]
+    assert sorted(p.name for p in src.iterdir()) == [
+        "counter.sv", "driver_hooks.h", "llm4cov_pch", "obj", "tb.sv"]
     assert (src / "obj" / "llm4cov_extra.d").is_file()
     assert {"obj", "driver_main.cpp", "coverage.dat"} <= {p.name for p in work.iterdir()}
     assert not (work / "obj" / "llm4cov_extra.d").exists()
+    assert (work / "driver_hooks.h").read_text() != "#error POISONED-HOOKS\n"
 
 
 # -- the environment of every sandboxed step ---------------------------------------------
@@ -162,7 +168,6 @@ def test_a_make_variable_naming_a_key_expands_to_nothing(keys):
 
 
 @pytest.mark.parametrize(("names", "message"), [
-    (["counter.sv", "llm4cov_pch/llm4cov_pch.h"], "starts with 'llm4cov_'"),
     (["counter.sv", "x$(shell id).sv"], "holds '$'"),
     (["counter.sv", "a b.sv"], "holds ' '"),
     (["counter.sv", "in\nc.vh"], "holds '\\n'"),
@@ -176,7 +181,7 @@ def test_unusable_or_colliding_rtl_names_are_refused_when_the_task_loads(names, 
              dut_module_name="counter")
 
 
-@pytest.mark.parametrize("aux", ["llm4cov_pch/llm4cov_pch.h", "counter.sv", "x$(y).hex"])
+@pytest.mark.parametrize("aux", ["counter.sv", "counter.sv/x.hex", "x$(y).hex", "a\x1b]0;t"])
 def test_an_unusable_aux_name_never_reaches_the_work_dir(aux):
     call = SimCall(TASK, TB, aux_files=(SourceFile(name=aux, content="x\n"),))
     with pytest.raises(ValueError, match="aux file name"):

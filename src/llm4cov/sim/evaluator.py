@@ -397,15 +397,17 @@ class Evaluator:
 def _tb_name(name: str, taken: list[str], reserved: frozenset[str]) -> str:
     """The testbench file name: its base name with every character outside the
     file-name rule (:func:`~llm4cov.tasks.names.unsafe_chars`) made ``_``, renamed
-    (:data:`~llm4cov.tasks.names.RESERVED_PREFIX`) if it would collide with one of the
+    (``llm4cov_``, ``llm4cov_2_``, ... before it) while it would collide with one of the
     ``taken`` names (RTL and aux files) or the backend's ``reserved`` files."""
-    name = "".join(c if unsafe_chars(c) is None else "_"
+    base = "".join(c if unsafe_chars(c) is None else "_"
                    for c in PurePosixPath(name).name) or "tb.sv"
-    if not name.endswith(COMPILED_SUFFIXES):
-        name += ".sv"
+    if not base.endswith(COMPILED_SUFFIXES):
+        base += ".sv"
     clash = {*taken, *reserved}
-    free = name not in clash and not any(c.startswith(f"{name}/") for c in clash)
-    return name if free else f"{RESERVED_PREFIX}{name}"
+    candidates = [base, f"{RESERVED_PREFIX}{base}",
+                  *(f"{RESERVED_PREFIX}{k}_{base}" for k in range(2, len(clash) + 2))]
+    return next(c for c in candidates  # one of len(clash) + 2 names is free
+                if c not in clash and not any(t.startswith(f"{c}/") for t in clash))
 
 
 def _write(path: Path, content: str) -> None:

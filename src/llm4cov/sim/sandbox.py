@@ -343,9 +343,10 @@ def _verilator_view(
     if len(part) > limits.expanded_bytes:
         return [f"{name}: {EXCEEDED} (expands to more than "
                 f"{limits.expanded_bytes >> 20} MiB)"], None
-    view = Preprocessed(pp, markers, start.offset, name,
-                        _outside_files(markers, src, vlex.SourceMap(pp, markers, name).where),
-                        errors)
+    # the whole view's included files are judged now, while the scratch dir exists
+    # (links); its positions are only mapped when one lies outside (rare)
+    view = Preprocessed(pp, markers, start.offset, name, _outside_files(
+        markers, src, lambda at: vlex.SourceMap(pp, markers, name).where(at)), errors)
     inside = [_shift(m, start.offset) for m in markers if m.offset >= start.offset]
     where = vlex.SourceMap(part, inside, name).where
     reasons += _outside_files(inside, src, where)

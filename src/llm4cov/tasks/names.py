@@ -4,13 +4,13 @@ A repository, task or aux file name becomes a path in the work dir's sources fol
 and an argument of Verilator; Verilator records it in files make could read, logs and
 coverage records carry it. So every such name (``Task.rtl_files``, a reference
 testbench's ``aux_files``, ``--aux``, the testbench's own) is refused at load time
-unless it is a relative path whose components use only :data:`SAFE_CHARS`, are not
-``.``, ``..`` or empty, and whose first component does not start with
-:data:`RESERVED_PREFIX` (the evaluator's own files in that folder: a renamed
-testbench, a waveform dump). Names that would collide in one work dir (twice the same
-name, a file where another name needs a folder) are refused too. The static check
-applies the same character rule to the file names of `` `line`` directives
-(:func:`unsafe_chars`).
+unless it is a relative path whose components use only :data:`SAFE_CHARS` and are not
+``.``, ``..`` or empty. Names that would collide in one work dir (twice the same name,
+a file where another name needs a folder) are refused too. No other name is reserved:
+the sources folder holds nothing of the evaluator's but the testbench, which is
+renamed (:data:`RESERVED_PREFIX`) when its name is taken, so ``obj/x.d`` or
+``llm4cov_pch/llm4cov_pch.h`` are ordinary files there. The static check applies the
+same character rule to the file names of `` `line`` directives (:func:`unsafe_chars`).
 
 The set excludes everything make, a shell or a SystemVerilog string gives a meaning to
 (``$ ( ) % : ; # * ? [ ] ~ ' " \\`` white space, control characters) and non-ASCII
@@ -27,7 +27,7 @@ from pathlib import PurePosixPath
 #: The characters a work-dir file name may use (besides ``/`` between components).
 SAFE_CHARS = "A-Z a-z 0-9 _ . - + = , @"
 _SAFE = re.compile(r"[A-Za-z0-9_.+=,@-]+")
-#: First-component prefix reserved for the evaluator's own files in the sources folder.
+#: The prefix of the name a testbench is renamed to when its own is taken.
 RESERVED_PREFIX = "llm4cov_"
 
 
@@ -47,11 +47,8 @@ def work_name_problem(name: str) -> str | None:
         return "is empty"
     if why := unsafe_chars(name):
         return why
-    parts = name.split("/")
-    if name.startswith("/") or any(p in ("", ".", "..") for p in parts):
+    if name.startswith("/") or any(p in ("", ".", "..") for p in name.split("/")):
         return "must be a relative path without empty, '.' or '..' components"
-    if parts[0].lower().startswith(RESERVED_PREFIX):
-        return f"starts with {RESERVED_PREFIX!r}, which is reserved for the evaluator's files"
     return None
 
 
