@@ -164,7 +164,8 @@ def test_a_tampered_stored_object_is_rebuilt_not_used():
     rebuilt = []
     for driver in drivers:
         head, body = driver.read_bytes().split(b"\n", 1)
-        if head == b"sha256:" + hashlib.sha256(body).hexdigest().encode():
+        digest = hashlib.sha256(body).hexdigest()
+        if head == f"llm4cov-object/2 key={driver.stem} sha256={digest}".encode():
             rebuilt.append(driver)
             assert b"llm4cov-end/1" in body
     assert len(rebuilt) == 1  # the one this build uses; the others stay unused

@@ -16,23 +16,32 @@ from llm4cov.sim.rtl_check import stop_on_rtl_error
 from llm4cov.tasks.hdl import module_decls
 from llm4cov.tasks.loaders import read_text
 from llm4cov.tasks.model import SourceFile, Task
+from llm4cov.tasks.names import name_errors, unsafe_chars
 from llm4cov.util.escape import json_terminal, terminal
 from llm4cov.util.progress import Phase
 from llm4cov.util.settings import load
 
 
-def _read_testbench(tb: Path, aux: list[Path]) -> tuple[str, list[SourceFile], list[str]]:
+def _read_testbench(tb: Path, aux: list[Path], task: Task
+                    ) -> tuple[str, list[SourceFile], list[str]]:
     """The testbench text, the ``--aux`` files it reads, and notes about both.
 
     Raises:
-        CliError: an ``--aux`` path cannot be read (exit 2).
+        CliError: an ``--aux`` path cannot be read, or a name (the testbench's, an aux
+            file's) is not usable in the work dir or collides with an RTL file (exit 2).
     """
+    if why := unsafe_chars(tb.name):
+        raise common.fail(f"testbench file name {tb.name!r} {why}")
     notes: list[str] = []
     text = read_text(tb, notes)
     try:
         aux_files, aux_notes = hints.aux_files(aux, tb, SourceFile(name=tb.name, content=text))
     except OSError as exc:
         raise common.fail(str(exc)) from exc
+    if errors := name_errors("--aux file", [f.name for f in aux_files],
+                             taken=[f.name for f in task.rtl_files]):
+        raise common.fail(errors[0] + (f" (and {len(errors) - 1} more)" if len(errors) > 1
+                                       else ""))
     return text, aux_files, notes + aux_notes
 
 
@@ -71,7 +80,7 @@ def sim(
     if show:
         print_config(settings)
         return
-    text, aux_files, notes = _read_testbench(tb, aux)
+    text, aux_files, notes = _read_testbench(tb, aux, task)
     request = report_opts.ReportRequest(html, lcov, ucis, trace, keep_workdir, exclude)
     what = f"{tb.name} against {task.dut_module_name}"
     with Phase(common.console, common.simulating(settings.sim_config(), what)):

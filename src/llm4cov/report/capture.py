@@ -17,13 +17,18 @@ Waveforms (``trace="vcd"`` or ``"fst"``): the build adds Verilator's ``--trace``
 when built with it). A testbench that calls ``$dumpfile`` keeps its own dump (the
 sandbox only lets it write inside the work dir); otherwise a bound module
 (``bind <tb top> llm4cov_trace``) dumps the whole design to ``llm4cov_trace.<ext>``.
-The dump is kept when it is at most ``trace_max_bytes``; the run's file-size limit
-(``SimConfig.run_file_bytes``) bounds it during the run.
+That module is generated code: the evaluator appends it to the testbench as compiled
+(``Evaluator.evaluate_call(extend=...)``) and checks the result like the testbench;
+the top's name comes from the evaluator's own structure plan (Verilator's view) and is
+written as an escaped identifier (:func:`sv_identifier`), so no name the testbench
+chose becomes code. The dump is kept when it is at most ``trace_max_bytes``; the run's
+file-size limit (``SimConfig.run_file_bytes``) bounds it during the run.
 
 What the testbench wrote is never trusted for a path or a name: the coverage read is
 the evaluator's own (renamed to ``coverage.dat`` in the kept work dir, at most
 ``COVERAGE_MAX_BYTES``), and the dump copied is a regular file (no link) that the run
-left inside the work dir, found by walking it without following links.
+left inside the work dir, found by walking it without following links. Which modules
+are RTL (``Capture.modules``, for the reports) is the evaluator's plan of the run.
 """
 
 from __future__ import annotations
@@ -42,8 +47,8 @@ from llm4cov.sim.call import SimCall
 from llm4cov.sim.config import SimConfig
 from llm4cov.sim.coverage import DesignModules, Point, parse_coverage_dat
 from llm4cov.sim.observation import CoverageData, EndReason, Observation
-from llm4cov.sim.structure import StructureError, TestbenchPlan, plan_testbench
-from llm4cov.tasks.model import SourceFile, Task
+from llm4cov.sim.structure import TestbenchPlan
+from llm4cov.tasks.model import Task, is_identifier
 
 TRACE_FORMATS = ("vcd", "fst")
 TRACE_MAX_BYTES = 100 * 1024**2
@@ -65,16 +70,31 @@ class Capture:
     notes: list[str] = field(default_factory=list)
 
 
-def trace_module(tb_top: str, ext: str) -> SourceFile:
-    """The bound module that dumps every signal when the testbench dumps nothing."""
-    return SourceFile(
-        name=f"{TRACE_MODULE}.sv",
-        content=(
-            f"module {TRACE_MODULE};\n"
-            f'  initial begin $dumpfile("{TRACE_MODULE}.{ext}"); $dumpvars; end\n'
-            f"endmodule\n"
-            f"bind {tb_top} {TRACE_MODULE} {TRACE_MODULE}_u();\n"
-        ),
+def sv_identifier(name: str) -> str | None:
+    """``name`` as SystemVerilog source: itself when a simple identifier, else as an
+    escaped identifier (``\\name`` and a space, IEEE 1800 5.6.1), which ends at white
+    space, so none of its characters can become code; None when it holds white space
+    or a character outside printable ASCII (no identifier can be written for it)."""
+    if is_identifier(name):
+        return name
+    if name and all(33 <= ord(c) <= 126 for c in name):
+        return f"\\{name} "
+    return None
+
+
+def trace_module(tb_top: str, ext: str) -> str | None:
+    """The module, bound into the testbench top, that dumps every signal when the
+    testbench dumps nothing (generated code: a `` `line`` names it
+    ``llm4cov_trace.sv``); None when no identifier can name ``tb_top``."""
+    target = sv_identifier(tb_top)
+    if target is None:
+        return None
+    return (
+        f'`line 1 "{TRACE_MODULE}.sv" 0\n'
+        f"module {TRACE_MODULE};\n"
+        f'  initial begin $dumpfile("{TRACE_MODULE}.{ext}"); $dumpvars; end\n'
+        f"endmodule\n"
+        f"bind {target} {TRACE_MODULE} {TRACE_MODULE}_u();\n"
     )
 
 
@@ -90,14 +110,6 @@ def fst_headers_missing() -> str | None:
         return None
     return ("--trace fst needs the zlib and lz4 C headers (Debian: zlib1g-dev liblz4-dev); "
             "use --trace vcd")
-
-
-def _plan(task: Task, testbench: str, tb_name: str) -> TestbenchPlan | None:
-    try:
-        return plan_testbench(task.rtl_files, SourceFile(name=tb_name, content=testbench),
-                              task.dut_module_name, None)
-    except StructureError:
-        return None  # the evaluator reports it as a compile error
 
 
 def capture(
@@ -142,19 +154,21 @@ def _capture_in(root: Path, task: Task, testbench: str, config: SimConfig,
                 keep_coverage_dat: bool) -> Capture:
     from llm4cov.sim.evaluator import Evaluator
 
-    aux: list[SourceFile] = []
     extra = list(config.extra_verilator_args)
     own_dump = _DUMPFILE.search(testbench)
-    plan = _plan(task, testbench, tb_name)
+    plans: list[TestbenchPlan] = []
+
+    def extend(plan: TestbenchPlan) -> str:
+        plans.append(plan)
+        return (trace_module(plan.tb_top, trace) or "") if trace and own_dump is None else ""
+
     if trace:
         extra.append("--trace" if trace == "vcd" else "--trace-fst")
-        if own_dump is None and plan is not None:
-            aux.append(trace_module(plan.tb_top, trace))
-            extra.append(aux[0].name)
     cfg = replace(config, keep_workdir=True, workdir_root=str(root), result_cache=False,
                   extra_verilator_args=tuple(extra))
-    obs = Evaluator(cfg).evaluate(task, testbench, tb_name=tb_name, aux_files=aux,
-                                  any_instance=any_instance)
+    obs = Evaluator(cfg).evaluate_call(
+        SimCall(task, testbench, tb_name, any_instance=any_instance), extend=extend)
+    plan = plans[0] if plans else None
     work = next(root.glob("llm4cov-*"), None)
     result = Capture(observation=obs, points=[], dut_hier=(
         obs.coverage.dut_hier if obs.coverage else plan.dut_hier if plan else ""),
@@ -209,15 +223,21 @@ def evaluate_keeping(config: SimConfig, call: SimCall) -> Observation:
     from llm4cov.sim.evaluator import Evaluator
 
     root = workdirs.create(config.workdir_root, prefix="llm4cov-keep-")
+    plans: list[TestbenchPlan] = []
+
+    def keep_plan(plan: TestbenchPlan) -> str:  # the evaluator's own plan, no extra code
+        plans.append(plan)
+        return ""
+
     try:
         cfg = replace(config, keep_workdir=True, workdir_root=str(root), result_cache=False)
-        obs = Evaluator(cfg).evaluate_call(replace(call, keep_coverage=False))
+        obs = Evaluator(cfg).evaluate_call(replace(call, keep_coverage=False), extend=keep_plan)
         work = next(root.glob("llm4cov-*"), None)
         notes: list[str] = []
         dat = _kept_coverage(work, notes) if work is not None else None
         if dat is None:
             return obs.model_copy(update={"notes": [*obs.notes, *notes]}) if notes else obs
-        plan = _plan(call.task, call.testbench, call.tb_name)
+        plan = plans[0] if plans else None
         data = CoverageData(
             dat_zlib=zlib.compress(dat.read_bytes()),
             dut_hier=obs.coverage.dut_hier if obs.coverage else plan.dut_hier if plan else "",
@@ -281,7 +301,7 @@ def _keep_dump(work: Path, wanted: str, out_dir: Path, cap: int, result: Capture
     if not dumps:
         result.notes.append(f"no waveform dump was written ({Path(wanted).name})")
         return
-    dump = next((d for d in dumps if d == work / wanted), dumps[0])
+    dump = next((d for d in dumps if d == workdirs.sources(work) / wanted), dumps[0])
     size = _regular_size(dump)
     if size == 0:
         result.notes.append(f"no waveform dump was written ({dump.name})")

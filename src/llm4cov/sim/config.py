@@ -36,6 +36,16 @@ class SimConfig:
     run_memory_bytes: int = 4 * 1024**3
     run_file_bytes: int = 256 * 1024**2
     run_dir_bytes: int = 1024**3
+    build_cpu_limit_s: float = 240.0
+    """CPU seconds a build step may use over all its processes together, per job it runs
+    in parallel (Verilator one, make ``build_jobs``): below ``compile_timeout_s``, so
+    an elaboration that explodes is stopped by it, ``rejected`` and cached like any
+    verdict (a wall-clock timeout is not). Kept by polling the step's process tree
+    (:mod:`~llm4cov.sim.process`)."""
+    build_memory_bytes: int = 8 * 1024**3
+    """Resident memory of all the build's processes together; past it: ``rejected``."""
+    build_processes: int = 256
+    """Processes the build may run at once; past it: ``rejected``."""
     progress_file: str | None = None
     """A file the evaluator overwrites with the step it is in (``static check``,
     ``build``, ``run``, ``coverage``) for a live display (``llm4cov gen``); None: off."""

@@ -1,11 +1,15 @@
 """The deterministic evaluator ``Sim(repo, testbench) -> Observation``.
 
 One call (a :class:`~llm4cov.sim.call.SimCall`): result-cache lookup (``cache.py``) ->
-static safety checks -> structure checks (testbench top, DUT instance) -> in a fresh
-temporary work dir: the pyslang pre-check (``precheck.py``) -> the simulator backend's
-build (``sim/backends/``; Verilator by default: ``--cc --exe --timing`` with our driver
-main, then make) -> its run with a fixed seed, resource limits and a simulated-time
-limit -> coverage of the DUT subtree. The evaluator owns the steps that are the same for
+static safety checks -> structure checks (testbench top, DUT instance; on Verilator's
+own preprocessed view of the sources, :class:`~llm4cov.sim.sandbox.Preprocessed`) ->
+in a fresh temporary work dir (the repo's, aux and testbench files in its sources
+folder, :mod:`~llm4cov.sim.workdirs`): the pyslang pre-check (``precheck.py``) ->
+source rewrites, checked again when they changed the testbench or the RTL -> the
+simulator backend's build (``sim/backends/``; Verilator by default: ``--cc --exe
+--timing`` with our driver main, then make; bounded in CPU, memory and processes per
+call) -> its run with a fixed seed, resource limits and a simulated-time limit ->
+coverage of the DUT subtree. The evaluator owns the steps that are the same for
 every simulator; the backend owns the build command, the run environment, the end
 record and the classification of a run. Nothing is ever written into the user's
 repository; the work dir is removed after. The speed levers (pre-check, caches, build
@@ -27,23 +31,26 @@ import contextlib
 import hashlib
 import logging
 import time
+from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 
 from llm4cov.sim import coverage as cov
 from llm4cov.sim import hints, isolation, precheck, rtl_check, workdirs
 from llm4cov.sim.backends import DEFAULT_BACKEND, SimBackend, get_backend
+from llm4cov.sim.build import BOUND_NAMES
 from llm4cov.sim.cache import ResultCache, cache_root, cacheable, result_key
 from llm4cov.sim.call import SimCall
 from llm4cov.sim.config import SimConfig
 from llm4cov.sim.exclusions import excluded_note, parse_rules, split_points
 from llm4cov.sim.feedback_terms import sim_time_text
 from llm4cov.sim.instances import plan_per_instance
-from llm4cov.sim.logs import bound, clean_build_log
+from llm4cov.sim.logs import bound, clean_build_log, scrub_paths
 from llm4cov.sim.observation import Observation, Status
-from llm4cov.sim.sandbox import check_testbench
+from llm4cov.sim.sandbox import Inspection, Preprocessed, inspect_testbench, new_findings
 from llm4cov.sim.structure import StructureError, TestbenchPlan, plan_testbench
 from llm4cov.tasks.hdl import COMPILED_SUFFIXES, search_dirs
 from llm4cov.tasks.model import SourceFile, Task
+from llm4cov.tasks.names import RESERVED_PREFIX, name_errors, unsafe_chars
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +58,9 @@ NO_SANDBOX_NOTE = (
     "built and run WITHOUT the OS sandbox (--no-sandbox): only the static check stood "
     "between this testbench and the host"
 )
+#: Generated code for a call: SystemVerilog to append to the testbench as compiled,
+#: made from the call's structure plan (a waveform dumper, say; ``report/capture.py``).
+Extend = Callable[[TestbenchPlan], str]
 
 
 class Evaluator:
@@ -88,14 +98,26 @@ class Evaluator:
         return self.evaluate_call(SimCall(task, testbench, tb_name, tuple(aux_files),
                                           any_instance))
 
-    def evaluate_call(self, call: SimCall) -> Observation:
+    def evaluate_call(self, call: SimCall, *, extend: Extend | None = None) -> Observation:
         """Simulate ``call.testbench`` against ``call.task``'s RTL and measure DUT
         coverage (failures are observations). Served from the result cache when an
-        identical call was made before (``Observation.cached``)."""
-        tb = SourceFile(name=_tb_name(call.tb_name, call.task, self.backend.reserved_names),
-                        content=call.testbench)
-        if self._results is None:
-            return self._blamed(call, self._noted(self._evaluate(call, tb)))
+        identical call was made before (``Observation.cached``).
+
+        ``extend``: generated code appended to the testbench as compiled (never cached;
+        checked like the testbench before the build, :func:`new_findings`).
+
+        Raises:
+            ValueError: an aux file name is not usable in the work dir or collides with
+                an RTL file (:mod:`llm4cov.tasks.names`; loaders refuse those first).
+        """
+        rtl_names = [f.name for f in call.task.rtl_files]
+        aux_names = [f.name for f in call.aux_files]
+        if errors := name_errors("aux file", aux_names, rtl_names):
+            raise ValueError("; ".join(errors))
+        name = _tb_name(call.tb_name, [*rtl_names, *aux_names], self.backend.reserved_names)
+        tb = SourceFile(name=name, content=call.testbench)
+        if self._results is None or extend is not None:
+            return self._blamed(call, self._noted(self._evaluate(call, tb, extend)))
         key = result_key(
             call.task, tb, call.aux_files, call.instance, self.config, self.backend.version,
             self.backend.has_solver,
@@ -107,6 +129,20 @@ class Evaluator:
         if cacheable(obs):
             self._results.put(key, obs)
         return obs
+
+    def inspect(self, task: Task, tb: SourceFile,
+                aux: tuple[SourceFile, ...] | list[SourceFile] = (), guard: bool = True
+                ) -> Inspection:
+        """The static check of ``tb`` (reasons; empty when ``SimConfig.static_check`` is
+        off) and Verilator's view of the sources, as :meth:`evaluate_call` runs it
+        (``guard``: :func:`~llm4cov.sim.sandbox.inspect_testbench`'s)."""
+        inspection = inspect_testbench(
+            tb.content, tb.name, task, command=self.backend.preprocess_command(task, tb),
+            aux_files=list(aux), env=self.backend.env(), workdir_root=self.config.workdir_root,
+            sandbox=self.backend.check_sandbox() if self.config.sandbox else None,
+            guard=guard,
+        )
+        return inspection if self.config.static_check else Inspection([], inspection.view)
 
     def _noted(self, obs: Observation) -> Observation:
         """``obs``, with a note when it was produced without the OS sandbox."""
@@ -131,28 +167,28 @@ class Evaluator:
             self._rtl_verdicts[key] = rtl_check.rtl_error_lines(alone, task)
         return self._rtl_verdicts[key]
 
-    def _evaluate(self, call: SimCall, tb: SourceFile) -> Observation:
+    def _evaluate(self, call: SimCall, tb: SourceFile, extend: Extend | None = None
+                  ) -> Observation:
         task, aux = call.task, list(call.aux_files)
         base = self._base_fields()
         self._phase("static check")
-        reasons = check_testbench(
-            tb.content, tb.name, task, command=self.backend.preprocess_command(task, tb),
-            aux_files=aux, env=self.backend.env(), workdir_root=self.config.workdir_root,
-            sandbox=self.backend.check_sandbox() if self.config.sandbox else None,
-        ) if self.config.static_check else []
-        if reasons:
+        inspection = self.inspect(task, tb, aux)
+        if inspection.reasons:
             return Observation(
                 status=Status.REJECTED,
-                log="Rejected before compiling (unsafe testbench):\n" + "\n".join(reasons),
+                log="Rejected before compiling (unsafe testbench):\n"
+                    + "\n".join(inspection.reasons),
                 **base,
             )
         try:
-            plan = plan_testbench(task.rtl_files, tb, task.dut_module_name, call.instance)
+            plan = plan_testbench(task.rtl_files, tb, task.dut_module_name, call.instance,
+                                  view=inspection.view)
         except StructureError as exc:
             return Observation(status=Status.COMPILE_ERROR, log=str(exc), **base)
         workdir = workdirs.create(self.config.workdir_root)
         try:
-            return self._simulate(task, tb, aux, plan, workdir, base)
+            return self._simulate(task, tb, aux, plan, workdir, base, inspection.view,
+                                  extend(plan) if extend else "")
         except OSError as exc:  # fork/exec failure, disk full: infrastructure, not the TB
             log.warning("evaluator infrastructure error: %s", exc)
             return Observation(
@@ -182,7 +218,8 @@ class Evaluator:
     def _precheck(self, task: Task, tb: SourceFile, plan: TestbenchPlan,
                   workdir: Path) -> list[precheck.Finding]:
         """The pre-check's sure errors; none if pyslang itself fails (Verilator decides)."""
-        dirs = [workdir / d for d in search_dirs(task.rtl_files, task.include_dirs)]
+        src = workdirs.sources(workdir)
+        dirs = [src / d for d in search_dirs(task.rtl_files, task.include_dirs)]
         try:
             return precheck.precheck(task.rtl_files, tb, plan.tb_top, dirs,
                                      defines=task.defines, compile_files=task.compile_files)
@@ -192,10 +229,12 @@ class Evaluator:
             return []
 
     def _simulate(self, task: Task, tb: SourceFile, aux: list[SourceFile],
-                  plan: TestbenchPlan, workdir: Path, base: dict) -> Observation:
+                  plan: TestbenchPlan, workdir: Path, base: dict,
+                  view: Preprocessed | None, generated: str) -> Observation:
         notes: list[str] = []
+        src = workdirs.sources(workdir)
         for f in [*task.rtl_files, *aux, tb]:
-            _write(workdir / f.name, f.content)
+            _write(src / f.name, f.content)
         self.backend.stage(workdir)
         found = self._precheck(task, tb, plan, workdir) if self.config.precheck else []
         if found:
@@ -207,7 +246,14 @@ class Evaluator:
                 **base,
             )
 
-        rewrite = self._rewrite_sources(task, tb, plan, workdir)
+        rewrite = self._rewrite_sources(task, tb, plan, workdir, generated)
+        if rewrite.rewritten and (found := self._recheck(task, tb, aux, rewrite, view)):
+            return Observation(
+                status=Status.REJECTED,
+                log="Rejected before compiling: the sources as the evaluator rewrote or "
+                    "extended them hold what the static check refuses:\n" + "\n".join(found),
+                **base,
+            )
         notes.extend(rewrite.notes)
         notes.extend(hints.missing_data_notes(tb, {f.name for f in [*task.rtl_files, *aux]}))
         t0 = time.monotonic()
@@ -227,14 +273,16 @@ class Evaluator:
             why = None if fixed else why
         if why is None and build.returncode != 0 and rewrite.caused(build.output):
             for name, text in rewrite.originals.items():  # build the sources as given
-                _write(workdir / name, text)
+                _write(src / name, text)
             build = self.backend.build(task, tb, plan, workdir, drop)
             notes.append("the evaluator's rewrite of the sources (per-instance coverage, "
                          "testbench workarounds) did not compile; built them as given")
         base = {**base, "coverage_options": [o for o in base["coverage_options"]
                                              if o not in drop]}
         build_s = time.monotonic() - t0
-        build_log = clean_build_log(build.output, str(workdir))
+        build_log = clean_build_log(scrub_paths(build.output, str(src)), str(workdir))
+        if build.exceeded:
+            return self._over_bound(build.exceeded, build_log, round(build_s, 3), base)
         notes.extend(hints.build_notes(build_log, tb, rewrite.nba_lines))
         if build.timed_out or build.returncode != 0:
             tool_error = why is not None
@@ -256,11 +304,11 @@ class Evaluator:
         return self._run(task, tb, plan, workdir, base, notes, build_log, build_s)
 
     def _rewrite_sources(self, task: Task, tb: SourceFile, plan: TestbenchPlan,
-                         workdir: Path) -> hints.Rewrite:
+                         workdir: Path, generated: str = "") -> hints.Rewrite:
         """Write the sources as compiled: the testbench with known-bug workarounds
-        (``hints.testbench_workarounds``) and, when a module related to the DUT is
-        instantiated more than once, one module copy per instance (``instances.py``).
-        Line numbers never change."""
+        (``hints.testbench_workarounds``) and the ``generated`` code after it and, when a
+        module related to the DUT is instantiated more than once, one module copy per
+        instance (``instances.py``). Line numbers never change."""
         notes = plan.notes(task.dut_module_name)
         fix = hints.testbench_workarounds(tb)
         new = {tb.name: fix.text} if fix.notes else {}
@@ -274,10 +322,47 @@ class Evaluator:
             log.warning("per-instance rewrite failed (%s: %s)", type(exc).__name__, exc)
             notes.append("per-instance coverage unavailable for this design; repeated "
                          "modules are merged per module")
+        if generated:
+            new[tb.name] = new.get(tb.name, tb.content) + "\n" + generated
         for name, text in new.items():
-            _write(workdir / name, text)
+            _write(workdirs.sources(workdir) / name, text)
         given = {f.name: f.content for f in [*task.rtl_files, tb]}
         return hints.Rewrite(notes, fix.nba_lines, {n: given[n] for n in new}, new)
+
+    def _recheck(self, task: Task, tb: SourceFile, aux: list[SourceFile],
+                 rewrite: hints.Rewrite, view: Preprocessed | None) -> list[str]:
+        """What the static check refuses in the sources as rewritten (run on them like
+        on the testbench) that it did not find in the sources it checked; empty when
+        the check is off."""
+        if not self.config.static_check:
+            return []
+        final = rewrite.rewritten
+        task = task.model_copy(update={"rtl_files": [
+            SourceFile(name=f.name, content=final.get(f.name, f.content))
+            for f in task.rtl_files]})
+        after = self.inspect(task, SourceFile(name=tb.name, content=final.get(tb.name, tb.content)),
+                             aux, guard=False)
+        if after.reasons or view is None or after.view is None:
+            return after.reasons
+        return new_findings(view, after.view)
+
+    def _over_bound(self, which: str, build_log: str, build_s: float, base: dict
+                    ) -> Observation:
+        """The ``rejected`` observation of a build past a per-call bound."""
+        cfg = self.config
+        limit = {"cpu": f"{cfg.build_cpu_limit_s:g} s of CPU per parallel job",
+                 "memory": f"{cfg.build_memory_bytes >> 20} MiB of memory",
+                 "processes": f"{cfg.build_processes} processes"}.get(which, which)
+        why = (f"the build passed its {BOUND_NAMES.get(which, which)} bound ({limit}, all "
+               "its processes together; kept by polling the process tree with per-process "
+               "rlimits behind it, no cgroup) and was stopped")
+        return Observation(
+            status=Status.REJECTED,
+            log=bound(f"Rejected while building: {why}.\n{build_log}", cfg.log_limit_chars),
+            notes=[why],
+            build_s=build_s,
+            **base,
+        )
 
     def _run(self, task: Task, tb: SourceFile, plan: TestbenchPlan, workdir: Path,
              base: dict, notes: list[str], build_log: str, build_s: float) -> Observation:
@@ -328,14 +413,20 @@ class Evaluator:
         )
 
 
-def _tb_name(name: str, task: Task, reserved: frozenset[str]) -> str:
-    """The testbench file name, renamed if it would overwrite an RTL file or one of the
-    backend's ``reserved`` files."""
-    name = PurePosixPath(name).name or "tb.sv"
-    if not name.endswith(COMPILED_SUFFIXES):
-        name += ".sv"
-    taken = {f.name for f in task.rtl_files} | reserved
-    return name if name not in taken else f"llm4cov_{name}"
+def _tb_name(name: str, taken: list[str], reserved: frozenset[str]) -> str:
+    """The testbench file name: its base name with every character outside the
+    file-name rule (:func:`~llm4cov.tasks.names.unsafe_chars`) made ``_``, renamed
+    (``llm4cov_``, ``llm4cov_2_``, ... before it) while it would collide with one of the
+    ``taken`` names (RTL and aux files) or the backend's ``reserved`` files."""
+    base = "".join(c if unsafe_chars(c) is None else "_"
+                   for c in PurePosixPath(name).name) or "tb.sv"
+    if not base.endswith(COMPILED_SUFFIXES):
+        base += ".sv"
+    clash = {*taken, *reserved}
+    candidates = [base, f"{RESERVED_PREFIX}{base}",
+                  *(f"{RESERVED_PREFIX}{k}_{base}" for k in range(2, len(clash) + 2))]
+    return next(c for c in candidates  # one of len(clash) + 2 names is free
+                if c not in clash and not any(t.startswith(f"{c}/") for t in clash))
 
 
 def _write(path: Path, content: str) -> None:

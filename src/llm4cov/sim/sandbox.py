@@ -14,6 +14,10 @@ sandbox (:mod:`llm4cov.sim.isolation`) is the real guarantee. Rejected
   ``"/etc"`` to Verilator: any escape is refused, the decoded name is shown), or is
   absolute, contains ``..``, starts with ``~`` or holds control characters;
 - `` `include`` of a file outside the work dir (absolute, ``..``, a link out);
+- `` `line`` directives whose file name holds a character outside the work-dir file
+  name rule (:func:`llm4cov.tasks.names.unsafe_chars`: no ``$``, ``(``, ``:``, white
+  space, quotes, ...): Verilator writes those names into files make could read, and
+  into logs and coverage records;
 - text that expands past the limits (:class:`CheckLimits`, "preprocessing exceeded
   limits"): a macro bomb is cut by Verilator's own per-line token limit or by the
   limits on the child processes, within a second (0.3 s for a 643-byte doubling bomb).
@@ -23,6 +27,13 @@ output of ``verilator -E`` run with the build's own command line (same predefine
 macros such as ``VERILATOR``, same ``-D`` macros, include dirs and file order, so the RTL's
 macros are expanded too), read with Verilator's own lexical rules (:mod:`vlex`).
 Branches Verilator does not take are not checked, because they are not compiled.
+
+The same run gives the evaluator its one view of the testbench
+(:class:`Preprocessed`, from :func:`inspect_testbench`): which modules the testbench
+and the RTL declare is read from this text (:mod:`llm4cov.sim.structure`), never from
+a parse with other macros. When the evaluator rewrites the sources or adds generated
+code, the text it compiles is checked again (:func:`new_findings`): nothing the first
+check did not see may appear.
 
 The evaluator's own pyslang passes (structure, pre-check) parse the raw testbench in its
 process, with other macros than Verilator's. When the testbench uses the preprocessor,
@@ -37,15 +48,17 @@ import json
 import os
 import re
 import sys
+from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from llm4cov.sim import vlex, workdirs
 from llm4cov.sim.process import Limits, Sandbox, run_limited
-from llm4cov.sim.toolchain import Toolchain, find_toolchain
+from llm4cov.sim.toolchain import Toolchain, find_toolchain, host_env
 from llm4cov.tasks.hdl import compile_order, define_args, search_dirs
 from llm4cov.tasks.model import SourceFile, Task
+from llm4cov.tasks.names import unsafe_chars
 
 FORBIDDEN_TASKS = {"$system": "runs a host shell command"}
 #: File tasks and the index of their file-name argument (-1: the last one).
@@ -69,6 +82,8 @@ _TOKEN_LIMIT = "Too many preprocessor tokens"
 _KILLED = "%Error: Command Failed"  # bin/verilator: verilator_bin died or did not exit(1)
 _PP_OUT = "llm4cov_pp.sv"
 _CALL_LOOKAHEAD = 256
+#: What the pyslang guard's Python child needs of the environment (nothing else).
+_PYTHON_ENV = ("PATH", "PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")
 
 
 @dataclass(frozen=True)
@@ -89,6 +104,61 @@ class CheckLimits:
 
 
 EXCEEDED = "preprocessing exceeded limits"
+
+
+@dataclass
+class Preprocessed:
+    """Verilator's view of one call's sources: the ``verilator -E`` output ``text`` of
+    the whole command line, its line ``markers`` and ``tb_offset``, where the
+    testbench's part (named ``name``) starts; ``outside`` and ``errors``: the included
+    files that lie outside the work dir, Verilator's messages (for :meth:`findings`)."""
+
+    text: str
+    markers: list[vlex.LineMarker]
+    tb_offset: int
+    name: str
+    outside: list[str]
+    errors: str
+    _findings: list[str] | None = None
+
+    def rtl_part(self) -> str:
+        """The text of everything compiled before the testbench (the RTL)."""
+        return self.text[: self.tb_offset]
+
+    def tb_part(self) -> str:
+        """The testbench's text as Verilator compiles it (its includes expanded, the
+        RTL's and Verilator's macros applied; `` `line`` markers keep file and line)."""
+        return self.text[self.tb_offset:]
+
+    def findings(self) -> list[str]:
+        """What the static check's rules find anywhere in the text, RTL included (the
+        RTL may use what a testbench may not; :func:`new_findings` compares two views)."""
+        if self._findings is None:
+            where = vlex.SourceMap(self.text, self.markers, self.name).where
+            self._findings = [
+                *self.outside,
+                *_missing_includes(self.errors, None),
+                *_line_names(self.markers, where),
+                *_scan(list(vlex.tokens(self.text)), where),
+            ]
+        return self._findings
+
+
+@dataclass(frozen=True)
+class Inspection:
+    """The static check's verdict (``reasons``; empty: safe to compile) and, when
+    Verilator preprocessed the sources, its view of them (``view``)."""
+
+    reasons: list[str]
+    view: Preprocessed | None = None
+
+
+def new_findings(before: Preprocessed, after: Preprocessed) -> list[str]:
+    """What the static check finds in ``after`` (the sources as the evaluator compiles
+    them, rewritten or extended) that it did not find in ``before`` (the sources it
+    checked), counted with multiplicity; empty when the rewrite added nothing the check
+    refuses."""
+    return list((Counter(after.findings()) - Counter(before.findings())).elements())
 
 
 def check_testbench(
@@ -119,20 +189,44 @@ def check_testbench(
         ToolchainError: Verilator is missing (only when ``command`` or ``env`` is None).
         OSError: the scratch dir cannot be written or Verilator cannot be started.
     """
+    return inspect_testbench(
+        text, name, task, command=command, aux_files=aux_files, env=env,
+        workdir_root=workdir_root, limits=limits, sandbox=sandbox,
+    ).reasons
+
+
+def inspect_testbench(
+    text: str,
+    name: str = "tb.sv",
+    task: Task | None = None,
+    *,
+    command: Sequence[str] | None = None,
+    aux_files: Sequence[SourceFile] = (),
+    env: Mapping[str, str] | None = None,
+    workdir_root: str | None = None,
+    limits: CheckLimits = CheckLimits(),
+    sandbox: Sandbox | None = None,
+    guard: bool = True,
+) -> Inspection:
+    """:func:`check_testbench`'s reasons and Verilator's view of the sources
+    (:class:`Preprocessed`; None when the text is too big or Verilator did not reach
+    the testbench). ``guard=False`` leaves out the pyslang guard (for sources the
+    evaluator already guarded before it rewrote them). Same arguments and errors as
+    :func:`check_testbench`."""
     too_big = _oversized(text, name, limits)
     if too_big:
-        return too_big
+        return Inspection(too_big)
     if command is None or env is None:
         toolchain = find_toolchain()
         command = command or default_command(toolchain, task, name)
         env = env or toolchain.env()
     with _scratch(text, name, task, aux_files, workdir_root) as scratch:
         rtl_bytes = sum(len(f.content) for f in task.rtl_files) if task else 0
-        reasons = _verilator_view(list(command), scratch, dict(env), name, rtl_bytes, limits,
-                                  sandbox)
-        if not reasons and _USES_MACROS.search(text):
+        reasons, view = _verilator_view(list(command), scratch, dict(env), name, rtl_bytes,
+                                        limits, sandbox)
+        if not reasons and guard and _USES_MACROS.search(text):
             reasons = _pyslang_views(scratch, name, task, limits)
-        return reasons
+        return Inspection(reasons, view)
 
 
 def guard_pyslang(
@@ -166,13 +260,13 @@ def _oversized(text: str, name: str, limits: CheckLimits) -> list[str]:
 
 @contextlib.contextmanager
 def _scratch(text, name, task, aux_files, workdir_root) -> Iterator[Path]:
-    """A temporary dir laid out like the work dir: the RTL, aux files and testbench
-    (a :mod:`workdirs` dir, so a killed check leaks none)."""
+    """A temporary dir laid out like the work dir: the RTL, aux files and testbench in
+    its sources folder (a :mod:`workdirs` dir, so a killed check leaks none)."""
     scratch = workdirs.create(workdir_root)
     try:
         rtl = list(task.rtl_files) if task else []
         for f in [*rtl, *aux_files, SourceFile(name=name, content=text)]:
-            path = scratch / f.name
+            path = workdirs.sources(scratch) / f.name
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(f.content, encoding="utf-8", errors="surrogateescape")
         yield scratch
@@ -214,11 +308,13 @@ def unsafe_path(path: str) -> str | None:
 def _verilator_view(
     command: list[str], scratch: Path, env: dict, name: str, rtl_bytes: int,
     limits: CheckLimits, sandbox: Sandbox | None,
-) -> list[str]:
+) -> tuple[list[str], Preprocessed | None]:
     cap = limits.expanded_bytes + 4 * rtl_bytes
+    src = workdirs.sources(scratch)
     run = run_limited(
-        ["/bin/sh", "-c", f'exec "$@" > {_PP_OUT}', "sh", *command, "-E"],
-        cwd=str(scratch),
+        ["/bin/sh", "-c", f'exec "$@" > ../{_PP_OUT}', "sh", *command, "-E"],
+        cwd=str(src),
+        workdir=str(scratch),
         env=env,
         timeout_s=limits.timeout_s,
         limits=Limits(limits.cpu_s, limits.memory_bytes, cap),
@@ -234,37 +330,64 @@ def _verilator_view(
         why = "Verilator's limit of tokens on a line" if _TOKEN_LIMIT in errors else (
             f"{limits.timeout_s:g} s, {limits.cpu_s} s CPU, {limits.memory_bytes >> 20} MiB "
             f"or {cap >> 20} MiB of output; exit {run.returncode}")
-        return [f"{name}: {EXCEEDED} ({why})"]
-    reasons = [  # not found here, but the build's cwd differs: judge the name
-        f"{at}: `include \"{target}\" points {why}"
-        for at, target in _MISSING_INCLUDE.findall(errors)
-        if at.startswith(f"{name}:") and (why := unsafe_path(target))
-    ]
+        return [f"{name}: {EXCEEDED} ({why})"], None
+    reasons = _missing_includes(errors, name)  # not found here: judge the name
     pp = out_path.read_text(encoding="utf-8", errors="surrogateescape")
     markers = vlex.line_markers(pp)
     start = next((m for m in markers if m.level == 1
                   and os.path.normpath(m.file) == os.path.normpath(name)), None)
     if start is None:  # Verilator stopped before the testbench: nothing is built
-        return reasons if run.returncode != 0 else [
-            f"{name}: the testbench is missing from Verilator's preprocessed output"]
+        return (reasons if run.returncode != 0 else [
+            f"{name}: the testbench is missing from Verilator's preprocessed output"]), None
     part = pp[start.offset:]
     if len(part) > limits.expanded_bytes:
         return [f"{name}: {EXCEEDED} (expands to more than "
-                f"{limits.expanded_bytes >> 20} MiB)"]
+                f"{limits.expanded_bytes >> 20} MiB)"], None
+    # the whole view's included files are judged now, while the scratch dir exists
+    # (links); its positions are only mapped when one lies outside (rare)
+    view = Preprocessed(pp, markers, start.offset, name, _outside_files(
+        markers, src, lambda at: vlex.SourceMap(pp, markers, name).where(at)), errors)
     inside = [_shift(m, start.offset) for m in markers if m.offset >= start.offset]
     where = vlex.SourceMap(part, inside, name).where
-    reasons += _outside_files(inside, scratch, where)
+    reasons += _outside_files(inside, src, where)
+    reasons += _line_names(inside, where)
     reasons += _scan(list(vlex.tokens(part)), where)
-    return list(dict.fromkeys(reasons))
+    return list(dict.fromkeys(reasons)), view
+
+
+def _missing_includes(errors: str, name: str | None) -> list[str]:
+    """Reasons for the `` `include``s Verilator did not find (in ``name``'s part; None:
+    anywhere) whose name points outside the work dir: the build's cwd differs from the
+    check's, so the name is judged."""
+    return [
+        f"{at}: `include \"{target}\" points {why}"
+        for at, target in _MISSING_INCLUDE.findall(errors)
+        if (name is None or at.startswith(f"{name}:")) and (why := unsafe_path(target))
+    ]
+
+
+def _line_names(markers: list[vlex.LineMarker], where) -> list[str]:
+    """Reasons for `` `line`` markers whose file name breaks the file-name rule, one
+    per name (at the line of its first directive: the one after the output line before
+    the marker)."""
+    reasons, seen = [], set()
+    for m in markers:
+        if m.file not in seen and (why := unsafe_chars(m.file)):
+            seen.add(m.file)
+            file, _, line = where(max(0, m.offset - 1)).rpartition(":")
+            at = f"{file}:{int(line) + 1}" if m.offset and line.isdigit() else where(0)
+            reasons.append(f"{at}: `line names the file {m.file!r}, which {why}")
+    return reasons
 
 
 def _shift(marker: vlex.LineMarker, by: int) -> vlex.LineMarker:
     return vlex.LineMarker(marker.offset - by, marker.line, marker.file, marker.level)
 
 
-def _outside_files(markers, scratch: Path, where) -> list[str]:
-    """Reasons for the included files (markers entering a file) outside the scratch dir."""
-    root = os.path.realpath(scratch)
+def _outside_files(markers, src: Path, where) -> list[str]:
+    """Reasons for the included files (markers entering a file) outside the sources
+    folder ``src`` of the scratch dir."""
+    root = os.path.realpath(src)
     reasons = []
     for m in (m for m in markers if m.level == 1):
         real = os.path.realpath(os.path.join(root, m.file))
@@ -356,8 +479,9 @@ def _pyslang_views(scratch: Path, name: str, task: Task | None, limits: CheckLim
     }
     run = run_limited(
         [sys.executable, "-m", "llm4cov.sim.ppguard", json.dumps(spec)],
-        cwd=str(scratch),
-        env=dict(os.environ),
+        cwd=str(workdirs.sources(scratch)),
+        workdir=str(scratch),
+        env=host_env(_PYTHON_ENV),
         timeout_s=limits.timeout_s,
         limits=Limits(limits.cpu_s, limits.parse_memory_bytes),
         output_cap=64 * 1024,

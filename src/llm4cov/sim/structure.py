@@ -1,26 +1,40 @@
 """Pre-compile structure checks: which module is the testbench top, where the DUT is.
 
 Works on the syntax tree only (pyslang), so it answers even for testbenches with
-semantic errors; Verilator reports those.
+semantic errors; Verilator reports those. The tree is the one of Verilator's own view
+of the sources (:class:`~llm4cov.sim.sandbox.Preprocessed`, the ``verilator -E`` text
+the static check reads) whenever there is one: which modules the testbench declares,
+which the RTL declares, what the testbench instantiates and binds is decided from what
+Verilator compiles, never from a parse that sees other macros. As Verilator does, the
+first declaration of a module name wins (the RTL comes before the testbench), except
+that a module the testbench's own text declares is always the testbench's: its points
+never count.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import pyslang
 from pyslang import syntax
 
 from llm4cov.sim.coverage import DesignModules
 from llm4cov.tasks.hdl import (
+    VIRTUAL_ROOT,
+    Design,
     InstanceLimitError,
     ModuleDecl,
+    ParseLimitError,
     instance_paths,
     module_decls,
     parse_tree,
     top_modules,
 )
 from llm4cov.tasks.model import SourceFile
+
+if TYPE_CHECKING:
+    from llm4cov.sim.sandbox import Preprocessed
 
 
 class StructureError(ValueError):
@@ -71,20 +85,25 @@ def plan_testbench(
     tb: SourceFile,
     dut_module: str,
     dut_instance: str | None,
+    view: Preprocessed | None = None,
 ) -> TestbenchPlan:
     """Find the testbench top module and the DUT instance path.
 
     ``dut_instance=None`` accepts any instance name (the first instance found).
+    ``view``: Verilator's preprocessed view of the sources (the evaluator always passes
+    it when Verilator produced one); without it the raw texts are parsed.
 
     Raises:
         StructureError: no module in the testbench, the DUT is not instantiated, it
             is instantiated under another name, or more than
             :data:`~llm4cov.tasks.hdl.MAX_INSTANCE_PATHS` times.
     """
-    tb_decls = module_decls([tb])
+    try:
+        rtl_decls, tb_decls, tb_text = _declarations(rtl_files, tb, view)
+    except ParseLimitError as exc:
+        raise StructureError(str(exc)) from exc
     if not tb_decls:
         raise StructureError(f"{tb.name}: no module declaration found in the testbench")
-    rtl_decls = [d for d in module_decls(rtl_files) if d.name not in {t.name for t in tb_decls}]
     decls: list[ModuleDecl] = rtl_decls + tb_decls
     tb_names = {d.name for d in tb_decls}
     tops = [m for m in top_modules(decls) if m in tb_names]
@@ -107,7 +126,7 @@ def plan_testbench(
     helpers = tuple(sorted((tb_names & used) - {top}))
     rtl_names = {d.name for d in rtl_decls}
     extra = {
-        "bound": _bound_modules(tb),
+        "bound": _bound_modules(SourceFile(name=tb.name, content=tb_text)),
         "modules": DesignModules(frozenset(rtl_names), frozenset(tb_names)),
     }
     if dut_instance is None:
@@ -121,6 +140,28 @@ def plan_testbench(
         )
     dut = min(named, key=lambda p: p.count("."))
     return TestbenchPlan(top, dut, tuple(p for p in paths if p != dut), helpers, **extra)
+
+
+def _declarations(
+    rtl_files: list[SourceFile], tb: SourceFile, view: Preprocessed | None
+) -> tuple[list[ModuleDecl], list[ModuleDecl], str]:
+    """``(RTL modules, testbench modules, testbench text)``: from Verilator's ``view``
+    when given, else from the raw texts. The testbench's modules are those its part of
+    the view declares that the RTL part does not (Verilator keeps the first
+    declaration), and every one its own text declares (not an RTL file it includes);
+    the RTL's are the rest of the RTL part's."""
+    if view is None:
+        tb_decls = module_decls([tb])
+        own = {d.name for d in tb_decls}
+        return [d for d in module_decls(rtl_files) if d.name not in own], tb_decls, tb.content
+    rtl_part = Design(parse_tree(view.rtl_part(), "llm4cov_rtl.sv"), VIRTUAL_ROOT).decls()
+    tb_part = Design(parse_tree(view.tb_part(), tb.name), VIRTUAL_ROOT).decls()
+    in_rtl = {d.name for d in rtl_part}
+    rtl_files_named = {f.name for f in rtl_files}
+    own = {d.name for d in tb_part
+           if d.name not in in_rtl or d.file not in rtl_files_named}
+    tb_decls = [d for d in tb_part if d.name in own]
+    return [d for d in rtl_part if d.name not in own], tb_decls, view.tb_part()
 
 
 def _bound_modules(tb: SourceFile) -> tuple[str, ...]:

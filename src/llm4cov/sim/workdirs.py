@@ -8,6 +8,13 @@ lock file can be locked belongs to a dead process and is removed. A dir without 
 lock file (kept with ``SimConfig.keep_workdir``, or made by another program) is never
 touched. The lock file is locked before it gets its name, so a sweep never sees a live
 dir unlocked.
+
+Layout of a simulator call's work dir: the repository's files, the testbench and its
+data files live in their own subfolder :data:`SOURCES` (the working directory of the
+compiler and of the simulation, so every name in a log is the repo's own); everything
+else (the lock file, the build's ``obj/``, the driver, the precompiled header, the
+coverage file) is the evaluator's and lies beside it, where no repo, aux or task file
+name can reach.
 """
 
 from __future__ import annotations
@@ -25,6 +32,8 @@ log = logging.getLogger(__name__)
 
 PREFIX = "llm4cov-"
 LOCK_NAME = ".llm4cov-workdir.lock"
+#: The subfolder of a work dir that holds the repo's, the task's and the testbench's files.
+SOURCES = "src"
 
 _held: dict[Path, int] = {}  # work dir -> fd of its locked lock file
 _swept: set[str] = set()
@@ -53,6 +62,12 @@ def create(root: str | None = None, prefix: str = PREFIX) -> Path:
     with _mutex:
         _held[workdir] = fd
     return workdir
+
+
+def sources(workdir: Path) -> Path:
+    """The folder of ``workdir`` that holds the repository, aux and testbench files
+    (:data:`SOURCES`)."""
+    return workdir / SOURCES
 
 
 def release(workdir: Path, keep: bool = False) -> None:

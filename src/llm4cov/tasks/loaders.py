@@ -24,6 +24,7 @@ from llm4cov.tasks.filelist import FileList, included, parse_filelist, resolve_r
 from llm4cov.tasks.hdl import COMPILED_SUFFIXES, HDL_SUFFIXES, parse_design, top_modules
 from llm4cov.tasks.layout import Exclusions, note, testbench_files
 from llm4cov.tasks.model import SourceFile, Task, TaskError, safe_task_id
+from llm4cov.tasks.names import name_errors
 from llm4cov.util.jsonl import iter_json_objects
 
 SPEC_SUFFIXES = (".md", ".txt", ".rst")
@@ -95,7 +96,8 @@ def task_from_paths(
     folder's: every repo keeps its RTL in a folder named ``rtl`` or ``src``).
 
     Raises:
-        TaskError: a path is missing or has no RTL, ``top`` is not declared, the top
+        TaskError: a path is missing or has no RTL, an RTL file name is not usable in
+            the work dir (:mod:`llm4cov.tasks.names`), ``top`` is not declared, the top
             module is ambiguous (the message lists the candidates), an include dir is
             missing, or the filelist is unusable.
     """
@@ -112,6 +114,9 @@ def task_from_paths(
     rtl, build = found.rtl, found.build
     if not rtl:
         raise TaskError(f"{base}: no RTL files ({', '.join(HDL_SUFFIXES)}) found")
+    if errors := name_errors("rtl file", [f.name for f in rtl]):
+        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+        raise TaskError(f"{base}: {errors[0]}{more}")
     build["include_dirs"] = list(dict.fromkeys([*build["include_dirs"],
                                                 *rtl_dir.include_names()]))
     build["defines"] = {**build["defines"], **(defines or {})}

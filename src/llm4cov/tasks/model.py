@@ -13,6 +13,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from llm4cov.tasks.names import name_errors, unsafe_chars
+
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_$]*")
 _NOT_IN_ID = re.compile(r"%(?![0-9A-Fa-f]{2})|[^A-Za-z0-9_$.+:@=/%-]")
 
@@ -153,6 +155,8 @@ class Task(BaseModel):
             path = PurePosixPath(d)
             if path.is_absolute() or ".." in path.parts:
                 raise ValueError(f"include dir must be relative to the repository: {d!r}")
+            if why := unsafe_chars(d):
+                raise ValueError(f"include dir {d!r} {why}")
         return [str(PurePosixPath(d)) for d in dirs]
 
     @field_validator("defines", "parameters")
@@ -166,12 +170,20 @@ class Task(BaseModel):
     @field_validator("rtl_files")
     @classmethod
     def _has_rtl(cls, files: list[SourceFile]) -> list[SourceFile]:
+        """At least one file, each named as a work-dir file may be
+        (:mod:`llm4cov.tasks.names`), no two colliding."""
         if not files:
             raise ValueError("a task needs at least one RTL file")
+        if errors := name_errors("rtl file", [f.name for f in files]):
+            raise ValueError("; ".join(errors))
         return files
 
     def model_post_init(self, __context: Any) -> None:
         names = {f.name for f in self.rtl_files}
+        if self.reference_tb is not None and (errors := name_errors(
+                "reference testbench aux file", [f.name for f in self.reference_tb.aux_files],
+                taken=[f.name for f in self.rtl_files])):
+            raise ValueError("; ".join(errors))
         unknown = [n for n in self.compile_files if n not in names]
         if unknown:
             raise ValueError(f"compile_files not among rtl_files: {', '.join(unknown)}")

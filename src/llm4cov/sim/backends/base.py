@@ -10,7 +10,10 @@ driver leaves, its coverage file, and a pure classification of a run into
 A backend must run every build and run step in the OS sandbox
 (:mod:`llm4cov.sim.isolation`) when ``SimConfig.sandbox`` is on, and its
 :meth:`SimBackend.preprocess_command` must preprocess exactly as its build does (the
-static check runs it).
+static check runs it). The repo's, aux and testbench files are in the work dir's
+sources folder (:func:`llm4cov.sim.workdirs.sources`), the compiler's and the
+simulation's working directory; the backend's own files go beside it, where no repo
+file name can reach.
 """
 
 from __future__ import annotations

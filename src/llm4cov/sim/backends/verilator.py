@@ -23,6 +23,7 @@ from llm4cov.sim.backends.base import RunOutcome
 from llm4cov.sim.build import (
     DRIVER,
     DRIVER_HOOKS,
+    OBJ_DIR,
     TOP_PREFIX,
     build_sandbox,
     cflags,
@@ -37,6 +38,7 @@ from llm4cov.sim.process import Limits, ProcessResult, Sandbox, run_limited
 from llm4cov.sim.sandbox import source_arg
 from llm4cov.sim.structure import TestbenchPlan, always_without_timing, stop_sites
 from llm4cov.sim.toolchain import Toolchain, find_toolchain
+from llm4cov.sim.workdirs import sources
 from llm4cov.tasks.hdl import compile_order, define_args, module_parameters, search_dirs
 from llm4cov.tasks.model import SourceFile, Task
 
@@ -50,6 +52,9 @@ END_RECORD = re.compile(
 _END_REASONS = frozenset({"finish", "stop", "no_events", "fatal", "sim_time_limit",
                           "wall_timeout"})
 END_FD_ENV = "LLM4COV_END_FD"
+#: The variables the simulation gets (besides PATH and the end-record pipe).
+RUN_ENV_KEYS = ("LLM4COV_COVERAGE_FILE", "LLM4COV_STOP_SITES", "LLM4COV_SIM_TIME_LIMIT",
+                "LLM4COV_MAX_TIME_SLOTS", "VERILATOR_SOLVER")
 #: The largest coverage file the evaluator (and ``report/capture.py``) parses, bytes.
 COVERAGE_MAX_BYTES = 64 * 1024**2
 #: The run's coverage file in a kept work dir (``SimConfig.keep_workdir``).
@@ -93,8 +98,9 @@ class VerilatorBackend:
         self, task: Task, tb: SourceFile, plan: TestbenchPlan, fsm: bool = False,
         drop: tuple[str, ...] = (),
     ) -> list[str]:
-        """The Verilator step of the build (run in the work dir; make follows);
-        ``drop``: coverage options left out (after a tool failure)."""
+        """The Verilator step of the build (run in the work dir's sources folder,
+        writing ``../obj``; make follows); ``drop``: coverage options left out (after a
+        tool failure)."""
         cfg = self.config
         flags = [f for f in cfg.coverage_options()
                  if (fsm or f != "--coverage-fsm") and f not in drop]
@@ -106,7 +112,7 @@ class VerilatorBackend:
             "-Wno-fatal",
             "--prefix", TOP_PREFIX,
             "--top-module", plan.tb_top,
-            "-Mdir", "obj",
+            "-Mdir", OBJ_DIR,
             "-o", "sim",
             *flags,
             "-CFLAGS", cflags(cfg),
@@ -114,7 +120,7 @@ class VerilatorBackend:
             *cfg.extra_verilator_args,
             *sources,
             source_arg(tb.name),
-            DRIVER.name,
+            f"../{DRIVER.name}",
         ]
 
     def preprocess_command(self, task: Task, tb: SourceFile) -> list[str]:
@@ -153,13 +159,14 @@ class VerilatorBackend:
     # -- run -------------------------------------------------------------------------
 
     def run(self, task: Task, tb: SourceFile, workdir: Path) -> RunOutcome:
-        """``./obj/sim`` with the seed, the limits and the simulated-time limit; its
-        end record read from the record pipe and checked against the coverage file."""
+        """``obj/sim`` (in the sources folder) with the seed, the limits and the
+        simulated-time limit; its end record read from the record pipe and checked
+        against the coverage file (written beside ``obj/``, outside the sources)."""
         cfg = self.config
         cov_file = f"cov_{secrets.token_hex(16)}.dat"
         env = {
             "PATH": self.toolchain.env().get("PATH", ""),
-            "LLM4COV_COVERAGE_FILE": cov_file,
+            "LLM4COV_COVERAGE_FILE": f"../{cov_file}",
             "LLM4COV_STOP_SITES": ";".join(stop_sites([*task.rtl_files, tb])),
             "LLM4COV_SIM_TIME_LIMIT": repr(cfg.sim_time_limit_s),
             "LLM4COV_MAX_TIME_SLOTS": str(cfg.max_time_slots),
@@ -167,18 +174,19 @@ class VerilatorBackend:
         if self.toolchain.z3:
             env["VERILATOR_SOLVER"] = f"{self.toolchain.z3} --in"
         run = run_limited(
-            ["./obj/sim", f"+verilator+seed+{cfg.seed}", "+verilator+rand+reset+0"],
-            cwd=str(workdir),
+            [f"{OBJ_DIR}/sim", f"+verilator+seed+{cfg.seed}", "+verilator+rand+reset+0"],
+            cwd=str(sources(workdir)),
+            workdir=str(workdir),
             env=env,
             timeout_s=cfg.run_timeout_s,
             limits=Limits(cfg.run_cpu_limit_s, cfg.run_memory_bytes, cfg.run_file_bytes,
                           dir_bytes=cfg.run_dir_bytes),
             output_cap=cfg.output_cap_bytes,
-            sandbox=run_sandbox(self.toolchain) if cfg.sandbox else None,
+            sandbox=run_sandbox(self.toolchain, RUN_ENV_KEYS) if cfg.sandbox else None,
             record_env=END_FD_ENV,
         )
         end, problem = read_end_record(run, workdir / cov_file)
-        output = scrub_paths(run.output, str(workdir))
+        output = scrub_paths(scrub_paths(run.output, str(sources(workdir))), str(workdir))
         seconds = (int(end["time"]) * 10.0 ** int(end.get("precision", "-12"))
                    if "time" in end else None)
         return RunOutcome(

@@ -1,0 +1,392 @@
+"""The build steps are untrusted too (issue 20): probes of every kind, each of which
+got out on the code before the fix.
+
+Kinds: make code from a `` `line`` file name or a task/aux file name, the user's
+environment (API keys) inside a build step, names that collide with the evaluator's
+own files, a build store fed by a build a testbench took part in, two views of one
+testbench, untrusted names pasted into generated code, and builds without per-call
+bounds. The API-key canaries are set in this process's environment, as a user's keys
+would be.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from llm4cov.cli.app import main
+from llm4cov.sim import isolation, workdirs
+from llm4cov.sim.artifacts import _pch_intact
+from llm4cov.sim.cache import BUILD_DIR, cache_root
+from llm4cov.sim.call import SimCall
+from llm4cov.sim.config import SimConfig
+from llm4cov.sim.evaluator import Evaluator
+from llm4cov.sim.observation import EndReason, Status
+from llm4cov.sim.process import Limits, run_limited
+from llm4cov.sim.sandbox import check_testbench
+from llm4cov.sim.structure import StructureError, plan_testbench
+from llm4cov.tasks.model import SourceFile, Task
+
+COUNTER = """module counter(input logic clk, input logic rst, input logic en,
+               output logic [3:0] q);
+  always_ff @(posedge clk) if (rst) q <= 4'd0; else if (en) q <= q + 4'd1;
+endmodule
+"""
+TASK = Task(id="probe/counter", rtl_files=[SourceFile(name="counter.sv", content=COUNTER)],
+            dut_module_name="counter")
+PORTS = "  logic clk = 0, rst = 1, en = 0; logic [3:0] q;\n"
+DUT = "  counter dut(.clk(clk), .rst(rst), .en(en), .q(q));\n"
+STIMULUS = ("  always #5 clk = ~clk;\n"
+            "  initial begin #12 rst = 0; en = 1; #200 $finish; end\n")
+TB = "module tb;\n" + PORTS + DUT + STIMULUS + "endmodule\n"
+MAKE_CODE = "$(info MAKE-RAN-$(shell echo $$((6*7))) key=$(OPENAI_API_KEY))"
+CANARY = {"OPENAI_API_KEY": "canary-openai-5f1e", "LLM4COV_API_KEY": "canary-llm4cov-9b2d"}
+
+pytestmark = pytest.mark.skipif(not isolation.available(), reason="bubblewrap cannot run here")
+
+
+@pytest.fixture()
+def keys(monkeypatch):
+    """The user's API keys, set in the environment of the process that simulates."""
+    for name, value in CANARY.items():
+        monkeypatch.setenv(name, value)
+    return CANARY
+
+
+def _leaked(text: str) -> list[str]:
+    return [v for v in CANARY.values() if v in text]
+
+
+# -- make code from untrusted text -------------------------------------------------------
+
+
+@pytest.mark.requires_verilator
+@pytest.mark.parametrize("name", [f"x{MAKE_CODE}.sv", "a b.sv", "a:b.sv", "x;y.sv",
+                                  "x#y.sv", "p%q.sv", "t'q.sv", "~x.sv"])
+def test_a_line_file_name_outside_the_name_rule_is_rejected(name):
+    tb = TB.replace(STIMULUS, STIMULUS + f'`line 20 "{name}" 0\n  initial $display("x");\n')
+    reasons = check_testbench(tb, "tb.sv", TASK)
+    assert len(reasons) == 1 and reasons[0].startswith("tb.sv:6: `line names the file"), reasons
+
+
+@pytest.mark.requires_verilator
+def test_make_never_reads_the_dependency_files_verilator_writes(keys, tmp_path):
+    """With the static check off: the `line name reaches obj/*__ver.d, which make
+    included as a makefile (it printed MAKE-RAN-42 and the key)."""
+    tb = TB.replace(STIMULUS, STIMULUS + f'`line 20 "x{MAKE_CODE}.sv" 0\n'
+                    '  initial $display("after the line directive");\n')
+    obs = Evaluator(SimConfig(static_check=False, result_cache=False)).evaluate(TASK, tb)
+    assert obs.status is Status.SUCCESS, obs.log
+    assert "MAKE-RAN" not in obs.log and not _leaked(obs.log)
+    assert "after the line directive" in obs.log
+
+
+@pytest.mark.requires_verilator
+def test_files_named_like_the_evaluators_own_are_ordinary_repo_files(keys, tmp_path):
+    """Aux files named `obj/x.d` (make read it as a makefile), like the precompiled
+    header (every object force-included it, and the store kept them) or the driver's
+    hooks header now lie in the sources folder, apart from the evaluator's files; log
+    names stay the repo's own."""
+    aux = [SourceFile(name="obj/llm4cov_extra.d", content=f"{MAKE_CODE}\n"),
+           SourceFile(name="llm4cov_pch/llm4cov_pch.h", content="#error POISONED-PCH\n"),
+           SourceFile(name="driver_hooks.h", content="#error POISONED-HOOKS\n")]
+    config = SimConfig(result_cache=False, keep_workdir=True, workdir_root=str(tmp_path))
+    obs = Evaluator(config).evaluate(TASK, TB, aux_files=aux)
+    assert obs.status is Status.SUCCESS, obs.log
+    assert "MAKE-RAN" not in obs.log and "POISONED" not in obs.log and not _leaked(obs.log)
+    assert "tb.sv:5: Verilog $finish" in obs.log and str(tmp_path) not in obs.log
+    assert {f.file for f in obs.uncovered} <= {"counter.sv"}
+    (work,) = tmp_path.glob("llm4cov-*")
+    src = workdirs.sources(work)
+    assert sorted(p.name for p in src.iterdir()) == [
+        "counter.sv", "driver_hooks.h", "llm4cov_pch", "obj", "tb.sv"]
+    assert (src / "obj" / "llm4cov_extra.d").is_file()
+    assert {"obj", "driver_main.cpp", "coverage.dat"} <= {p.name for p in work.iterdir()}
+    assert not (work / "obj" / "llm4cov_extra.d").exists()
+    assert (work / "driver_hooks.h").read_text() != "#error POISONED-HOOKS\n"
+
+
+# -- the environment of every sandboxed step ---------------------------------------------
+
+
+def test_a_sandboxed_step_gets_only_allowlisted_variables():
+    env = {"OPENAI_API_KEY": "k", "LD_PRELOAD": "/x.so", "MAKEFILES": "/x.mk",
+           "HOME": "/home/u", "LC_ALL": "C", "CCACHE_DIR": "/c", "MINE": "1"}
+    assert isolation.sandbox_env(env, keep=("MINE",)) == {
+        "HOME": "/home/u", "LC_ALL": "C", "CCACHE_DIR": "/c", "MINE": "1",
+        "PATH": isolation.sandbox_env({})["PATH"], "TMPDIR": "/tmp"}
+
+
+@pytest.mark.requires_verilator
+def test_every_sandboxed_step_runs_without_the_users_keys(keys, tmp_path, monkeypatch):
+    """A real shim in front of bwrap records the environment each sandboxed step
+    gets (the static check's -E, Verilator, make's dry run, make, the simulation)."""
+    shim = tmp_path / "bwrap"
+    shim.write_text(f'#!/bin/sh\nenv > "{tmp_path}/step-$$.env"\n'
+                    f'exec "{isolation.bwrap_path()}" "$@"\n')
+    shim.chmod(0o755)
+    monkeypatch.setattr(isolation, "bwrap_path", lambda: shim)
+    tb = TB.replace("#200", "#210")  # not a testbench any cache holds
+    obs = Evaluator(SimConfig(result_cache=False)).evaluate(TASK, tb)
+    assert obs.status is Status.SUCCESS, obs.log
+    steps = [p.read_text() for p in tmp_path.glob("step-*.env")]
+    assert len(steps) >= 5
+    assert any("LLM4COV_COVERAGE_FILE=" in s for s in steps)  # the simulation
+    assert sum("VERILATOR_ROOT=" in s for s in steps) >= 4  # check, verilate, make -n, make
+    for step in steps:
+        assert not _leaked(step) and "API_KEY" not in step, step
+
+
+def test_a_formal_job_runs_without_the_users_keys(keys, tmp_path):
+    """Formal jobs use the same sandboxed runner; the job here prints its environment."""
+    from llm4cov.formal.tools import FormalToolError, find_tools, run_tool
+
+    try:
+        tools = find_tools()
+    except FormalToolError as exc:
+        pytest.skip(str(exc))
+    done = run_tool(tools, ["env"], tmp_path, timeout_s=60)
+    assert done.returncode == 0 and "PATH=" in done.output, done.output
+    assert not _leaked(done.output) and "API_KEY" not in done.output
+
+
+@pytest.mark.requires_verilator
+def test_a_make_variable_naming_a_key_expands_to_nothing(keys):
+    """make expands $(NAME) from its environment: a key there reached the log."""
+    config = SimConfig(result_cache=False,
+                       extra_verilator_args=("-CFLAGS", "-include$(OPENAI_API_KEY)"))
+    obs = Evaluator(config).evaluate(TASK, TB)
+    assert obs.status is Status.COMPILE_ERROR
+    assert not _leaked(obs.log), obs.log
+
+
+# -- names that collide with the evaluator's files ---------------------------------------
+
+
+@pytest.mark.parametrize(("names", "message"), [
+    (["counter.sv", "x$(shell id).sv"], "holds '$'"),
+    (["counter.sv", "a b.sv"], "holds ' '"),
+    (["counter.sv", "in\nc.vh"], "holds '\\n'"),
+    (["counter.sv", "./inc.vh"], "without empty, '.' or '..'"),
+    (["counter.sv", "inc.vh", "inc.vh"], "collides"),
+    (["counter.sv", "inc.vh", "inc.vh/x.vh"], "collides"),
+])
+def test_unusable_or_colliding_rtl_names_are_refused_when_the_task_loads(names, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        Task(id="t", rtl_files=[SourceFile(name=n, content=COUNTER) for n in names],
+             dut_module_name="counter")
+
+
+@pytest.mark.parametrize("aux", ["counter.sv", "counter.sv/x.hex", "x$(y).hex", "a\x1b]0;t"])
+def test_an_unusable_aux_name_never_reaches_the_work_dir(aux):
+    call = SimCall(TASK, TB, aux_files=(SourceFile(name=aux, content="x\n"),))
+    with pytest.raises(ValueError, match="aux file name"):
+        Evaluator(SimConfig(result_cache=False)).evaluate_call(call)
+
+
+def test_the_cli_refuses_a_bad_repo_or_aux_name_in_one_line(tmp_path, capsys):
+    rtl = tmp_path / "rtl"
+    rtl.mkdir()
+    (rtl / "counter.sv").write_text(COUNTER)
+    tb = tmp_path / "tb.sv"
+    tb.write_text(TB)
+    (tmp_path / "counter.sv").write_text("not rtl\n")
+    assert main(["sim", "--rtl", str(rtl), "--tb", str(tb),
+                 "--aux", str(tmp_path / "counter.sv")]) == 2
+    assert capsys.readouterr().err == (
+        "error: --aux file name 'counter.sv' collides with another file of the same "
+        "work dir\n")
+    (rtl / "x$(id).vh").write_text("\n")
+    assert main(["sim", "--rtl", str(rtl), "--tb", str(tb)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {rtl}: rtl file name 'x$(id).vh' holds '$'")
+    assert err.count("\n") == 1
+
+
+# -- the build store ---------------------------------------------------------------------
+
+
+def _store(cache_dir: Path | None = None) -> Path:
+    return cache_root(SimConfig(cache_dir=str(cache_dir) if cache_dir else None)) / BUILD_DIR
+
+
+@pytest.mark.requires_verilator
+def test_a_foreign_stored_object_is_rebuilt_not_used():
+    """Entries whose content hashes right but belong to another key (an old-format
+    entry, a copy of another object) are foreign: rebuilt, never linked."""
+    evaluator = Evaluator(SimConfig(result_cache=False))
+    assert evaluator.evaluate(TASK, TB.replace("#200", "#220")).status is Status.SUCCESS
+    objects = sorted((_store() / "objects").glob("*.obj"))
+    drivers = [p for p in objects if b"llm4cov-end/1" in p.read_bytes()]
+    others = [p for p in objects if p not in drivers]
+    assert drivers and others
+    foreign = others[0].read_bytes().split(b"\n", 1)[1]
+    for driver in drivers:  # the old format: the content's hash only, no key
+        driver.write_bytes(b"sha256:" + hashlib.sha256(foreign).hexdigest().encode()
+                           + b"\n" + foreign)
+    obs = evaluator.evaluate(TASK, TB.replace("#200", "#230"))
+    assert obs.status is Status.SUCCESS, obs.log
+    rebuilt = [d for d in drivers if b"llm4cov-end/1" in d.read_bytes()]
+    assert rebuilt and all(d.read_bytes().startswith(
+        f"llm4cov-object/2 key={d.stem} sha256=".encode()) for d in rebuilt)
+
+
+def test_a_precompiled_header_entry_of_another_key_is_foreign(tmp_path):
+    entry = tmp_path / "abc"
+    entry.mkdir()
+    (entry / "llm4cov_pch.h").write_text("// header\n")
+    (entry / "llm4cov_pch.h.gch").write_bytes(b"gch")
+    sums = [f"{hashlib.sha256(entry.joinpath(n).read_bytes()).hexdigest()}  {n}"
+            for n in ("llm4cov_pch.h", "llm4cov_pch.h.gch")]
+    (entry / "SHA256SUMS").write_text("\n".join(["key abc", *sums]) + "\n")
+    assert _pch_intact(entry, "abc")
+    assert not _pch_intact(entry, "def")
+
+
+@pytest.mark.slow  # a cold store: the precompiled header and runtime objects, once
+@pytest.mark.requires_verilator
+def test_the_store_is_built_from_pristine_inputs_never_from_a_build(tmp_path):
+    """A work dir whose evaluator files were replaced (as make code once could) builds
+    with them, but the store keeps the objects compiled from the evaluator's own."""
+    config = SimConfig(result_cache=False, cache_dir=str(tmp_path / "cache"),
+                       keep_workdir=True, workdir_root=str(tmp_path))
+    evaluator = Evaluator(config)
+    backend = evaluator.backend
+    tb = SourceFile(name="tb.sv", content=TB)
+    plan = plan_testbench(TASK.rtl_files, tb, "counter", "dut")
+    work = workdirs.create(str(tmp_path))
+    for f in [*TASK.rtl_files, tb]:
+        (workdirs.sources(work) / f.name).parent.mkdir(parents=True, exist_ok=True)
+        (workdirs.sources(work) / f.name).write_text(f.content)
+    backend.stage(work)
+    driver = work / "driver_main.cpp"
+    driver.write_text(driver.read_text()
+                      + '\n__attribute__((used)) const char tampered[] = "TAMPERED-DRIVER";\n')
+    (work / "llm4cov_pch").mkdir()
+    (work / "llm4cov_pch" / "llm4cov_pch.h").write_text(
+        '#include "verilated.h"\n#include "verilated_cov.h"\n'
+        '__attribute__((used)) static const char poison[] = "TAMPERED-HEADER";\n')
+    build = backend.build(TASK, tb, plan, work)
+    assert build.returncode == 0, build.output
+    stored = list((tmp_path / "cache" / BUILD_DIR / "objects").glob("*.obj"))
+    assert len(stored) >= 4
+    for entry in stored:
+        assert b"TAMPERED" not in entry.read_bytes(), entry
+    assert any(b"llm4cov-end/1" in e.read_bytes() for e in stored)  # the driver, pristine
+
+
+# -- one view of the testbench -----------------------------------------------------------
+
+
+@pytest.mark.requires_verilator
+def test_a_module_hidden_from_the_parser_is_the_testbenchs(evaluator):
+    """Under `ifdef VERILATOR the testbench instantiates its own module named like a
+    specialized copy of the DUT, with `line into counter.sv; the parser without
+    Verilator's macros saw the real DUT, and the run scored 100%."""
+    tb = ("module tb;\n" + PORTS
+          + "`ifdef VERILATOR\n  counter__fake dut(.clk(clk), .rst(rst), .en(en), .q(q));\n"
+          + "`else\n" + DUT + "`endif\n" + STIMULUS + "endmodule\n"
+          + "`ifdef VERILATOR\nmodule counter__fake(input logic clk, input logic rst,"
+          + " input logic en, output logic [3:0] q);\n`line 2 \"counter.sv\" 0\n"
+          + "  always_ff @(posedge clk) begin q <= 4'd0; q <= 4'd15; end\n"
+          + "endmodule\n`endif\n")
+    obs = evaluator.evaluate(TASK, tb)
+    assert obs.status is Status.COMPILE_ERROR
+    assert "does not instantiate the DUT module `counter`" in obs.log
+
+
+@pytest.mark.requires_verilator
+def test_the_plan_follows_verilators_macros_and_includes(evaluator):
+    """What Verilator compiles decides: a DUT instance only Verilator's macros reveal is
+    found (the parser's view had none), and a testbench that includes the RTL file
+    still counts the RTL's module (Verilator keeps its first declaration)."""
+    tb = ('`include "counter.sv"\nmodule tb;\n' + PORTS
+          + "`ifdef VERILATOR\n" + DUT + "`else\n  wire unused;\n`endif\n"
+          + STIMULUS + "endmodule\n")
+    inspection = evaluator.inspect(TASK, SourceFile(name="tb.sv", content=tb))
+    plan = plan_testbench(TASK.rtl_files, SourceFile(name="tb.sv", content=tb), "counter",
+                          "dut", view=inspection.view)
+    assert (plan.tb_top, plan.dut_hier) == ("tb", "tb.dut")
+    assert plan.modules.rtl == {"counter"} and plan.modules.testbench == {"tb"}
+    with pytest.raises(StructureError):
+        plan_testbench(TASK.rtl_files, SourceFile(name="tb.sv", content=tb), "counter", "dut")
+    obs = evaluator.evaluate(TASK, tb)
+    assert obs.status is Status.SUCCESS, obs.log
+    assert obs.coverage.overall > 50
+
+
+# -- generated source --------------------------------------------------------------------
+
+
+@pytest.mark.requires_verilator
+def test_an_escaped_genvar_pasted_by_the_rewrite_is_checked_like_the_testbench(evaluator):
+    """The per-instance rewrite pastes a generate loop's genvar into a parameter
+    expression; an escaped identifier then became code that the check never saw (it
+    printed GENVAR-INJECTED twice: `g` names a localparam, so the pasted text compiles)."""
+    genvar = r'\g)))u_x();initial/**/$system("echo${IFS}GENVAR-INJECTED");//'
+    tb = ("module tb;\n" + PORTS + DUT + "  localparam int g = 0;\n" + f"  genvar {genvar} ;\n"
+          + f"  for ({genvar} = 0; {genvar} < 2; {genvar} ++) begin : gen\n"
+          + "    counter c(.clk(clk), .rst(rst), .en(en), .q());\n  end\n"
+          + STIMULUS + "endmodule\n")
+    obs = evaluator.evaluate(TASK, tb)
+    assert obs.status is Status.REJECTED, obs.log
+    assert "rewrote or extended" in obs.log and "$system is not allowed" in obs.log
+    assert "GENVAR-INJECTED" not in obs.log
+
+
+@pytest.mark.slow  # a traced build
+@pytest.mark.requires_verilator
+def test_the_waveform_wrapper_binds_an_escaped_top_name_as_a_name(tmp_path):
+    """The wrapper pasted the top's name into `bind NAME ...`: an escaped identifier
+    with /**/ in it became statements."""
+    from llm4cov.report.capture import capture
+
+    name = (r"\counter/**/llm4cov_trace/**/u0();module/**/inj;initial/**/"
+            r'$display("TRACE-INJECTED");endmodule/**/bind/**/counter/**/inj/**/u1();//')
+    tb = TB.replace("module tb;", f"module {name} ;")
+    cap = capture(TASK, tb, SimConfig(workdir_root=str(tmp_path)), tmp_path / "out",
+                  trace="vcd")
+    assert cap.observation.end_reason is EndReason.FINISH, cap.observation.log
+    assert "TRACE-INJECTED" not in cap.observation.log
+    assert cap.trace is not None and "$scope module dut $end" in cap.trace.read_text()
+
+
+# -- per-call bounds of the build --------------------------------------------------------
+
+#: An elaboration that takes Verilator ~15 s of CPU and ~550 MB (100,000 generate blocks).
+EXPLODING = TB.replace(STIMULUS, STIMULUS + (
+    "  for (genvar j = 0; j < 100; j++) begin : o\n"
+    "    for (genvar i = 0; i < 1000; i++) begin : g\n"
+    "      logic [3:0] x; assign x = q ^ i[3:0];\n    end\n  end\n"))
+
+
+@pytest.mark.requires_verilator
+@pytest.mark.parametrize(("bounds", "message"), [
+    ({"build_cpu_limit_s": 1.0}, "CPU-time bound (1 s of CPU"),
+    ({"build_memory_bytes": 150 << 20}, "memory bound (150 MiB of memory"),
+    ({"build_processes": 3}, "process-count bound (3 processes"),
+])
+def test_a_build_past_a_per_call_bound_is_rejected_and_cached(tmp_path, bounds, message):
+    config = SimConfig(cache_dir=str(tmp_path), **bounds)
+    obs = Evaluator(config).evaluate(TASK, EXPLODING)
+    assert obs.status is Status.REJECTED, obs.log
+    assert message in obs.log and obs.notes[0].startswith("the build passed its")
+    again = Evaluator(config).evaluate(TASK, EXPLODING)
+    assert again.cached and again.status is Status.REJECTED
+
+
+@pytest.mark.parametrize(("cmd", "limits", "bound"), [
+    (["sh", "-c", "while :; do :; done"], {"tree_cpu_s": 0.5}, "cpu"),
+    (["sh", "-c", "sleep 30 & sleep 30 & sleep 30 & wait"], {"tree_processes": 3},
+     "processes"),
+    (["python3", "-c", "import time; b = b'x' * (200 << 20); time.sleep(30)"],
+     {"tree_memory_bytes": 100 << 20}, "memory"),
+])
+def test_the_process_tree_bounds_kill_the_whole_tree(tmp_path, cmd, limits, bound):
+    run = run_limited(cmd, cwd=str(tmp_path), env={"PATH": os.environ["PATH"]},
+                      timeout_s=120, limits=Limits(**limits))
+    assert (run.exceeded, run.timed_out, run.returncode) == (bound, False, -9)
