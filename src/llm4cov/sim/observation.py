@@ -11,6 +11,8 @@ from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from llm4cov.sim.functional import FunctionalCoverage
+
 SCHEMA_VERSION = 1
 
 #: Metrics that enter ``overall`` when they have points (IMC "Overall Average").
@@ -192,12 +194,17 @@ class Observation(BaseModel):
     status: Status
     end_reason: EndReason = EndReason.NOT_RUN
     coverage: CoverageReport | None = None
+    functional: FunctionalCoverage | None = None
+    """The testbench's covergroup bins, where the backend counts them; never part of
+    ``coverage`` or of any score (:mod:`llm4cov.sim.functional`)."""
     log: str = ""
     uncovered: list[UncoveredItem] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
     tb_error_count: int = 0
     tool_error: bool = False
     simulator: str = ""
+    backend: str = ""
+    """The simulator backend's registry name (``--simulator``)."""
     coverage_options: list[str] = Field(default_factory=list)
     seed: int = 0
     build_s: float = 0.0

@@ -30,6 +30,13 @@ class Toolchain:
     version: str
     ccache: str | None
     z3: str | None
+    install_root: Path | None = None
+    """The folder of a fetched toolchain (``llm4cov toolchain get``) that holds the
+    script and the root; None for the pinned wheel (the root holds both)."""
+
+    def readonly_paths(self) -> list[Path]:
+        """What a sandboxed build must see read-only of this toolchain."""
+        return [self.install_root or self.verilator_root]
 
     def env(self) -> dict[str, str]:
         """Environment for Verilator builds (copy of ``os.environ`` plus our settings)."""
