@@ -49,7 +49,8 @@ def get(
 
 @toolchain_app.command("list")
 def list_toolchains() -> None:
-    """Every simulator backend: name, whether its toolchain is there, license, where.
+    """Every simulator backend and fetchable toolchain: name, whether it is there,
+    license, where.
 
     Example: llm4cov toolchain list
     """
@@ -58,7 +59,7 @@ def list_toolchains() -> None:
     from llm4cov.toolchains import REGISTRY, is_fetched, toolchain_dir
 
     default = default_backend()
-    for name in backend_names():
+    for name in sorted({*backend_names(), *REGISTRY}):
         mark = " (default)" if name == default else ""
         spec = REGISTRY.get(name)
         if spec is None:

@@ -13,7 +13,9 @@ LCOV (``geninfo`` tracefile format, ``man geninfo``) has line and branch records
 
 Only the DUT subtree's points in the repo's RTL files count, with the exclusion rules
 applied, as everywhere else. UCIS XML is pyucis's conversion of the whole
-``coverage.dat`` (its Verilator reader skips point names that contain a quote).
+``coverage.dat`` (its Verilator reader skips point names that contain a quote), plus
+the covergroup bins it does not read (:mod:`llm4cov.report.ucis_functional`).
+Covergroups have no LCOV record either (LCOV knows lines, branches and functions only).
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from llm4cov.report.data import line_span
-from llm4cov.sim.coverage import DesignModules, Point, dut_points
+from llm4cov.report.ucis_functional import add_covergroups
+from llm4cov.sim.coverage import DesignModules, Point, dut_points, parse_coverage_dat
 from llm4cov.sim.exclusions import Rule, split_points
 from llm4cov.sim.feedback_terms import SourceIndex
 
@@ -88,6 +91,7 @@ def write_ucis_xml(coverage_dat: Path, out: Path) -> int:
     with contextlib.redirect_stdout(chatter):
         db = rgy.getDatabaseDesc("vltcov").fmt_if().read(str(coverage_dat))
         try:
+            add_covergroups(db, parse_coverage_dat(coverage_dat))
             rgy.getDatabaseDesc("xml").fmt_if().write(db, str(out))
         finally:
             db.close()

@@ -30,7 +30,7 @@ from pathlib import Path, PurePosixPath
 
 from llm4cov.sim import coverage as cov
 from llm4cov.sim import hints, isolation, precheck, workdirs
-from llm4cov.sim.backends import SimBackend, check_supported, get_backend
+from llm4cov.sim.backends import SimBackend, check_supported, open_backend
 from llm4cov.sim.cache import ResultCache, cache_root, cacheable, result_key
 from llm4cov.sim.call import SimCall
 from llm4cov.sim.config import SimConfig
@@ -56,7 +56,8 @@ NO_SANDBOX_NOTE = (
 class Evaluator:
     """``Sim(repo, testbench)`` on a simulator backend (thread- and process-safe).
 
-    ``backend``: the simulator (default: ``get_backend(config.backend, config)``; the
+    ``backend``: the simulator (default: ``open_backend(config)``, the one
+    ``config.backend`` names; the
     pinned Verilator unless ``--simulator`` names another).
 
     Raises:
@@ -70,7 +71,7 @@ class Evaluator:
 
     def __init__(self, config: SimConfig | None = None, backend: SimBackend | None = None):
         self.config = config or SimConfig()
-        self.backend = backend or get_backend(self.config.backend, self.config)
+        self.backend = backend or open_backend(self.config)
         check_supported(self.config, self.backend)
         if self.config.sandbox:
             isolation.require()

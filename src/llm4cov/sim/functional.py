@@ -17,6 +17,7 @@ covergroup), so ``option.per_instance`` does not split a covergroup here.
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
@@ -33,6 +34,7 @@ UNCOUNTED_BINS = frozenset({"ignore", "illegal", "default"})
 _CLASS_PREFIX = "__vlAnonCG_"
 #: At most this many missed bins are named per coverpoint.
 MISSED_NAMED = 8
+_UNSAFE = re.compile(r"[^A-Za-z0-9_$\[\]:.,-]")
 
 
 class BinCount(BaseModel):
@@ -72,6 +74,18 @@ class FunctionalCoverage(BaseModel):
     covergroups: dict[str, Covergroup]
 
 
+def shown(name: str) -> str:
+    """A covergroup, coverpoint or bin name as reports show it: characters outside
+    identifiers and bin indices written as ``\\xNN`` (an escaped identifier of the
+    testbench may hold backticks, pipes or control characters)."""
+    return _UNSAFE.sub(lambda m: "".join(f"\\x{b:02x}" for b in m[0].encode()), name)
+
+
+def covergroup_name(page: str) -> str:
+    """The declared name of a covergroup from its page (``__vlAnonCG_`` removed)."""
+    return page.removeprefix(_CLASS_PREFIX)
+
+
 def _count(points: list[Point]) -> BinCount:
     counted = [p for p in points if p.comment not in UNCOUNTED_BINS]
     missed = [p.hier.rpartition(".")[2] for p in counted if p.count == 0]
@@ -95,7 +109,7 @@ def functional_coverage(points: Iterable[Point]) -> FunctionalCoverage | None:
         for p in mine:
             inside = p.hier.removeprefix(page + ".")
             by_point[inside.rpartition(".")[0] or inside].append(p)
-        report[page.removeprefix(_CLASS_PREFIX)] = Covergroup(
+        report[covergroup_name(page)] = Covergroup(
             file=mine[0].file, line=mine[0].line, bins=_count(mine),
             coverpoints={name: _count(ps) for name, ps in by_point.items()})
     every = [p for ps in groups.values() for p in ps]
@@ -113,9 +127,9 @@ def functional_lines(report: FunctionalCoverage | None, limit: int = 12) -> list
     rows = [(f"{group}.{name}", c) for group, cg in report.covergroups.items()
             for name, c in cg.coverpoints.items()]
     for name, c in rows[:limit]:
-        missed = f"; never hit: {', '.join(c.missed)}" if c.missed else ""
+        missed = f"; never hit: {', '.join(map(shown, c.missed))}" if c.missed else ""
         more = "" if len(c.missed) >= c.total - c.covered else " ..."
-        out.append(f"- `{name}`: {c.covered}/{c.total} bins{missed}{more}")
+        out.append(f"- `{shown(name)}`: {c.covered}/{c.total} bins{missed}{more}")
     if len(rows) > limit:
         out.append(f"- ... {len(rows) - limit} more coverpoints")
     return out

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from llm4cov.sim.functional import FunctionalCoverage, shown
 from llm4cov.sim.observation import Observation, overall_percent
 from llm4cov.tasks.model import Task
 
@@ -44,6 +45,7 @@ def coverage_markdown(obs: Observation, task: Task, title: str = "Coverage") -> 
             out.append("")
             out.append("Merged by Verilator (one counter set for several instances): "
                        + ", ".join(f"`{h}`" for h in rep.merged))
+    out += functional_markdown(obs.functional)
     if task.targets:
         out += ["", "| target | required | reached | met |", "|---|---|---|---|"]
         for t in task.targets:
@@ -58,3 +60,21 @@ def coverage_markdown(obs: Observation, task: Task, title: str = "Coverage") -> 
     if obs.status.value != "success" and obs.log:
         out += ["", "## Log", "", "```text", obs.log, "```"]
     return "\n".join(out) + "\n"
+
+
+def functional_markdown(report: FunctionalCoverage | None) -> list[str]:
+    """The functional-coverage section (covergroup bins; never part of ``overall``):
+    one row per coverpoint or cross; empty without covergroups."""
+    if report is None:
+        return []
+    b = report.bins
+    out = ["", f"Functional coverage (testbench covergroups, not part of the overall): "
+           f"**{b.covered}/{b.total} bins ({b.pct:.2f}%)**", "",
+           "| covergroup | coverpoint / cross | bins hit | bins | percent | never hit |",
+           "|---|---|---|---|---|---|"]
+    for group, cg in report.covergroups.items():
+        for name, c in cg.coverpoints.items():
+            missed = ", ".join(f"`{shown(m)}`" for m in c.missed)
+            out.append(f"| `{shown(group)}` | `{shown(name)}` | {c.covered} | {c.total} | "
+                       f"{c.pct:.2f} | {missed} |")
+    return out

@@ -76,6 +76,19 @@ def check_supported(config: SimConfig, backend: SimBackend) -> None:
         raise UnsupportedOption(f"simulator {backend.name!r} has no {', '.join(missing)}")
 
 
+def open_backend(config: SimConfig) -> SimBackend:
+    """The backend ``config.backend`` names, checked against ``config``'s options: what
+    the evaluator runs, and the pre-flight check of a command before it starts workers.
+
+    Raises:
+        UnknownBackend, UnsupportedOption: bad input (exit 2).
+        ToolchainError: the simulator is not installed (exit 3).
+    """
+    backend = get_backend(config.backend, config)
+    check_supported(config, backend)
+    return backend
+
+
 def _verilator(build: str) -> BackendFactory:
     def factory(config: SimConfig) -> SimBackend:
         from llm4cov.sim.backends.verilator import VerilatorBackend
@@ -91,4 +104,4 @@ register_backend("verilator-5.052", _verilator("verilator-5.052"))
 
 __all__ = ["DEFAULT_BACKEND", "BackendFactory", "Capabilities", "RunOutcome", "SimBackend",
            "UnknownBackend", "UnsupportedOption", "backend_names", "check_name",
-           "check_supported", "get_backend", "register_backend"]
+           "check_supported", "get_backend", "open_backend", "register_backend"]
