@@ -8,6 +8,7 @@ Both backends run the same calls, interleaved (one backend, then the other, per 
   default limits, result cache off);
 - the 40 LLM corpus testbenches (``../shared/corpus/llm_testbenches.jsonl``, as
   ``tests/test_llm_corpus.py``: run limit 30 s);
+- the reproducers of ``../shared/corpus/repro`` (as ``tests/test_repro_corpus.py``);
 - with ``--throughput N``: the workload of ``benchmarks/sim_throughput.py`` (first call,
   ``--later`` new random testbenches, broken mutants, repeats) on its N designs, each
   call on both backends back to back, alternating which goes first.
@@ -47,6 +48,7 @@ from llm4cov.sim.evaluator import Evaluator
 from llm4cov.sim.instances import plan_per_instance
 from llm4cov.sim.observation import Observation
 from llm4cov.sim.structure import StructureError, plan_testbench
+from llm4cov.tasks.hdl import module_decls, top_modules
 from llm4cov.tasks.loaders import load_tasks
 from llm4cov.tasks.model import SourceFile, Task
 from llm4cov.util.jsonl import ResultLog
@@ -87,6 +89,22 @@ def corpus_inputs() -> list[tuple[str, Task, SourceFile, tuple[SourceFile, ...]]
     return out
 
 
+def repro_inputs() -> list[tuple[str, Task, SourceFile, tuple[SourceFile, ...]]]:
+    """``(id, task, testbench, ())`` of every reproducer of ``../shared/corpus/repro``
+    (as ``tests/test_repro_corpus.py``: the DUT is the RTL's top, its instance the
+    testbench's first instance of it)."""
+    out = []
+    for folder in sorted(p for p in (SHARED / "corpus" / "repro").iterdir() if p.is_dir()):
+        rtl = SourceFile(name="rtl.sv", content=(folder / "rtl.sv").read_text())
+        dut = top_modules(module_decls([rtl]))[0]
+        tb = SourceFile(name="tb.sv", content=(folder / "tb.sv").read_text())
+        instance = next(name for decl in module_decls([tb]) for mtype, name in decl.instances
+                        if mtype == dut)
+        out.append((folder.name, Task(id=folder.name, rtl_files=[rtl], dut_module_name=dut,
+                                      dut_instance_name=instance), tb, ()))
+    return out
+
+
 def repeated_modules(task: Task, tb: SourceFile) -> dict[str, int]:
     """Modules at or around the DUT instantiated more than once (``instances.py``)."""
     try:
@@ -112,7 +130,7 @@ def row_of(part: str, rid: str, backend: str, obs: Observation, wall_s: float,
                        if obs.functional else None),
         "repeated": repeated, "build_s": obs.build_s, "run_s": obs.run_s,
         "wall_s": round(wall_s, 3), "notes": obs.notes[:8],
-        "log": obs.log[-600:] if not obs.sim_pass else "",
+        "log": obs.log[-1500:] if part == "repro" or not obs.sim_pass else "",
     }
 
 
@@ -127,7 +145,8 @@ def run_calls(results: ResultLog, evaluators: dict[tuple[str, str], Evaluator], 
                 continue
             t0 = time.monotonic()
             obs = evaluators[(backend, part)].evaluate(
-                task, tb.content, tb_name=tb.name, aux_files=aux, any_instance=True)
+                task, tb.content, tb_name=tb.name, aux_files=aux,
+                any_instance=part != "repro")
             results.append(row_of(part, rid, backend, obs, time.monotonic() - t0, repeated))
             print(f"{part} {rid} {backend}: {obs.status.value} "
                   f"{obs.coverage.overall if obs.coverage else '-'} "
@@ -292,6 +311,7 @@ def report(rows: list[dict], through: list[dict], command: str) -> str:
         "## Per-instance coverage: 5.052 native vs the RTL rewrite under the pinned wheel",
         "", *per_instance_table(rows), "",
         "## The 40 LLM corpus testbenches", "", *comparison(rows, "corpus"), "",
+        "## The reproducers (`../shared/corpus/repro`)", "", *comparison(rows, "repro"), "",
         "## Build and run time", "", "Reference testbenches:", "",
         *timing_table(rows, "reference"), "", "LLM corpus:", "",
         *timing_table(rows, "corpus"), "",
@@ -311,8 +331,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--results", type=Path, required=True,
                     help="JSONL of every call (appended; a rerun resumes).")
-    ap.add_argument("--parts", default="reference,corpus",
-                    help="Comma-separated: reference, corpus.")
+    ap.add_argument("--parts", default="reference,corpus,repro",
+                    help="Comma-separated: reference, corpus, repro.")
     ap.add_argument("--throughput", type=int, default=0,
                     help="Designs of the sim_throughput workload (0: skip).")
     ap.add_argument("--later", type=int, default=3)
@@ -329,8 +349,10 @@ def main(argv: list[str] | None = None) -> int:
             args.throughput, args.later, args.broken, args.repeats)))
     if not args.report_only:
         configs = {"reference": SimConfig(result_cache=False),
-                   "corpus": SimConfig(result_cache=False, run_timeout_s=30)}
-        inputs = {"reference": reference_inputs, "corpus": corpus_inputs}
+                   "corpus": SimConfig(result_cache=False, run_timeout_s=30),
+                   "repro": SimConfig(result_cache=False)}
+        inputs = {"reference": reference_inputs, "corpus": corpus_inputs,
+                  "repro": repro_inputs}
         for part in parts:
             evaluators = {(b, part): Evaluator(dataclasses.replace(configs[part], backend=b))
                           for b in BACKENDS}

@@ -195,3 +195,23 @@ def test_precompiled_header_rules_are_not_object_compiles(tmp_path):
     make = make_command(SimConfig(fast_linker=False), 1)
     assert compile_commands(make, tmp_path, {"PATH": "/usr/bin:/bin"}) == {
         f"{TOP_PREFIX}__ALL.o": f"g++ -O0 -c -o {TOP_PREFIX}__ALL.o {TOP_PREFIX}__ALL.cpp"}
+
+
+def test_the_simulator_setting_reaches_the_evaluator_and_keeps_old_identities(monkeypatch):
+    from llm4cov.bench.config import BenchConfig
+    from llm4cov.exec.settings import SimSettings
+    from llm4cov.sim.config import SIMULATOR_ENV
+
+    default, other = SimSettings(), SimSettings(simulator="verilator-5.052")
+    assert (default.sim_config().backend, other.sim_config().backend) == (
+        "verilator", "verilator-5.052")
+    assert default.identity() == {"compile_timeout_s": 300.0, "run_timeout_s": 60.0,
+                                  "seed": 1, "fsm": False}  # as stored by old pipelines
+    assert other.identity() == {**default.identity(), "simulator": "verilator-5.052"}
+    bench = BenchConfig(tasks="t.jsonl", sim=other)  # its run plan records the simulator
+    assert "simulator" not in bench.identity()
+    assert "--simulator verilator-5.052" in bench.command()
+    monkeypatch.setenv(SIMULATOR_ENV, "verilator-5.052")
+    assert SimConfig().backend == "verilator-5.052"
+    monkeypatch.delenv(SIMULATOR_ENV)
+    assert SimConfig().backend == "verilator"
