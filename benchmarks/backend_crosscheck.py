@@ -59,9 +59,55 @@ REFERENCE_FILES = ("rtllm.jsonl", "cvdp_example.jsonl", "realbench_dev.jsonl")
 CORPUS = SHARED / "corpus" / "llm_testbenches.jsonl"
 KEY = ("part", "id", "backend")
 
-EXPLAINED: dict[str, str] = {}
-"""Why a task's two observations differ: ``id`` -> explanation (a Verilator change, a
-bug of ours or of theirs), filled in from the runs."""
+_EXPR = (
+    "Expression coverage (a defect of the pinned dev build, fixed in 5.052): the pinned "
+    "build counts the terms of a condition on every evaluation of its `always` block, "
+    "also when the statement holding the condition does not run; 5.052 counts them only "
+    "when the condition is evaluated. ")
+_AES = (
+    "Per-instance (a bug of ours, in the pinned flow only): the RTL rewrite "
+    "(`sim/instances.py`) compares pyslang's byte offsets with Python string indices, so "
+    "in `{file}`, whose comments hold Chinese text, every instantiation after the first "
+    "non-ASCII character is taken for a macro expansion and left alone: the 16 `aes_sbox` "
+    "of the DUT stay merged (`tb.top_module1.us*`, noted), only the 4 in the key "
+    "expansion are rewritten. 5.052 counts all 20 natively: +15 copies of `aes_sbox` = "
+    "+15 x 257 line and +15 x 32 toggle points; branch and expression, which `aes_sbox` "
+    "has none of, are equal.")
+_CRC = (
+    "the 4 `sd_crc_16` of the generate loop `CRC_16_gen` (bound `` `SD_BUS_W``, a macro "
+    "of `sd_defines.v`) are merged under the pinned build (`CRC_16_gen[*].CRC_16_i`, "
+    "noted): the rewrite's pyslang elaboration does not see that macro, finds one copy and "
+    "rewrites nothing (a limitation of ours); 5.052 counts the 4 natively: +3 copies of "
+    "4 branch, 12 expression, 1 line and 42 toggle points")
+EXPLAINED: dict[str, str] = {
+    "realbench/aes/aes_cipher_top": _AES.format(file="aes_cipher_top.v"),
+    "realbench/aes/aes_inv_cipher_top": _AES.format(file="aes_inv_cipher_top.v"),
+    "realbench/sdc/sd_data_serial_host": f"Per-instance: {_CRC} (branch +12, expression "
+                                         "+36, line +3, toggle +126, all hit).",
+    "realbench/sdc/sdc_controller": f"Per-instance: {_CRC} (the totals grow by exactly "
+                                    "that: branch +12, expression +36, line +3, toggle "
+                                    "+126). " + _EXPR + "That is why 11 fewer expression "
+                                    "terms are covered although splitting alone can only "
+                                    "add covered points.",
+    "rtllm/alu": (
+        "Toggle coverage (a defect of the pinned dev build, fixed in 5.052): `res`, a "
+        "`reg [32:0]` assigned with `<=` in `always @(a or b or aluc)`, and `r = "
+        "res[31:0]` get one 0->1 and no 1->0 per bit under the pinned build, although "
+        "the 17 opcodes drive each bit up and down several times; 5.052 counts both "
+        "directions (`res[0]` 3 and 3, `res[2]` 2 and 2: what a replay of the 17 results "
+        "from `a = 0x1c`, `b = 0x21` gives). Totals are equal (408)."),
+    "chipchat_gpt-3p5_ts3_abro_state_machine": _EXPR + (
+        "`if (~B)` in state R (line 31): its case item never runs (line 0, both branch "
+        "points 0) yet the pinned build counts `(B==0) => 1` 4 times and `(B==1) => 0` "
+        "twice."),
+    "chipchat_gpt-4_ts1_sequence_generator": _EXPR + (
+        "`next_state = enable ? S_x : state` in 7 case items: the pinned build counts "
+        "`(enable==0) => 0` 57 times in each, 5.052 never (`cond_else` is 0 in both: "
+        "`enable` was never 0 while the FSM was in those states)."),
+}
+"""Why an input's two observations differ: ``id`` -> explanation (a Verilator change, a
+bug of ours or of theirs), from the points of both runs (``coverage.dat`` compared
+point by point where the totals did not already say it)."""
 
 
 def reference_inputs() -> list[tuple[str, Task, SourceFile, tuple[SourceFile, ...]]]:

@@ -64,7 +64,7 @@ class FakeBackend:
 
     def build(self, task, tb, plan, workdir, drop=()) -> ProcessResult:
         self.built.append(tb.name)
-        self.compiled = {f.name: (workdir / f.name).read_text() for f in task.rtl_files}
+        self.compiled = {f.name: (workdir / f.name).read_text() for f in [*task.rtl_files, tb]}
         return ProcessResult(returncode=0, output="", timed_out=False, wall_s=0.0,
                              output_bytes=0)
 
@@ -87,10 +87,12 @@ class FakeBackend:
 
 
 class NativeBackend(FakeBackend):
-    """The fake backend, counting every instance apart by itself."""
+    """The fake backend, counting every instance apart by itself and following IEEE
+    1800 where the pinned Verilator does not (NBAs in initial blocks, fork disable)."""
 
     name = "native"
-    capabilities = Capabilities(native_per_instance=True)
+    capabilities = Capabilities(native_per_instance=True, initial_nba=True,
+                                fork_disable=True)
 
 
 @pytest.fixture
@@ -157,12 +159,27 @@ def test_native_per_instance_backends_compile_the_rtl_as_given(fakes):
     parameter), with it the RTL exactly as given."""
     task = fixture_task("cell_bank")
     tb = (FIXTURES / "cell_bank_tb.sv").read_text()
-    given = {f.name: f.content for f in task.rtl_files}
+    given = {f.name: f.content for f in task.rtl_files} | {"tb.sv": tb}
     for name, rewritten in (("fake", True), ("native", False)):
         ev = Evaluator(replace(CONFIG, backend=name))
         ev.evaluate(task, tb)
         assert (ev.backend.compiled != given) is rewritten, name
         assert (PARAM in ev.backend.compiled["bank.sv"]) is rewritten, name
+
+
+def test_the_testbench_workarounds_follow_the_backend(fakes):
+    """`<=` in an initial block and `disable` of the enclosing fork get the pinned
+    Verilator's workarounds (`<= #0`, `#0 disable`) only on a backend that needs them."""
+    tb = (FIXTURES / "mux2_partial_tb.sv").read_text().replace(
+        "    sel = 0; en = 0;", "    fork : f\n      begin #5 disable f; end\n    join\n"
+        "    sel <= 0; en = 0;")
+    for name, fixed in (("fake", True), ("native", False)):
+        ev = Evaluator(replace(CONFIG, backend=name))
+        obs = ev.evaluate(fixture_task("mux2"), tb)
+        compiled = ev.backend.compiled["tb.sv"]
+        assert ("sel <= #0 0;" in compiled, "#0 disable f;" in compiled) == (fixed, fixed)
+        assert (compiled == tb) is not fixed
+        assert any("compiled as `<= #0`" in n for n in obs.notes) is fixed
 
 
 def test_a_registered_backend_drives_the_evaluator(fakes):

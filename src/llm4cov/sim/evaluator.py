@@ -246,15 +246,18 @@ class Evaluator:
 
     def _rewrite_sources(self, task: Task, tb: SourceFile, plan: TestbenchPlan,
                          workdir: Path) -> hints.Rewrite:
-        """Write the sources as compiled: the testbench with known-bug workarounds
-        (``hints.testbench_workarounds``) and, when a module related to the DUT is
+        """Write the sources as compiled: the testbench with the workarounds of the
+        backend's known divergences from IEEE 1800 (``hints.testbench_workarounds``,
+        :class:`~llm4cov.sim.backends.base.Capabilities`) and, when a module related to the DUT is
         instantiated more than once, one module copy per instance (``instances.py``),
         unless the backend counts instances apart by itself. Line numbers never change."""
         notes = plan.notes(task.dut_module_name)
-        fix = hints.testbench_workarounds(tb)
+        caps = self.backend.capabilities
+        fix = hints.testbench_workarounds(tb, nba=not caps.initial_nba,
+                                          disable=not caps.fork_disable)
         new = {tb.name: fix.text} if fix.notes else {}
         notes.extend(fix.notes)
-        if not self.backend.capabilities.native_per_instance:
+        if not caps.native_per_instance:
             copies, copy_notes = _per_instance_copies(task, tb.name, fix.text, plan)
             new.update(copies)
             notes.extend(copy_notes)

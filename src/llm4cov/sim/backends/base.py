@@ -41,6 +41,12 @@ class Capabilities:
     """FSM state and arc coverage on request (``SimConfig.fsm_coverage``)."""
     waveforms: frozenset[str] = frozenset()
     """Waveform formats it can dump (``vcd``, ``fst``)."""
+    initial_nba: bool = False
+    """``<=`` in ``initial`` blocks and tasks is scheduled in the NBA region (IEEE 1800
+    10.4.2); otherwise the evaluator compiles it as ``<= #0`` (``hints.testbench_workarounds``)."""
+    fork_disable: bool = False
+    """``disable`` of a fork from one of its branches kills every branch, started or not
+    (IEEE 1800 9.6.2); otherwise the evaluator compiles it as ``#0 disable``."""
 
 
 @dataclass

