@@ -54,7 +54,8 @@ class BinCount(BaseModel):
 
 
 class Covergroup(BaseModel):
-    """One covergroup: where it is declared, its bins, each coverpoint's and cross's."""
+    """One covergroup: its file and the line of its first bin (coverage.dat has no
+    declaration line), its bins, each coverpoint's and cross's."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -109,7 +110,8 @@ def functional_coverage(points: Iterable[Point]) -> FunctionalCoverage | None:
         for p in mine:
             inside = p.hier.removeprefix(page + ".")
             by_point[inside.rpartition(".")[0] or inside].append(p)
-        report[covergroup_name(page)] = Covergroup(
+        name = covergroup_name(page)
+        report[name if name not in groups else page] = Covergroup(  # class vs module
             file=mine[0].file, line=mine[0].line, bins=_count(mine),
             coverpoints={name: _count(ps) for name, ps in by_point.items()})
     every = [p for ps in groups.values() for p in ps]
