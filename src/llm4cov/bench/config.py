@@ -26,10 +26,11 @@ SAMPLE_SEED_STRIDE = 1000
 """Sample ``s`` uses policy seed ``seed + 1000 * s``; its round ``r`` uses that plus ``r``."""
 _SAMPLING = SamplingParams()
 NOT_IDENTITY = ("tasks", "base_url", "executor", "address", "workers", "cache", "sandbox",
-                "max_concurrency", "max_samples", "max_sim_calls", "max_total_tokens")
+                "max_concurrency", "max_samples", "max_sim_calls", "max_total_tokens",
+                "simulator")
 """Fields that do not decide results: where the tasks file, the server and the
 simulators are, how fast and how far the run goes. (The tasks themselves enter the
-identity as a hash.)"""
+identity as a hash; the simulator, name and version, as the run plan's ``simulator``.)"""
 
 
 class Mode(StrEnum):

@@ -25,7 +25,7 @@ from llm4cov.bench.rows import ROW_KEY, charge_prior
 from llm4cov.bench.runner import run_bench
 from llm4cov.bench.score import score
 from llm4cov.policies import Policy, get_policy
-from llm4cov.sim.toolchain import find_toolchain
+from llm4cov.sim.backends import open_backend
 from llm4cov.tasks.cvdp import load_any_tasks
 from llm4cov.tasks.model import Task, TaskError
 from llm4cov.util.budget import Budget
@@ -115,7 +115,7 @@ def run(
         ToolchainError, PolicyError, WorkerLost: infrastructure failures.
     """
     policies = make_policies(config)
-    simulator = f"verilator {find_toolchain().version}"
+    simulator = open_backend(config.sim_config()).simulator
     plan = open_plan(run_dir, make_plan(config, tasks, simulator))
     log = ResultLog(run_dir / RESULTS_FILE, ROW_KEY)
     budget = Budget(config.max_samples, config.max_sim_calls, config.max_total_tokens)

@@ -28,7 +28,8 @@ app = typer.Typer(
     rich_markup_mode=None,
 )
 
-COMMANDS = ("sim", "gen", "train", "bench", "synth", "pipeline", "cache", "model", "formal")
+COMMANDS = ("sim", "gen", "train", "bench", "synth", "pipeline", "cache", "model", "toolchain",
+            "formal")
 """Command modules ``llm4cov.cli.<name>_cmd``, in the order ``--help`` lists them."""
 
 

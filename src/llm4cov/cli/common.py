@@ -16,8 +16,8 @@ from llm4cov.cli import interrupt
 from llm4cov.cli.errors import FAILED, CliError, classify
 from llm4cov.cli.options import Flag, flag, with_options
 from llm4cov.exec import ExecutorKind, SimExecutor, get_executor
+from llm4cov.sim.backends import open_backend
 from llm4cov.sim.config import SimConfig
-from llm4cov.sim.toolchain import find_toolchain
 from llm4cov.tasks.hdl import module_decls
 from llm4cov.tasks.layout import Exclusions
 from llm4cov.tasks.loaders import filelist_root, load_tasks, task_from_paths
@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 console = TerminalConsole(stderr=True)
 
 SIM_FLAGS = {f.key: f for f in (
+    flag("simulator", "--simulator"),
     flag("compile_timeout_s", "--compile-timeout", min=0.001),
     flag("run_timeout_s", "--run-timeout", min=0.001),
     flag("seed", "--seed"),
@@ -329,14 +330,15 @@ Raises (when the command runs):
 def open_executor(kind: ExecutorKind, workers: int | None, config: SimConfig,
                   address: str | None) -> SimExecutor:
     """The executor of ``--executor``/``--workers``/``--address``, once the simulator
-    toolchain is found here.
+    ``config.backend`` names is found here and supports ``config``.
 
     Raises:
+        UnknownBackend, UnsupportedOption: bad ``--simulator`` or option (exit 2).
         ToolchainError: the toolchain is missing (exit 3).
         ExecutorError: the executor cannot be set up (Ray not installed, no cluster at
             the address, ...; exit 2).
     """
-    find_toolchain()
+    open_backend(config)
     return get_executor(kind, workers, config, address)
 
 

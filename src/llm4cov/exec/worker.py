@@ -20,13 +20,16 @@ _EVALUATORS: dict[SimConfig, Evaluator] = {}
 
 
 def evaluate(config: SimConfig, call: SimCall) -> Observation:
-    """The observation of ``call`` on this process's evaluator for ``config`` (built on
-    first use, here and not in a worker initializer, so that a missing toolchain is the
-    call's error rather than a broken worker). A call with ``keep_coverage`` runs
-    through :func:`llm4cov.report.capture.evaluate_keeping` and comes back with the
-    run's coverage data.
+    """The observation of ``call`` on this process's evaluator for ``config``, on the
+    simulator backend ``config.backend`` names (built on first use, here and not in a
+    worker initializer, so that a missing toolchain is the call's error rather than a
+    broken worker). A call with ``keep_coverage`` runs through
+    :func:`llm4cov.report.capture.evaluate_keeping` and comes back with the run's
+    coverage data.
 
     Raises:
+        UnknownBackend, UnsupportedOption: ``config`` names no backend, or asks for
+            something it cannot do.
         ToolchainError: the simulator toolchain is missing on this worker.
         SandboxUnavailable: ``config.sandbox`` is on and the OS sandbox cannot run here.
     """
@@ -37,5 +40,5 @@ def evaluate(config: SimConfig, call: SimCall) -> Observation:
     if config not in _EVALUATORS:
         from llm4cov.sim.evaluator import Evaluator
 
-        _EVALUATORS[config] = Evaluator(config)
+        _EVALUATORS[config] = Evaluator(config)  # its backend: open_backend(config)
     return _EVALUATORS[config].evaluate_call(call)

