@@ -230,10 +230,14 @@ class Design:
         self._root = root.rstrip("/") + "/"
 
     def _name(self, location: pyslang.SourceLocation) -> str:
-        """The repository name of a location's file (pyslang may give the path relative
-        to the working directory)."""
-        name = os.path.abspath(self.tree.sourceManager.getFileName(location))
-        return name.removeprefix(self._root)
+        """The repository name of a location's file: its path under the tree's root,
+        or a relative name as it stands (a `` `line`` marker of Verilator's view names
+        files relative to the sources folder, not to this process's cwd)."""
+        name = self.tree.sourceManager.getFileName(location)
+        full = os.path.abspath(name)  # pyslang may name a file relative to the cwd
+        if full.startswith(self._root) or os.path.isabs(name):
+            return full.removeprefix(self._root)
+        return os.path.normpath(name)
 
     def decls(self) -> list[ModuleDecl]:
         """Every module declared, in compilation order."""
