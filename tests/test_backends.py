@@ -13,6 +13,7 @@ import pytest
 from conftest import FIXTURES, REPO, fixture_task
 from llm4cov.cli.app import main
 from llm4cov.exec import worker
+from llm4cov.sim import workdirs
 from llm4cov.sim.backends import (
     Capabilities,
     UnknownBackend,
@@ -64,7 +65,8 @@ class FakeBackend:
 
     def build(self, task, tb, plan, workdir, drop=()) -> ProcessResult:
         self.built.append(tb.name)
-        self.compiled = {f.name: (workdir / f.name).read_text() for f in [*task.rtl_files, tb]}
+        src = workdirs.sources(workdir)  # the repo's files: apart from the backend's own
+        self.compiled = {f.name: (src / f.name).read_text() for f in [*task.rtl_files, tb]}
         return ProcessResult(returncode=0, output="", timed_out=False, wall_s=0.0,
                              output_bytes=0)
 

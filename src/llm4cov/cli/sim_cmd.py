@@ -10,6 +10,7 @@ from llm4cov.cli import common, report_opts
 from llm4cov.cli.options import PRINT_CONFIG, print_config, with_flags
 from llm4cov.exec.settings import SimSettings
 from llm4cov.sim import hints
+from llm4cov.sim.backends import open_backend
 from llm4cov.sim.observation import Observation, Status
 from llm4cov.sim.report import coverage_markdown
 from llm4cov.sim.rtl_check import stop_on_rtl_error
@@ -83,6 +84,7 @@ def sim(
     text, aux_files, notes = _read_testbench(tb, aux, task)
     request = report_opts.ReportRequest(html, lcov, ucis, trace, keep_workdir, exclude)
     what = f"{tb.name} against {task.dut_module_name}"
+    open_backend(settings.sim_config())  # a missing simulator fails before any progress
     with Phase(common.console, common.simulating(settings.sim_config(), what)):
         obs = _simulate(task, text, tb.name, aux_files, any_instance, settings, request,
                         common.rtl_root(task), notes)
