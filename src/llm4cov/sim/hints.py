@@ -15,7 +15,7 @@ from pathlib import Path
 
 from pyslang import parsing, syntax
 
-from llm4cov.sim.sandbox import guard_pyslang, unsafe_path
+from llm4cov.sim.static_check import guard_pyslang, unsafe_path
 from llm4cov.tasks.hdl import ParseLimitError, parse_tree
 from llm4cov.tasks.loaders import files_below
 from llm4cov.tasks.model import SourceFile

@@ -92,7 +92,7 @@ def open_backend(config: SimConfig) -> SimBackend:
 def _verilator(build: str) -> BackendFactory:
     def factory(config: SimConfig) -> SimBackend:
         from llm4cov.sim.backends.verilator import VerilatorBackend
-        from llm4cov.sim.backends.verilator_versions import BUILDS
+        from llm4cov.sim.backends.verilator.versions import BUILDS
 
         return VerilatorBackend(config, build=BUILDS[build])
 

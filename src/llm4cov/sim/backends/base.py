@@ -96,6 +96,12 @@ class SimBackend(Protocol):
         """The environment of the build steps and of the static check's preprocessing."""
         ...
 
+    def compiler_version(self) -> str:
+        """The version of the compiler the build runs besides the simulator (e.g. the
+        C++ compiler of a simulator that compiles to C++); part of the result-cache key
+        (:func:`llm4cov.sim.cache.result_key`). Empty when there is none."""
+        ...
+
     def check_sandbox(self) -> Sandbox:
         """What the static check's preprocessing may read besides its scratch dir."""
         ...

@@ -1,10 +1,11 @@
 """The Verilator backend: ``verilator --cc --exe --timing`` with our C++ driver.
 
 Build: the Verilator command (:meth:`VerilatorBackend.verilate_command`) then make, with
-the compile-speed levers of :mod:`llm4cov.sim.build`. Run: ``./obj/sim`` with a fixed
-seed, resource limits and a simulated-time limit; the driver (``driver_main.cpp``)
-writes one end record (:data:`END_RECORD`) to a pipe and the coverage to a file of a
-random name, both checked strictly (:func:`read_end_record`) before either is trusted.
+the compile-speed levers of :mod:`llm4cov.sim.backends.verilator.build`. Run:
+``./obj/sim`` with a fixed seed, resource limits and a simulated-time limit; the driver
+(``driver_main.cpp``) writes one end record (:data:`END_RECORD`) to a pipe and the
+coverage to a file of a random name, both checked strictly (:func:`read_end_record`)
+before either is trusted.
 Both steps run in the OS sandbox unless ``SimConfig.sandbox`` is off.
 """
 
@@ -18,10 +19,9 @@ from pathlib import Path
 
 from llm4cov.sim import coverage as cov
 from llm4cov.sim import hints
-from llm4cov.sim.artifacts import ArtifactStore
 from llm4cov.sim.backends.base import RunOutcome
-from llm4cov.sim.backends.verilator_versions import PINNED, VerilatorBuild
-from llm4cov.sim.build import (
+from llm4cov.sim.backends.verilator.artifacts import ArtifactStore, compiler_version
+from llm4cov.sim.backends.verilator.build import (
     DRIVER,
     DRIVER_HOOKS,
     OBJ_DIR,
@@ -31,14 +31,14 @@ from llm4cov.sim.build import (
     run_build,
     run_sandbox,
 )
+from llm4cov.sim.backends.verilator.toolchain import Toolchain
+from llm4cov.sim.backends.verilator.versions import PINNED, VerilatorBuild
 from llm4cov.sim.cache import BUILD_DIR, cache_root, evict_build_store
 from llm4cov.sim.config import SimConfig
 from llm4cov.sim.logs import scrub_paths
 from llm4cov.sim.observation import EndReason, Status
 from llm4cov.sim.process import Limits, ProcessResult, Sandbox, run_limited
-from llm4cov.sim.sandbox import source_arg
 from llm4cov.sim.structure import TestbenchPlan, always_without_timing, stop_sites
-from llm4cov.sim.toolchain import Toolchain
 from llm4cov.sim.workdirs import sources
 from llm4cov.tasks.hdl import compile_order, define_args, module_parameters, search_dirs
 from llm4cov.tasks.model import SourceFile, Task
@@ -94,8 +94,13 @@ class VerilatorBackend:
         """The toolchain's environment (``PATH``, ccache)."""
         return self.toolchain.env()
 
+    def compiler_version(self) -> str:
+        """The C++ compiler the build uses (``$CXX``, default ``c++``): the first line of
+        its ``--version``."""
+        return compiler_version(os.environ.get("CXX", "c++"))
+
     def check_sandbox(self) -> Sandbox:
-        """The build's sandbox (:func:`~llm4cov.sim.build.build_sandbox`)."""
+        """The build's sandbox (:func:`~llm4cov.sim.backends.verilator.build.build_sandbox`)."""
         return build_sandbox(self.toolchain)
 
     # -- build -----------------------------------------------------------------------
@@ -146,8 +151,8 @@ class VerilatorBackend:
 
     def build(self, task: Task, tb: SourceFile, plan: TestbenchPlan, workdir: Path,
               drop: tuple[str, ...] = ()) -> ProcessResult:
-        """Verilate and make (:func:`~llm4cov.sim.build.run_build`), sandboxed when
-        configured."""
+        """Verilate and make (:func:`~llm4cov.sim.backends.verilator.build.run_build`),
+        sandboxed when configured."""
         return run_build(
             self.verilate_command(task, tb, plan, self.config.fsm_coverage, drop),
             workdir,
@@ -236,6 +241,12 @@ def repo_args(task: Task, tb: SourceFile, tb_top: str) -> list[str]:
         *(f"-D{d}" for d in define_args(task.defines)),
         *(f"-G{k}={v}" for k, v in task.parameters.items() if k in declared),
     ]
+
+
+def source_arg(name: str) -> str:
+    """A repository file name as a tool argument: ``./-o.sv`` for names that would read
+    as an option (``-``, ``+``), the name itself otherwise."""
+    return f"./{name}" if name.startswith(("-", "+")) else name
 
 
 def _keep_coverage(workdir: Path, cov_file: str | None) -> None:
