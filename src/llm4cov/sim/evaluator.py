@@ -37,7 +37,6 @@ from pathlib import Path, PurePosixPath
 from llm4cov.sim import coverage as cov
 from llm4cov.sim import hints, isolation, precheck, rtl_check, workdirs
 from llm4cov.sim.backends import SimBackend, check_supported, open_backend
-from llm4cov.sim.backends.verilator.build import BOUND_NAMES
 from llm4cov.sim.cache import ResultCache, cache_root, cacheable, result_key
 from llm4cov.sim.call import SimCall
 from llm4cov.sim.config import SimConfig
@@ -47,6 +46,7 @@ from llm4cov.sim.functional import functional_coverage
 from llm4cov.sim.instances import plan_per_instance
 from llm4cov.sim.logs import bound, clean_build_log, scrub_paths
 from llm4cov.sim.observation import Observation, Status
+from llm4cov.sim.process import BOUND_NAMES
 from llm4cov.sim.static_check import Inspection, Preprocessed, inspect_testbench, new_findings
 from llm4cov.sim.structure import StructureError, TestbenchPlan, plan_testbench
 from llm4cov.tasks.hdl import COMPILED_SUFFIXES, search_dirs
@@ -217,7 +217,7 @@ class Evaluator:
         return {
             "simulator": self.backend.simulator,
             "backend": self.backend.name,
-            "coverage_options": self.config.coverage_options(),
+            "coverage_options": self.backend.coverage_options(),
             "seed": self.config.seed,
         }
 
@@ -279,7 +279,8 @@ class Evaluator:
                          f"({flag}): " + ("that worked, so its points are not measured"
                                           if fixed else "the failure persists"))
             why = None if fixed else why
-        if why is None and build.returncode != 0 and rewrite.caused(build.output):
+        sites = self.backend.error_sites(build.output) if build.returncode != 0 else []
+        if why is None and rewrite.caused(sites):
             for name, text in rewrite.originals.items():  # build the sources as given
                 _write(src / name, text)
             build = self.backend.build(task, tb, plan, workdir, drop)
@@ -291,7 +292,7 @@ class Evaluator:
         build_log = clean_build_log(scrub_paths(build.output, str(src)), str(workdir))
         if build.exceeded:
             return self._over_bound(build.exceeded, build_log, round(build_s, 3), base)
-        notes.extend(hints.build_notes(build_log, tb, rewrite.nba_lines))
+        notes.extend(self.backend.build_notes(build_log, tb, rewrite.nba_lines))
         if build.timed_out or build.returncode != 0:
             tool_error = why is not None
             if tool_error:

@@ -37,6 +37,9 @@ from pathlib import Path
 from llm4cov.sim import isolation
 from llm4cov.util.procs import child_pids
 
+#: What a ``ProcessResult.exceeded`` bound is, for messages.
+BOUND_NAMES = {"cpu": "CPU-time", "memory": "memory", "processes": "process-count",
+               "dir": "disk"}
 
 @dataclass(frozen=True)
 class Limits:

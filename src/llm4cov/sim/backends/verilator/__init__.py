@@ -18,8 +18,8 @@ import shutil
 from pathlib import Path
 
 from llm4cov.sim import coverage as cov
-from llm4cov.sim import hints
 from llm4cov.sim.backends.base import RunOutcome
+from llm4cov.sim.backends.verilator import failures
 from llm4cov.sim.backends.verilator.artifacts import ArtifactStore, compiler_version
 from llm4cov.sim.backends.verilator.build import (
     DRIVER,
@@ -31,6 +31,7 @@ from llm4cov.sim.backends.verilator.build import (
     run_build,
     run_sandbox,
 )
+from llm4cov.sim.backends.verilator.coverage_dat import parse_coverage_dat
 from llm4cov.sim.backends.verilator.toolchain import Toolchain
 from llm4cov.sim.backends.verilator.versions import PINNED, VerilatorBuild
 from llm4cov.sim.cache import BUILD_DIR, cache_root, evict_build_store
@@ -58,6 +59,9 @@ RUN_ENV_KEYS = ("LLM4COV_COVERAGE_FILE", "LLM4COV_STOP_SITES", "LLM4COV_SIM_TIME
                 "LLM4COV_MAX_TIME_SLOTS", "VERILATOR_SOLVER")
 #: The largest coverage file the evaluator (and ``report/capture.py``) parses, bytes.
 COVERAGE_MAX_BYTES = 64 * 1024**2
+#: Verilator's flag for each waveform format (``SimConfig.trace``); the driver dumps
+#: when built with one.
+TRACE_FLAGS = {"vcd": "--trace", "fst": "--trace-fst"}
 #: The run's coverage file in a kept work dir (``SimConfig.keep_workdir``).
 KEPT_COVERAGE = "coverage.dat"
 
@@ -71,7 +75,7 @@ class VerilatorBackend:
             not fetched yet: ``ToolchainNotFetched``, naming ``llm4cov toolchain get``).
     """
 
-    retry_without = hints.RETRY_WITHOUT
+    retry_without = failures.RETRY_WITHOUT
     reserved_names = frozenset({DRIVER.name, DRIVER_HOOKS.name})
 
     def __init__(self, config: SimConfig, toolchain: Toolchain | None = None,
@@ -94,6 +98,12 @@ class VerilatorBackend:
         """The toolchain's environment (``PATH``, ccache)."""
         return self.toolchain.env()
 
+    def coverage_options(self) -> list[str]:
+        """The exact Verilator coverage flags of the build (FSM coverage when
+        ``SimConfig.fsm_coverage``)."""
+        flags = ["--coverage-line", "--coverage-expr", "--coverage-toggle", "--coverage-user"]
+        return [*flags, "--coverage-fsm"] if self.config.fsm_coverage else flags
+
     def compiler_version(self) -> str:
         """The C++ compiler the build uses (``$CXX``, default ``c++``): the first line of
         its ``--version``."""
@@ -113,7 +123,7 @@ class VerilatorBackend:
         writing ``../obj``; make follows); ``drop``: coverage options left out (after a
         tool failure)."""
         cfg = self.config
-        flags = [f for f in cfg.coverage_options()
+        flags = [f for f in self.coverage_options()
                  if (fsm or f != "--coverage-fsm") and f not in drop]
         sources = [source_arg(f.name)
                    for f in compile_order(task.rtl_files, task.compile_files)]
@@ -129,6 +139,7 @@ class VerilatorBackend:
             *self.build_spec.verilate_flags,
             "-CFLAGS", cflags(cfg) + "".join(f" -D{d}" for d in self.build_spec.driver_defines),
             *repo_args(task, tb, plan.tb_top),
+            *(TRACE_FLAGS[fmt] for fmt in cfg.waveforms()),
             *cfg.extra_verilator_args,
             *sources,
             source_arg(tb.name),
@@ -163,10 +174,20 @@ class VerilatorBackend:
         )
 
     def tool_failure(self, build: ProcessResult, files: list[SourceFile]) -> str | None:
-        """Why a failed build is Verilator's fault (``hints.tool_failure``), else None."""
+        """Why a failed build is Verilator's fault (:func:`failures.tool_failure`), else
+        None."""
         if build.returncode == 0 or build.timed_out:
             return None
-        return hints.tool_failure(build.output, files)
+        return failures.tool_failure(build.output, files)
+
+    def build_notes(self, build_log: str, tb: SourceFile,
+                    fixed_lines: frozenset[int] = frozenset()) -> list[str]:
+        """Notes from Verilator's build warnings (:func:`failures.build_notes`)."""
+        return failures.build_notes(build_log, tb, fixed_lines)
+
+    def error_sites(self, build_output: str) -> list[tuple[str, int]]:
+        """Where Verilator's errors point (:func:`failures.error_sites`)."""
+        return failures.error_sites(build_output)
 
     # -- run -------------------------------------------------------------------------
 
@@ -218,7 +239,7 @@ class VerilatorBackend:
                          f"{COVERAGE_MAX_BYTES >> 20} MiB cap: not read")
         trusted = 0 <= size <= COVERAGE_MAX_BYTES
         cov_file = outcome.coverage_file if trusted else None
-        points = cov.parse_coverage_dat(workdir / cov_file) if cov_file else []
+        points = parse_coverage_dat(workdir / cov_file) if cov_file else []
         if self.config.keep_workdir:
             _keep_coverage(workdir, cov_file)
         return points, notes

@@ -71,9 +71,6 @@ OBJ_DIR = "../obj"
 #: Address space of any one build process (the backstop under the per-call bounds).
 PROCESS_MEMORY_BYTES = 8 * 1024**3
 DRY_RUN_CAP = 16 * 1024**2
-#: What a ``ProcessResult.exceeded`` bound is, for messages.
-BOUND_NAMES = {"cpu": "CPU-time", "memory": "memory", "processes": "process-count",
-               "dir": "disk"}
 
 log = logging.getLogger(__name__)
 
