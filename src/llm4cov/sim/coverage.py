@@ -230,8 +230,8 @@ def uncovered_items(
     for (file, line, sig, hier), bit_dirs in toggles.items():
         point = Point("toggle", file, line, "", hier, 0)
         by_dirs: dict[tuple[str, ...], list[int]] = defaultdict(list)
-        for bit, dirs in bit_dirs.items():
-            by_dirs[tuple(sorted(dirs))].append(bit)
+        for bit, seen in bit_dirs.items():
+            by_dirs[tuple(sorted(seen))].append(bit)
         for dirs, bits in sorted(by_dirs.items()):
             how = "never toggled" if len(dirs) == 2 else f"never toggled {dirs[0]}"
             items.append(_item(point, f"{bit_ranges(sig, bits)} {how}", lines))

@@ -255,11 +255,11 @@ class Evaluator:
             )
 
         rewrite = self._rewrite_sources(task, tb, plan, workdir, generated)
-        if rewrite.rewritten and (found := self._recheck(task, tb, aux, rewrite, view)):
+        if rewrite.rewritten and (refused := self._recheck(task, tb, aux, rewrite, view)):
             return Observation(
                 status=Status.REJECTED,
                 log="Rejected before compiling: the sources as the evaluator rewrote or "
-                    "extended them hold what the static check refuses:\n" + "\n".join(found),
+                    "extended them hold what the static check refuses:\n" + "\n".join(refused),
                 **base,
             )
         notes.extend(rewrite.notes)

@@ -61,9 +61,9 @@ def testbench_workarounds(tb: SourceFile, nba: bool = True, disable: bool = True
       later; IEEE 1800 9.6.2 kills every branch, which the ``#0`` form gets.
     """
     tree = parse_tree(tb.content, tb.name)
-    nba = _nba_inserts(tree) if nba else []
+    nbas = _nba_inserts(tree) if nba else []
     disables = _disable_inserts(tree) if disable else []
-    inserts = {at: "#0 " for at in disables} | {at: " #0" for at in nba}
+    inserts = {at: "#0 " for at in disables} | {at: " #0" for at in nbas}
     if not inserts:
         return Workaround(tb.content)
     text = tb.content
@@ -74,10 +74,10 @@ def testbench_workarounds(tb: SourceFile, nba: bool = True, disable: bool = True
         return sorted({tb.content[:at].count("\n") + 1 for at in offsets})
 
     notes = []
-    if nba:
+    if nbas:
         notes.append(
             f"{tb.name}: non-blocking assignments in `initial` blocks and tasks (lines "
-            f"{_line_list(lines(nba))}) are compiled as `<= #0` (same meaning in IEEE "
+            f"{_line_list(lines(nbas))}) are compiled as `<= #0` (same meaning in IEEE "
             "1800; works around Verilator running them as blocking `=`, verilator#5210)"
         )
     if disables:
@@ -86,7 +86,7 @@ def testbench_workarounds(tb: SourceFile, nba: bool = True, disable: bool = True
             "as `#0 disable` (works around verilator#7856: a branch not yet started would "
             "survive the disable)"
         )
-    return Workaround(text, tuple(notes), frozenset(lines(nba)))
+    return Workaround(text, tuple(notes), frozenset(lines(nbas)))
 
 
 def _line_list(lines: list[int]) -> str:
@@ -122,7 +122,7 @@ def _in_class(node) -> bool:
 
 
 def _disable_inserts(tree) -> list[int]:
-    found = []
+    found: list[int] = []
     for fork in syntax_nodes(tree.root, (_SK.ParallelBlockStatement,)):
         if fork.end.kind != parsing.TokenKind.JoinKeyword:
             continue

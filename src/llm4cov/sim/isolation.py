@@ -161,7 +161,8 @@ def wrap(
     args += ["--dev", "/dev", "--tmpfs", "/tmp"]
     if proc:
         args += ["--proc", "/proc"]
-    for path in map(_absolute, [*SYSTEM_READONLY, *readonly]):  # after /tmp: may be below
+    bound: list[Path | str] = [*SYSTEM_READONLY, *readonly]
+    for path in map(_absolute, bound):  # after /tmp: may be below
         if path.exists():
             args += ["--ro-bind", str(path), str(path)]
     for path in map(_absolute, [workdir, *writable]):

@@ -370,7 +370,8 @@ def run_limited(
     finally:
         _kill_group(proc, signal.SIGKILL)  # stray grandchildren (make, g++, z3)
         reader.join(timeout=5)
-        proc.stdout.close()
+        if proc.stdout is not None:  # always a pipe here
+            proc.stdout.close()
         if record:
             record.join(timeout=5)
             record.stream.close()

@@ -75,7 +75,7 @@ class VerilatorBackend:
             not fetched yet: ``ToolchainNotFetched``, naming ``llm4cov toolchain get``).
     """
 
-    retry_without = failures.RETRY_WITHOUT
+    retry_without: tuple[tuple[str, str], ...] = failures.RETRY_WITHOUT
     reserved_names = frozenset({DRIVER.name, DRIVER_HOOKS.name})
 
     def __init__(self, config: SimConfig, toolchain: Toolchain | None = None,
