@@ -106,7 +106,7 @@ class SimConfig:
     :mod:`~llm4cov.sim.isolation`). False (``--no-sandbox``) is for trusted testbenches
     only; every observation then says so in a note."""
     static_check: bool = True
-    """Reject unsafe testbench text before compiling (``sandbox.py``). False only for
+    """Reject unsafe testbench text before compiling (``static_check.py``). False only for
     tests of the OS sandbox itself."""
     exclusions: tuple[str, ...] = ()
     """Coverage exclusion rules, one per entry (:mod:`~llm4cov.sim.exclusions`, the

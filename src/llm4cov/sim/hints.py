@@ -250,7 +250,7 @@ def aux_files(
             found[path.name] = path
         else:
             raise FileNotFoundError(f"--aux {path}: no such file or directory")
-    # the testbench is untrusted: parse it only when that is bounded (sandbox.py)
+    # the testbench is untrusted: parse it only when that is bounded (static_check.py)
     try:
         reads = [] if guard_pyslang(tb.content, tb.name) else data_files(tb)
     except ParseLimitError:

@@ -67,7 +67,7 @@ KEPT_COVERAGE = "coverage.dat"
 
 
 class VerilatorBackend:
-    """A Verilator build (``build``, a row of :mod:`verilator_versions`; default the
+    """A Verilator build (``build``, a row of :mod:`.versions`; default the
     pinned wheel) as a :class:`~llm4cov.sim.backends.base.SimBackend`.
 
     Raises:
