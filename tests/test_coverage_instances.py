@@ -8,6 +8,7 @@ from dataclasses import replace
 import pytest
 
 from conftest import FIXTURES, fixture_task
+from llm4cov.sim import workdirs
 from llm4cov.sim.evaluator import Evaluator
 from llm4cov.sim.instances import PARAM, plan_per_instance
 from llm4cov.sim.observation import Status
@@ -131,7 +132,7 @@ def _kept_run(evaluator, tmp_path, *extra: str):
     task = fixture_task("cell_bank")
     obs = Evaluator(config).evaluate(task, (FIXTURES / "cell_bank_tb.sv").read_text())
     (work,) = tmp_path.glob("llm4cov-*")
-    return obs, {f.name: (work / f.name).read_text() for f in task.rtl_files}
+    return obs, {f.name: (workdirs.sources(work) / f.name).read_text() for f in task.rtl_files}
 
 
 @pytest.mark.requires_verilator
