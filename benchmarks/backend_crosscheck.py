@@ -123,7 +123,7 @@ NOTES = (
     "later split 5.052 build of the same flags) compiled the runtime headers as text: "
     "the build store took its precompiled header's command from 5.052's own header "
     "rule (`-c -x c++-header`), a bug of ours fixed after these runs "
-    "(`sim/build.py`, `tests/test_backends.py::"
+    "(`sim/backends/verilator/build.py`, `tests/test_backends.py::"
     "test_precompiled_header_rules_are_not_object_compiles`). Their 5.052 build times "
     "are pessimistic; their coverage is unaffected (the header is a speed lever only).",
     "Inputs first run on 5.052 with the pinned build's testbench workarounds (`<= #0`, "

@@ -41,7 +41,7 @@ from llm4cov.sim import precheck
 from llm4cov.sim.config import SimConfig
 from llm4cov.sim.evaluator import Evaluator
 from llm4cov.sim.process import run_limited
-from llm4cov.sim.sandbox import check_testbench
+from llm4cov.sim.static_check import check_testbench
 from llm4cov.sim.structure import StructureError, plan_testbench
 
 _FIRST_ERROR = re.compile(r"%Error(?:-\w+)?: ([^:\s]+):(\d+):")

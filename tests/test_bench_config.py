@@ -21,6 +21,7 @@ from llm4cov.tasks.cvdp import load_any_tasks
 from llm4cov.util.budget import Budget, BudgetExhausted
 
 SIM = "verilator rev vUNKNOWN-built20260516-4e853d8"
+OPTIONS = ["--coverage-line", "--coverage-expr", "--coverage-toggle", "--coverage-user"]
 
 
 def test_arms_modes_and_seeds():
@@ -100,17 +101,19 @@ def test_threshold_calibration_of_the_shared_tasks():
 
 def test_run_dir_refuses_other_settings(tmp_path):
     tasks = [fixture_task("mux2")]
-    plan = make_plan(BenchConfig(tasks="t.jsonl"), tasks, SIM)
+    plan = make_plan(BenchConfig(tasks="t.jsonl"), tasks, SIM, OPTIONS)
     assert open_plan(tmp_path, plan) == plan
     assert load_plan(tmp_path) == plan
     # a resume may change workers, budgets and the tasks path
     resumed = make_plan(BenchConfig(tasks="other/t.jsonl", sim={"workers": 8}, max_samples=3),
-                        tasks, SIM)
+                        tasks, SIM, OPTIONS)
     assert open_plan(tmp_path, resumed).command == plan.command
     with pytest.raises(RunDirError, match="samples"):
-        open_plan(tmp_path, make_plan(BenchConfig(tasks="t.jsonl", samples=2), tasks, SIM))
+        open_plan(tmp_path, make_plan(BenchConfig(tasks="t.jsonl", samples=2), tasks, SIM,
+                                      OPTIONS))
     with pytest.raises(RunDirError, match="simulator"):
-        open_plan(tmp_path, make_plan(BenchConfig(tasks="t.jsonl"), tasks, "verilator 5.020"))
+        open_plan(tmp_path, make_plan(BenchConfig(tasks="t.jsonl"), tasks, "verilator 5.020",
+                                      OPTIONS))
     (tmp_path / "run.json").write_text(json.dumps({"command": 1}))
     with pytest.raises(RunDirError, match="not a valid run plan"):
         load_plan(tmp_path)

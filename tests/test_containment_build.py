@@ -20,14 +20,14 @@ import pytest
 
 from llm4cov.cli.app import main
 from llm4cov.sim import isolation, workdirs
-from llm4cov.sim.artifacts import _pch_intact
+from llm4cov.sim.backends.verilator.artifacts import _pch_intact
 from llm4cov.sim.cache import BUILD_DIR, cache_root
 from llm4cov.sim.call import SimCall
 from llm4cov.sim.config import SimConfig
 from llm4cov.sim.evaluator import Evaluator
 from llm4cov.sim.observation import EndReason, Status
 from llm4cov.sim.process import Limits, run_limited
-from llm4cov.sim.sandbox import check_testbench
+from llm4cov.sim.static_check import check_testbench
 from llm4cov.sim.structure import StructureError, plan_testbench
 from llm4cov.tasks.model import SourceFile, Task
 

@@ -10,8 +10,9 @@ from __future__ import annotations
 import pytest
 
 from conftest import FIXTURES, fixture_task
+from llm4cov.sim.backends.verilator.coverage_dat import parse_coverage_dat
 from llm4cov.sim.config import SimConfig
-from llm4cov.sim.coverage import parse_coverage_dat, summarize
+from llm4cov.sim.coverage import summarize
 from llm4cov.sim.exclusions import (
     ExclusionError,
     Rule,

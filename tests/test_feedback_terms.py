@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from conftest import EXAMPLES, FIXTURES
-from llm4cov.sim.coverage import parse_coverage_dat, uncovered_items
+from llm4cov.sim.backends.verilator.coverage_dat import parse_coverage_dat
+from llm4cov.sim.coverage import uncovered_items
 from llm4cov.sim.feedback_terms import CONSTANT_NOTE, SourceIndex, sim_time_text
 
 REPORT = FIXTURES / "report"

@@ -16,7 +16,8 @@ from llm4cov.agent.prompt import render_observation
 from llm4cov.report.data import build_report_data
 from llm4cov.report.html import render_html
 from llm4cov.report.lcov import write_ucis_xml
-from llm4cov.sim.coverage import dut_points, parse_coverage_dat, summarize
+from llm4cov.sim.backends.verilator.coverage_dat import parse_coverage_dat
+from llm4cov.sim.coverage import dut_points, summarize
 from llm4cov.sim.functional import functional_coverage, functional_lines
 from llm4cov.sim.observation import Observation, Status
 from llm4cov.sim.report import coverage_markdown

@@ -14,7 +14,7 @@ from lxml import etree
 
 from conftest import FIXTURES
 from llm4cov.report.lcov import lcov_text, write_ucis_xml
-from llm4cov.sim.coverage import parse_coverage_dat
+from llm4cov.sim.backends.verilator.coverage_dat import parse_coverage_dat
 from llm4cov.sim.exclusions import parse_rules
 
 DAT = FIXTURES / "report" / "mux2_partial.coverage.dat"

@@ -10,10 +10,10 @@ import pytest
 from conftest import REPO, example_task
 from llm4cov.policies.random_stimulus import random_testbench
 from llm4cov.sim import precheck
+from llm4cov.sim.backends.verilator.toolchain import find_toolchain
 from llm4cov.sim.config import SimConfig
 from llm4cov.sim.evaluator import Evaluator
 from llm4cov.sim.observation import Status
-from llm4cov.sim.toolchain import find_toolchain
 from llm4cov.tasks.model import SourceFile
 
 TASK = example_task("alu_comb")  # alu4: inputs a[3:0], b[3:0], op[1:0]; outputs y, carry, zero

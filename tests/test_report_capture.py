@@ -121,7 +121,8 @@ def test_gen_reports_come_from_the_rounds_own_runs(tmp_path, monkeypatch):
     best testbench once more for the reports), and OUT/coverage.dat is the scored run's."""
     from llm4cov.cli.app import main
     from llm4cov.sim.backends.verilator import VerilatorBackend
-    from llm4cov.sim.coverage import parse_coverage_dat, summarize
+    from llm4cov.sim.backends.verilator.coverage_dat import parse_coverage_dat
+    from llm4cov.sim.coverage import summarize
     from llm4cov.sim.observation import Observation as Obs
 
     runs = tmp_path / "runs.txt"

@@ -19,7 +19,7 @@ from conftest import EXAMPLES, FIXTURES
 from llm4cov.cli.app import main
 from llm4cov.report.data import build_report_data
 from llm4cov.report.html import SCRIPT, highlight_lines, write_html
-from llm4cov.sim.coverage import parse_coverage_dat
+from llm4cov.sim.backends.verilator.coverage_dat import parse_coverage_dat
 from llm4cov.sim.exclusions import ProvenUnreachable, parse_rules
 
 REPORT = FIXTURES / "report"

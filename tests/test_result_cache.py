@@ -35,8 +35,9 @@ BROKEN_TB = (
 )
 
 
-def key(task=TASK, tb=TB, aux=AUX, instance="dut", config=None, simulator="5.048", z3=True):
-    return result_key(task, tb, aux, instance, config or SimConfig(), simulator, z3)
+def key(task=TASK, tb=TB, aux=AUX, instance="dut", config=None, simulator="5.048", z3=True,
+        compiler="c++ (GCC) 12.2.0"):
+    return result_key(task, tb, aux, instance, config or SimConfig(), simulator, z3, compiler)
 
 
 def obs(status=Status.SUCCESS, **fields) -> Observation:

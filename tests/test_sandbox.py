@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from llm4cov.sim import vlex
-from llm4cov.sim.sandbox import EXCEEDED, CheckLimits, check_testbench, source_arg
+from llm4cov.sim.backends.verilator import source_arg
+from llm4cov.sim.static_check import EXCEEDED, CheckLimits, check_testbench
 from llm4cov.tasks.model import SourceFile, Task
 
 pytestmark = pytest.mark.requires_verilator
@@ -259,8 +260,8 @@ def test_evaluator_passes_option_like_names_as_paths_and_checks_with_its_own_com
 
 def test_check_in_the_os_sandbox_judges_outside_includes_by_name():
     from llm4cov.sim import isolation
-    from llm4cov.sim.build import build_sandbox
-    from llm4cov.sim.toolchain import find_toolchain
+    from llm4cov.sim.backends.verilator.build import build_sandbox
+    from llm4cov.sim.backends.verilator.toolchain import find_toolchain
 
     if not isolation.available():
         pytest.skip("no OS sandbox here")

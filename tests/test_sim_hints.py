@@ -9,6 +9,7 @@ import pytest
 
 from conftest import FIXTURES
 from llm4cov.sim import hints
+from llm4cov.sim.backends.verilator import failures
 from llm4cov.tasks.model import SourceFile
 
 TB_PROP = SourceFile(name="tb.sv", content=(
@@ -17,17 +18,17 @@ TB_PROP = SourceFile(name="tb.sv", content=(
 
 def test_tool_failures_come_from_the_tools_own_lines_only():
     internal = "%Error: Internal Error: tb.sv:17:13: ../V3Scope.cpp:88: Can't locate varref"
-    assert hints.tool_failure(internal, [TB_PROP]) == "Verilator internal error"
+    assert failures.tool_failure(internal, [TB_PROP]) == "Verilator internal error"
     # the same text not at the start of a line (e.g. quoted by a testbench) is no signal
-    assert hints.tool_failure("- tb: %Error: Internal Error: x", [TB_PROP]) is None
+    assert failures.tool_failure("- tb: %Error: Internal Error: x", [TB_PROP]) is None
     var = "%Error: tb.sv:10:54: Found definition of '_Vpast_1_1' as a VAR but expected"
-    assert hints.tool_failure(var, [TB_PROP]) == (
+    assert failures.tool_failure(var, [TB_PROP]) == (
         "Verilator error about its own internal variable `_Vpast_1_1`")
     own = SourceFile(name="tb.sv", content="module tb; logic _Vpast_1_1; endmodule\n")
-    assert hints.tool_failure(var, [own]) is None  # the testbench's own name
+    assert failures.tool_failure(var, [own]) is None  # the testbench's own name
     missing = "%Error: tb.sv:10:54: Can't find definition of task/function: 'p_flag_high'"
-    assert "declared property `p_flag_high`" in hints.tool_failure(missing, [TB_PROP])
-    assert hints.tool_failure(missing.replace("p_flag_high", "nope"), [TB_PROP]) is None
+    assert "declared property `p_flag_high`" in failures.tool_failure(missing, [TB_PROP])
+    assert failures.tool_failure(missing.replace("p_flag_high", "nope"), [TB_PROP]) is None
 
 
 def test_workarounds_insert_text_only_and_keep_lines():
@@ -50,8 +51,8 @@ def test_workarounds_insert_text_only_and_keep_lines():
 def test_initialdly_note_only_for_unfixed_lines_of_a_clocked_testbench():
     tb = SourceFile(name="tb.sv", content="module tb; initial @(posedge c) r <= 1; endmodule")
     log = "%Warning-INITIALDLY: tb.sv:1:34: Non-blocking assignment '<=' in initial"
-    assert "lines 1" in hints.build_notes(log, tb)[0]
-    assert hints.build_notes(log, tb, frozenset({1})) == []
+    assert "lines 1" in failures.build_notes(log, tb)[0]
+    assert failures.build_notes(log, tb, frozenset({1})) == []
 
 
 def test_missing_data_files_are_named_with_their_line(tmp_path):
@@ -69,10 +70,10 @@ def test_missing_data_files_are_named_with_their_line(tmp_path):
 def test_a_rewrite_is_blamed_only_for_errors_on_lines_it_changed():
     rewrite = hints.Rewrite([], frozenset(), {"tb.sv": "a\nb <= 1;\nc\n"},
                             {"tb.sv": "a\nb <= #0 1;\nc\n"})
-    assert rewrite.caused("%Error: tb.sv:2:7: syntax error")
-    assert rewrite.caused("%Error-UNSUPPORTED: tb.sv:2:7: Unsupported: ...")
-    assert not rewrite.caused("%Error: tb.sv:3:1: syntax error")
-    assert not rewrite.caused("%Error: rtl.sv:2:7: syntax error")
+    assert rewrite.caused(failures.error_sites("%Error: tb.sv:2:7: syntax error"))
+    assert rewrite.caused(failures.error_sites("%Error-UNSUPPORTED: tb.sv:2:7: Unsupported: ..."))
+    assert not rewrite.caused(failures.error_sites("%Error: tb.sv:3:1: syntax error"))
+    assert not rewrite.caused(failures.error_sites("%Error: rtl.sv:2:7: syntax error"))
 
 
 def test_sim_cli_rejects_a_missing_aux_path(tmp_path, capsys):

@@ -118,9 +118,10 @@ class RunPlan(BaseModel):
         return next(a for a in self.arms if a.name == name)
 
 
-def make_plan(config: BenchConfig, tasks: list[Task], simulator: str) -> RunPlan:
-    """The plan of a new run."""
-    options = config.sim_config().coverage_options()
+def make_plan(config: BenchConfig, tasks: list[Task], simulator: str,
+              options: list[str]) -> RunPlan:
+    """The plan of a new run on ``simulator`` with its coverage ``options``
+    (:meth:`~llm4cov.sim.backends.base.SimBackend.coverage_options`)."""
     metrics = [m for m in OVERALL_METRICS if m != "fsm" or "--coverage-fsm" in options]
     return RunPlan(
         command=config.command(), identity=config.identity(), tasks_file=config.tasks,

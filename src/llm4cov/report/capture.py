@@ -12,8 +12,8 @@ compressed, at most ``COVERAGE_MAX_BYTES`` before compression), so ``llm4cov gen
 builds its reports from the round that produced the result, with no second
 simulation (:func:`from_observation`).
 
-Waveforms (``trace="vcd"`` or ``"fst"``): the build adds Verilator's ``--trace`` or
-``--trace-fst`` (through ``SimConfig.extra_verilator_args``; the driver turns tracing on
+Waveforms (``trace="vcd"`` or ``"fst"``, ``SimConfig.trace``): the backend builds with
+its dump on (Verilator: ``--trace`` or ``--trace-fst``; the driver turns tracing on
 when built with it). A testbench that calls ``$dumpfile`` keeps its own dump (the
 sandbox only lets it write inside the work dir); otherwise a bound module
 (``bind <tb top> llm4cov_trace``) dumps the whole design to ``llm4cov_trace.<ext>``.
@@ -43,9 +43,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from llm4cov.sim import workdirs
+from llm4cov.sim.backends.verilator.coverage_dat import parse_coverage_dat
 from llm4cov.sim.call import SimCall
 from llm4cov.sim.config import SimConfig
-from llm4cov.sim.coverage import DesignModules, Point, parse_coverage_dat
+from llm4cov.sim.coverage import DesignModules, Point
 from llm4cov.sim.observation import CoverageData, EndReason, Observation
 from llm4cov.sim.structure import TestbenchPlan
 from llm4cov.tasks.model import Task, is_identifier
@@ -154,7 +155,6 @@ def _capture_in(root: Path, task: Task, testbench: str, config: SimConfig,
                 keep_coverage_dat: bool) -> Capture:
     from llm4cov.sim.evaluator import Evaluator
 
-    extra = list(config.extra_verilator_args)
     own_dump = _DUMPFILE.search(testbench)
     plans: list[TestbenchPlan] = []
 
@@ -162,10 +162,8 @@ def _capture_in(root: Path, task: Task, testbench: str, config: SimConfig,
         plans.append(plan)
         return (trace_module(plan.tb_top, trace) or "") if trace and own_dump is None else ""
 
-    if trace:
-        extra.append("--trace" if trace == "vcd" else "--trace-fst")
     cfg = replace(config, keep_workdir=True, workdir_root=str(root), result_cache=False,
-                  extra_verilator_args=tuple(extra))
+                  trace=trace)
     obs = Evaluator(cfg).evaluate_call(
         SimCall(task, testbench, tb_name, any_instance=any_instance), extend=extend)
     plan = plans[0] if plans else None

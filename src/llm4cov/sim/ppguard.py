@@ -4,7 +4,7 @@ The evaluator parses the raw testbench in its own process: alone and without mac
 (:func:`llm4cov.tasks.hdl.parse_tree`: structure checks, hints) and with the RTL and
 Verilator's macros (:func:`llm4cov.sim.precheck.diagnose`). Macro expansion has no
 bound there, and pyslang takes branches Verilator skips (no ``VERILATOR`` macro in the
-first view). :mod:`llm4cov.sim.sandbox` runs this module under memory and CPU limits
+first view). :mod:`llm4cov.sim.static_check` runs this module under memory and CPU limits
 first; when it finishes, the same parses in the evaluator are known to be bounded.
 
 Usage (cwd: a dir laid out like the work dir)::

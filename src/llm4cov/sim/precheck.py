@@ -28,6 +28,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pyslang
 from pyslang import ast, parsing, syntax
@@ -221,7 +222,7 @@ def _regions(tree: syntax.SyntaxTree, tb_buffer) -> tuple[list, list]:
     regions: list[tuple[int, int]] = []
     calls: list[tuple[int, int]] = []
 
-    def visit(node: object) -> bool:
+    def visit(node: Any) -> bool:  # any pyslang node
         kind = getattr(node, "kind", None)
         system = (kind == syntax.SyntaxKind.InvocationExpression
                   and node.left.kind == syntax.SyntaxKind.SystemName)

@@ -37,6 +37,9 @@ from pathlib import Path
 from llm4cov.sim import isolation
 from llm4cov.util.procs import child_pids
 
+#: What a ``ProcessResult.exceeded`` bound is, for messages.
+BOUND_NAMES = {"cpu": "CPU-time", "memory": "memory", "processes": "process-count",
+               "dir": "disk"}
 
 @dataclass(frozen=True)
 class Limits:
@@ -367,7 +370,8 @@ def run_limited(
     finally:
         _kill_group(proc, signal.SIGKILL)  # stray grandchildren (make, g++, z3)
         reader.join(timeout=5)
-        proc.stdout.close()
+        if proc.stdout is not None:  # always a pipe here
+            proc.stdout.close()
         if record:
             record.join(timeout=5)
             record.stream.close()

@@ -64,6 +64,7 @@ def blame(obs: Observation, task: Task, rtl_alone: Callable[[Task], list[str]]) 
     if not errors:
         return obs
     where = _ERROR.match(errors[0])
+    assert where is not None  # rtl_error_lines keeps matching lines only
     note = hints.rtl_error_note(f"{where['file']}:{where['line']}", errors[0], len(errors))
     return obs.model_copy(update={"rtl_error": True, "notes": [note, *obs.notes]})
 

@@ -2,7 +2,7 @@
 
 Works on the syntax tree only (pyslang), so it answers even for testbenches with
 semantic errors; Verilator reports those. The tree is the one of Verilator's own view
-of the sources (:class:`~llm4cov.sim.sandbox.Preprocessed`, the ``verilator -E`` text
+of the sources (:class:`~llm4cov.sim.static_check.Preprocessed`, the ``verilator -E`` text
 the static check reads) whenever there is one: which modules the testbench declares,
 which the RTL declares, what the testbench instantiates and binds is decided from what
 Verilator compiles, never from a parse that sees other macros. As Verilator does, the
@@ -14,7 +14,7 @@ never count.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pyslang
 from pyslang import syntax
@@ -34,7 +34,7 @@ from llm4cov.tasks.hdl import (
 from llm4cov.tasks.model import SourceFile
 
 if TYPE_CHECKING:
-    from llm4cov.sim.sandbox import Preprocessed
+    from llm4cov.sim.static_check import Preprocessed
 
 
 class StructureError(ValueError):
@@ -125,12 +125,10 @@ def plan_testbench(
     used = {mtype for d in decls for mtype, _ in d.instances}
     helpers = tuple(sorted((tb_names & used) - {top}))
     rtl_names = {d.name for d in rtl_decls}
-    extra = {
-        "bound": _bound_modules(SourceFile(name=tb.name, content=tb_text)),
-        "modules": DesignModules(frozenset(rtl_names), frozenset(tb_names)),
-    }
+    bound = _bound_modules(SourceFile(name=tb.name, content=tb_text))
+    modules = DesignModules(frozenset(rtl_names), frozenset(tb_names))
     if dut_instance is None:
-        return TestbenchPlan(top, paths[0], tuple(paths[1:]), helpers, **extra)
+        return TestbenchPlan(top, paths[0], tuple(paths[1:]), helpers, bound, modules)
     named = [p for p in paths if p.rsplit(".", 1)[-1] == dut_instance]
     if not named:
         found = ", ".join(p.rsplit(".", 1)[-1] for p in paths)
@@ -139,7 +137,8 @@ def plan_testbench(
             f"the instance name `{dut_instance}` (coverage is measured on {top}.{dut_instance})"
         )
     dut = min(named, key=lambda p: p.count("."))
-    return TestbenchPlan(top, dut, tuple(p for p in paths if p != dut), helpers, **extra)
+    return TestbenchPlan(top, dut, tuple(p for p in paths if p != dut), helpers, bound,
+                         modules)
 
 
 def _declarations(
@@ -171,7 +170,8 @@ def _bound_modules(tb: SourceFile) -> tuple[str, ...]:
 
     def visit(node: object) -> bool:
         if isinstance(node, syntax.BindDirectiveSyntax):
-            bound.add(node.instantiation.type.valueText)
+            instantiation: Any = node.instantiation  # a HierarchyInstantiationSyntax
+            bound.add(instantiation.type.valueText)
         return True
 
     parse_tree(tb.content, tb.name).root.visit(visit)
@@ -217,7 +217,7 @@ def always_without_timing(tb: SourceFile) -> list[int]:
         pyslang.parsing.TokenKind.WaitKeyword,
     }
 
-    def visit(node: object) -> bool:
+    def visit(node: Any) -> bool:  # any pyslang node
         if getattr(node, "kind", None) == syntax.SyntaxKind.AlwaysBlock:
             has_timing = False
 

@@ -58,7 +58,7 @@ class Token:
 def tokens(text: str) -> Iterator[Token]:
     """The code tokens of ``text`` in order (comments, meta-comments, attributes skipped)."""
     for match in _TOKEN.finditer(text):
-        kind = match.lastgroup
+        kind = match.lastgroup or ""
         if kind != "skip":
             yield Token(kind, match.group(), match.start())
 

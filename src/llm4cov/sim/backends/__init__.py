@@ -90,9 +90,11 @@ def open_backend(config: SimConfig) -> SimBackend:
 
 
 def _verilator(build: str) -> BackendFactory:
+    # The return type is the static check (mypy, CI step 1b) that VerilatorBackend
+    # satisfies SimBackend, for every row of the version table.
     def factory(config: SimConfig) -> SimBackend:
         from llm4cov.sim.backends.verilator import VerilatorBackend
-        from llm4cov.sim.backends.verilator_versions import BUILDS
+        from llm4cov.sim.backends.verilator.versions import BUILDS
 
         return VerilatorBackend(config, build=BUILDS[build])
 

@@ -96,6 +96,18 @@ class SimBackend(Protocol):
         """The environment of the build steps and of the static check's preprocessing."""
         ...
 
+    def coverage_options(self) -> list[str]:
+        """The simulator's coverage options for this config, as observations record them
+        (``Observation.coverage_options``; an option of ``retry_without`` that a build
+        dropped is left out there)."""
+        ...
+
+    def compiler_version(self) -> str:
+        """The version of the compiler the build runs besides the simulator (e.g. the
+        C++ compiler of a simulator that compiles to C++); part of the result-cache key
+        (:func:`llm4cov.sim.cache.result_key`). Empty when there is none."""
+        ...
+
     def check_sandbox(self) -> Sandbox:
         """What the static check's preprocessing may read besides its scratch dir."""
         ...
@@ -119,6 +131,18 @@ class SimBackend(Protocol):
 
     def tool_failure(self, build: ProcessResult, files: list[SourceFile]) -> str | None:
         """Why a failed ``build`` is the simulator's fault, else None."""
+        ...
+
+    def build_notes(self, build_log: str, tb: SourceFile,
+                    fixed_lines: frozenset[int] = frozenset()) -> list[str]:
+        """Notes on a build's log for the testbench ``tb`` (warnings that matter to it);
+        ``fixed_lines``: testbench lines the evaluator's workarounds already changed
+        (``hints.testbench_workarounds``)."""
+        ...
+
+    def error_sites(self, build_output: str) -> list[tuple[str, int]]:
+        """``(file, line)`` of every located error in a build's output (the evaluator
+        rebuilds the sources as given when one points at a line it rewrote)."""
         ...
 
     def run(self, task: Task, tb: SourceFile, workdir: Path) -> RunOutcome:

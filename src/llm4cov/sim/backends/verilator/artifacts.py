@@ -25,7 +25,8 @@ Integrity: the key and the content hash are recorded when an entry is written an
 checked before use; a corrupt, tampered or foreign entry (another key, another
 format) is deleted and rebuilt, never used. An object is checked on every use; a
 precompiled header (100 MB) once per process and again whenever its files' inode,
-size, mtime or ctime change. Simulations never see the store (:mod:`llm4cov.sim.build`).
+size, mtime or ctime change. Simulations never see the store
+(:mod:`llm4cov.sim.backends.verilator.build`).
 
 Writes go to a temporary name first and are renamed into place, so concurrent
 processes only ever see complete files. The store is never required: any failure

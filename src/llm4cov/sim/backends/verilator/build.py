@@ -8,8 +8,8 @@ the levers of :class:`~llm4cov.sim.config.SimConfig` apply (each measured in
 
 - ``runtime_pch``: every object is compiled with ``-include llm4cov_pch/llm4cov_pch.h``
   (the Verilated runtime headers). The header is precompiled once per flag set into the
-  artifact store (:mod:`llm4cov.sim.artifacts`); without a precompiled copy the same
-  header is read as text, so the result is the same either way.
+  artifact store (:mod:`llm4cov.sim.backends.verilator.artifacts`); without a
+  precompiled copy the same header is read as text, so the result is the same either way.
 - ``reuse_runtime``: the Verilated runtime objects (``verilated.o``,
   ``verilated_cov.o``, ...) and our ``driver_main.o`` come from the store when an object
   with the identical compile command was built before. The store builds them itself,
@@ -54,11 +54,11 @@ import shutil
 import time
 from pathlib import Path
 
-from llm4cov.sim.artifacts import ArtifactStore
+from llm4cov.sim.backends.verilator.artifacts import ArtifactStore
+from llm4cov.sim.backends.verilator.toolchain import Toolchain, ccache_dir
 from llm4cov.sim.config import SimConfig
 from llm4cov.sim.isolation import python_paths
 from llm4cov.sim.process import Limits, ProcessResult, Sandbox, run_limited
-from llm4cov.sim.toolchain import Toolchain, ccache_dir
 from llm4cov.sim.workdirs import sources
 
 TOP_PREFIX = "Vllm4cov_top"
@@ -71,9 +71,6 @@ OBJ_DIR = "../obj"
 #: Address space of any one build process (the backstop under the per-call bounds).
 PROCESS_MEMORY_BYTES = 8 * 1024**3
 DRY_RUN_CAP = 16 * 1024**2
-#: What a ``ProcessResult.exceeded`` bound is, for messages.
-BOUND_NAMES = {"cpu": "CPU-time", "memory": "memory", "processes": "process-count",
-               "dir": "disk"}
 
 log = logging.getLogger(__name__)
 

@@ -54,9 +54,11 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from llm4cov.sim import vlex, workdirs
+from llm4cov.sim.backends import get_backend
+from llm4cov.sim.config import SimConfig, default_backend
+from llm4cov.sim.host import host_env
 from llm4cov.sim.process import Limits, Sandbox, run_limited
-from llm4cov.sim.toolchain import Toolchain, find_toolchain, host_env
-from llm4cov.tasks.hdl import compile_order, define_args, search_dirs
+from llm4cov.tasks.hdl import search_dirs
 from llm4cov.tasks.model import SourceFile, Task
 from llm4cov.tasks.names import unsafe_chars
 
@@ -178,7 +180,8 @@ def check_testbench(
     ``task`` gives the RTL files, macros (``Task.defines``), include dirs and compile
     order it is compiled with (None: the testbench alone). ``command`` is the build's
     Verilator command line (the evaluator passes its own; ``-E`` is appended), run in a
-    scratch dir laid out like the work dir; default: :func:`default_command`. With
+    scratch dir laid out like the work dir; default: the default backend's
+    :meth:`~llm4cov.sim.backends.base.SimBackend.preprocess_command`. With
     ``sandbox`` that run is in the OS sandbox too (an included file outside is then
     judged by its name). The pyslang guard never is: it must see what the evaluator's
     own process would.
@@ -186,7 +189,8 @@ def check_testbench(
     ``tb.sv:7: $system is not allowed (runs a host shell command)``.
 
     Raises:
-        ToolchainError: Verilator is missing (only when ``command`` or ``env`` is None).
+        ToolchainError: the default backend's simulator is missing (only when
+            ``command`` or ``env`` is None).
         OSError: the scratch dir cannot be written or Verilator cannot be started.
     """
     return inspect_testbench(
@@ -217,9 +221,11 @@ def inspect_testbench(
     if too_big:
         return Inspection(too_big)
     if command is None or env is None:
-        toolchain = find_toolchain()
-        command = command or default_command(toolchain, task, name)
-        env = env or toolchain.env()
+        backend = get_backend(default_backend(), SimConfig())
+        tb = SourceFile(name=name, content=text)
+        alone = Task.model_construct(id="static-check", rtl_files=[], dut_module_name="tb")
+        command = command or backend.preprocess_command(task or alone, tb)  # no RTL
+        env = env or backend.env()
     with _scratch(text, name, task, aux_files, workdir_root) as scratch:
         rtl_bytes = sum(len(f.content) for f in task.rtl_files) if task else 0
         reasons, view = _verilator_view(list(command), scratch, dict(env), name, rtl_bytes,
@@ -272,24 +278,6 @@ def _scratch(text, name, task, aux_files, workdir_root) -> Iterator[Path]:
         yield scratch
     finally:
         workdirs.release(scratch)
-
-
-def default_command(toolchain: Toolchain, task: Task | None, tb_name: str) -> list[str]:
-    """A Verilator command line for ``task`` + the testbench with the evaluator's
-    preprocessor settings (``--timing``, ``-I`` list, ``-D`` macros, compile order)."""
-    sources: list[str] = []
-    args = ["--timing"]
-    if task is not None:
-        args += [f"-I{d}" for d in search_dirs(task.rtl_files, task.include_dirs)]
-        args += [f"-D{d}" for d in define_args(task.defines)]
-        sources = [f.name for f in compile_order(task.rtl_files, task.compile_files)]
-    return [str(toolchain.verilator), *args, *(source_arg(s) for s in [*sources, tb_name])]
-
-
-def source_arg(name: str) -> str:
-    """A repository file name as a tool argument: ``./-o.sv`` for names that would read
-    as an option (``-``, ``+``), the name itself otherwise."""
-    return f"./{name}" if name.startswith(("-", "+")) else name
 
 
 def unsafe_path(path: str) -> str | None:

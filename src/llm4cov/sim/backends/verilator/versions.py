@@ -32,7 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from llm4cov.sim.backends.base import Capabilities
-from llm4cov.sim.toolchain import Toolchain, find_toolchain
+from llm4cov.sim.backends.verilator.toolchain import Toolchain, find_toolchain
 
 WAVEFORMS = frozenset({"vcd", "fst"})
 

@@ -13,32 +13,10 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
-#: Host variables a build step may inherit (and prefixes): the locale, ``HOME``, the
-#: terminal type, and the settings of ccache and Verilator. The OS sandbox applies the
-#: same rule (:mod:`llm4cov.sim.isolation`).
-HOST_ENV_NAMES = frozenset({"HOME", "LANG", "LANGUAGE", "TZ", "TERM"})
-HOST_ENV_PREFIXES = ("LC_", "XDG_", "CCACHE_", "VERILATOR_", "YOWASP_")
-
-
-def allowed_env_name(name: str, keep: Collection[str] = ()) -> bool:
-    """Whether a host variable ``name`` may reach a build or sandboxed step: one of
-    :data:`HOST_ENV_NAMES`, :data:`HOST_ENV_PREFIXES` or ``keep``."""
-    return name in HOST_ENV_NAMES or name in keep or name.startswith(HOST_ENV_PREFIXES)
-
-
-def host_env(keep: Collection[str] = ()) -> dict[str, str]:
-    """The allowlisted part of this process's environment (:func:`allowed_env_name`;
-    ``keep``: further names, e.g. ``PATH``), for a step that must not see the user's
-    secrets, such as API keys."""
-    return {k: v for k, v in os.environ.items() if allowed_env_name(k, keep)}
-
-
-class ToolchainError(RuntimeError):
-    """The simulator toolchain is missing or broken (an infrastructure failure)."""
+from llm4cov.sim.host import ToolchainError, host_env
 
 
 @dataclass(frozen=True)

@@ -1,10 +1,11 @@
 """The Verilator backend: ``verilator --cc --exe --timing`` with our C++ driver.
 
 Build: the Verilator command (:meth:`VerilatorBackend.verilate_command`) then make, with
-the compile-speed levers of :mod:`llm4cov.sim.build`. Run: ``./obj/sim`` with a fixed
-seed, resource limits and a simulated-time limit; the driver (``driver_main.cpp``)
-writes one end record (:data:`END_RECORD`) to a pipe and the coverage to a file of a
-random name, both checked strictly (:func:`read_end_record`) before either is trusted.
+the compile-speed levers of :mod:`llm4cov.sim.backends.verilator.build`. Run:
+``./obj/sim`` with a fixed seed, resource limits and a simulated-time limit; the driver
+(``driver_main.cpp``) writes one end record (:data:`END_RECORD`) to a pipe and the
+coverage to a file of a random name, both checked strictly (:func:`read_end_record`)
+before either is trusted.
 Both steps run in the OS sandbox unless ``SimConfig.sandbox`` is off.
 """
 
@@ -17,11 +18,10 @@ import shutil
 from pathlib import Path
 
 from llm4cov.sim import coverage as cov
-from llm4cov.sim import hints
-from llm4cov.sim.artifacts import ArtifactStore
 from llm4cov.sim.backends.base import RunOutcome
-from llm4cov.sim.backends.verilator_versions import PINNED, VerilatorBuild
-from llm4cov.sim.build import (
+from llm4cov.sim.backends.verilator import failures
+from llm4cov.sim.backends.verilator.artifacts import ArtifactStore, compiler_version
+from llm4cov.sim.backends.verilator.build import (
     DRIVER,
     DRIVER_HOOKS,
     OBJ_DIR,
@@ -31,14 +31,15 @@ from llm4cov.sim.build import (
     run_build,
     run_sandbox,
 )
+from llm4cov.sim.backends.verilator.coverage_dat import parse_coverage_dat
+from llm4cov.sim.backends.verilator.toolchain import Toolchain
+from llm4cov.sim.backends.verilator.versions import PINNED, VerilatorBuild
 from llm4cov.sim.cache import BUILD_DIR, cache_root, evict_build_store
 from llm4cov.sim.config import SimConfig
 from llm4cov.sim.logs import scrub_paths
 from llm4cov.sim.observation import EndReason, Status
 from llm4cov.sim.process import Limits, ProcessResult, Sandbox, run_limited
-from llm4cov.sim.sandbox import source_arg
 from llm4cov.sim.structure import TestbenchPlan, always_without_timing, stop_sites
-from llm4cov.sim.toolchain import Toolchain
 from llm4cov.sim.workdirs import sources
 from llm4cov.tasks.hdl import compile_order, define_args, module_parameters, search_dirs
 from llm4cov.tasks.model import SourceFile, Task
@@ -58,12 +59,15 @@ RUN_ENV_KEYS = ("LLM4COV_COVERAGE_FILE", "LLM4COV_STOP_SITES", "LLM4COV_SIM_TIME
                 "LLM4COV_MAX_TIME_SLOTS", "VERILATOR_SOLVER")
 #: The largest coverage file the evaluator (and ``report/capture.py``) parses, bytes.
 COVERAGE_MAX_BYTES = 64 * 1024**2
+#: Verilator's flag for each waveform format (``SimConfig.trace``); the driver dumps
+#: when built with one.
+TRACE_FLAGS = {"vcd": "--trace", "fst": "--trace-fst"}
 #: The run's coverage file in a kept work dir (``SimConfig.keep_workdir``).
 KEPT_COVERAGE = "coverage.dat"
 
 
 class VerilatorBackend:
-    """A Verilator build (``build``, a row of :mod:`verilator_versions`; default the
+    """A Verilator build (``build``, a row of :mod:`.versions`; default the
     pinned wheel) as a :class:`~llm4cov.sim.backends.base.SimBackend`.
 
     Raises:
@@ -71,7 +75,7 @@ class VerilatorBackend:
             not fetched yet: ``ToolchainNotFetched``, naming ``llm4cov toolchain get``).
     """
 
-    retry_without = hints.RETRY_WITHOUT
+    retry_without: tuple[tuple[str, str], ...] = failures.RETRY_WITHOUT
     reserved_names = frozenset({DRIVER.name, DRIVER_HOOKS.name})
 
     def __init__(self, config: SimConfig, toolchain: Toolchain | None = None,
@@ -94,8 +98,19 @@ class VerilatorBackend:
         """The toolchain's environment (``PATH``, ccache)."""
         return self.toolchain.env()
 
+    def coverage_options(self) -> list[str]:
+        """The exact Verilator coverage flags of the build (FSM coverage when
+        ``SimConfig.fsm_coverage``)."""
+        flags = ["--coverage-line", "--coverage-expr", "--coverage-toggle", "--coverage-user"]
+        return [*flags, "--coverage-fsm"] if self.config.fsm_coverage else flags
+
+    def compiler_version(self) -> str:
+        """The C++ compiler the build uses (``$CXX``, default ``c++``): the first line of
+        its ``--version``."""
+        return compiler_version(os.environ.get("CXX", "c++"))
+
     def check_sandbox(self) -> Sandbox:
-        """The build's sandbox (:func:`~llm4cov.sim.build.build_sandbox`)."""
+        """The build's sandbox (:func:`~llm4cov.sim.backends.verilator.build.build_sandbox`)."""
         return build_sandbox(self.toolchain)
 
     # -- build -----------------------------------------------------------------------
@@ -108,7 +123,7 @@ class VerilatorBackend:
         writing ``../obj``; make follows); ``drop``: coverage options left out (after a
         tool failure)."""
         cfg = self.config
-        flags = [f for f in cfg.coverage_options()
+        flags = [f for f in self.coverage_options()
                  if (fsm or f != "--coverage-fsm") and f not in drop]
         sources = [source_arg(f.name)
                    for f in compile_order(task.rtl_files, task.compile_files)]
@@ -124,6 +139,7 @@ class VerilatorBackend:
             *self.build_spec.verilate_flags,
             "-CFLAGS", cflags(cfg) + "".join(f" -D{d}" for d in self.build_spec.driver_defines),
             *repo_args(task, tb, plan.tb_top),
+            *(TRACE_FLAGS[fmt] for fmt in cfg.waveforms()),
             *cfg.extra_verilator_args,
             *sources,
             source_arg(tb.name),
@@ -146,8 +162,8 @@ class VerilatorBackend:
 
     def build(self, task: Task, tb: SourceFile, plan: TestbenchPlan, workdir: Path,
               drop: tuple[str, ...] = ()) -> ProcessResult:
-        """Verilate and make (:func:`~llm4cov.sim.build.run_build`), sandboxed when
-        configured."""
+        """Verilate and make (:func:`~llm4cov.sim.backends.verilator.build.run_build`),
+        sandboxed when configured."""
         return run_build(
             self.verilate_command(task, tb, plan, self.config.fsm_coverage, drop),
             workdir,
@@ -158,10 +174,20 @@ class VerilatorBackend:
         )
 
     def tool_failure(self, build: ProcessResult, files: list[SourceFile]) -> str | None:
-        """Why a failed build is Verilator's fault (``hints.tool_failure``), else None."""
+        """Why a failed build is Verilator's fault (:func:`failures.tool_failure`), else
+        None."""
         if build.returncode == 0 or build.timed_out:
             return None
-        return hints.tool_failure(build.output, files)
+        return failures.tool_failure(build.output, files)
+
+    def build_notes(self, build_log: str, tb: SourceFile,
+                    fixed_lines: frozenset[int] = frozenset()) -> list[str]:
+        """Notes from Verilator's build warnings (:func:`failures.build_notes`)."""
+        return failures.build_notes(build_log, tb, fixed_lines)
+
+    def error_sites(self, build_output: str) -> list[tuple[str, int]]:
+        """Where Verilator's errors point (:func:`failures.error_sites`)."""
+        return failures.error_sites(build_output)
 
     # -- run -------------------------------------------------------------------------
 
@@ -213,7 +239,7 @@ class VerilatorBackend:
                          f"{COVERAGE_MAX_BYTES >> 20} MiB cap: not read")
         trusted = 0 <= size <= COVERAGE_MAX_BYTES
         cov_file = outcome.coverage_file if trusted else None
-        points = cov.parse_coverage_dat(workdir / cov_file) if cov_file else []
+        points = parse_coverage_dat(workdir / cov_file) if cov_file else []
         if self.config.keep_workdir:
             _keep_coverage(workdir, cov_file)
         return points, notes
@@ -236,6 +262,12 @@ def repo_args(task: Task, tb: SourceFile, tb_top: str) -> list[str]:
         *(f"-D{d}" for d in define_args(task.defines)),
         *(f"-G{k}={v}" for k, v in task.parameters.items() if k in declared),
     ]
+
+
+def source_arg(name: str) -> str:
+    """A repository file name as a tool argument: ``./-o.sv`` for names that would read
+    as an option (``-``, ``+``), the name itself otherwise."""
+    return f"./{name}" if name.startswith(("-", "+")) else name
 
 
 def _keep_coverage(workdir: Path, cov_file: str | None) -> None:
