@@ -78,6 +78,7 @@ LEVERS = {
     "model C++ at -O1 instead of -O0": {"cxx_opt": "-O1"},
     "model C++ at Verilator's -Os (fast) / none (slow)": {"cxx_opt": None},
     "no ld.gold": {"fast_linker": False},
+    "one translation unit (Verilator's __ALL.cpp, no split)": {"split_units": False},
     "no ccache": {"ccache": False},
     "make -j 1": {"build_jobs": 1},
     "no OS sandbox (--no-sandbox)": {"sandbox": False},

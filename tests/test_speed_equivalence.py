@@ -17,7 +17,8 @@ pytestmark = pytest.mark.requires_verilator
 #: Every lever off, except ccache: it returns byte-identical objects by construction,
 #: and compiling the Verilated runtime without it costs ~15 s per build on 2 cores.
 LEVERS_OFF = SimConfig(precheck=False, result_cache=False, reuse_runtime=False,
-                       runtime_pch=False, cxx_opt=None, fast_linker=False)
+                       runtime_pch=False, cxx_opt=None, fast_linker=False,
+                       split_units=False)
 
 
 @pytest.fixture(scope="module")

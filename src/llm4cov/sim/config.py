@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 SPEED_ONLY_FIELDS = frozenset({
     "build_jobs", "keep_workdir", "workdir_root", "result_cache", "cache_dir",
     "cache_max_bytes", "ccache", "reuse_runtime", "runtime_pch", "fast_linker",
-    "progress_file",
+    "split_units", "progress_file",
 })
 _OPT_LEVEL = re.compile(r"-O[0-3sg]?")
 DEFAULT_BACKEND = "verilator"
@@ -101,6 +101,9 @@ class SimConfig:
     """Compile against a precompiled header of the Verilated runtime headers."""
     fast_linker: bool = True
     """Link with ``ld.gold`` when it is installed."""
+    split_units: bool = True
+    """With two or more make jobs, compile a small model as two translation units at
+    once (its fast- and slow-path files) instead of Verilator's one ``__ALL.cpp``."""
     sandbox: bool = True
     """Build and run every simulation in the OS sandbox (bubblewrap,
     :mod:`~llm4cov.sim.isolation`). False (``--no-sandbox``) is for trusted testbenches

@@ -26,11 +26,12 @@ import contextlib
 import ctypes
 import os
 import resource
+import select
 import signal
 import subprocess
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -195,19 +196,51 @@ def _wait(proc: subprocess.Popen, timeout_s: float, watch: _Watch) -> str:
     it passed (:meth:`_Watch.passed`; the process group is already SIGKILLed then)."""
     deadline = time.monotonic() + timeout_s
     polled = watch.limits.polled()
-    while True:
-        left = deadline - time.monotonic()
-        try:
-            proc.wait(timeout=max(0.0, min(left, POLL_S) if polled else left))
-            # checked once more at the end: the verdict never depends on poll timing
-            return watch.passed(final=True) or "exited"
-        except subprocess.TimeoutExpired:
+    with _exit_waiter(proc) as exited:
+        while True:
+            left = deadline - time.monotonic()
+            if exited(max(0.0, min(left, POLL_S) if polled else left)):
+                # checked once more at the end: the verdict never depends on poll timing
+                return watch.passed(final=True) or "exited"
             if polled and (bound := watch.passed()):
                 _kill_group(proc, signal.SIGKILL)
                 proc.wait()
                 return bound
             if time.monotonic() >= deadline:
                 return "timeout"
+
+
+@contextlib.contextmanager
+def _exit_waiter(proc: subprocess.Popen) -> Iterator[Callable[[float], bool]]:
+    """``exited(timeout_s) -> bool``: waits up to ``timeout_s`` seconds for ``proc`` to
+    exit and reaps it, returning as soon as it exits. It waits on a pidfd (Linux >= 5.3)
+    where it can: ``Popen.wait(timeout)`` sleeps in steps of up to 50 ms, so it sees an
+    exit up to 50 ms late, several times per simulated call
+    (``docs/results/sim_throughput.md``, issue 22)."""
+    try:
+        fd: int | None = os.pidfd_open(proc.pid)
+    except (AttributeError, OSError):  # not Linux, an old kernel, or reaped already
+        fd = None
+
+    def exited(timeout_s: float) -> bool:
+        if fd is not None:
+            poller = select.poll()
+            poller.register(fd, select.POLLIN)
+            if not poller.poll(max(0, int(timeout_s * 1000))):
+                return False
+            proc.wait()
+            return True
+        try:
+            proc.wait(timeout=timeout_s)
+            return True
+        except subprocess.TimeoutExpired:
+            return False
+
+    try:
+        yield exited
+    finally:
+        if fd is not None:
+            os.close(fd)
 
 
 RECORD_CAP = 4096

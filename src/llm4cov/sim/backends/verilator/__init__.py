@@ -24,6 +24,7 @@ from llm4cov.sim.backends.verilator.artifacts import ArtifactStore, compiler_ver
 from llm4cov.sim.backends.verilator.build import (
     DRIVER,
     DRIVER_HOOKS,
+    INCLUDER,
     OBJ_DIR,
     TOP_PREFIX,
     build_sandbox,
@@ -76,7 +77,7 @@ class VerilatorBackend:
     """
 
     retry_without: tuple[tuple[str, str], ...] = failures.RETRY_WITHOUT
-    reserved_names = frozenset({DRIVER.name, DRIVER_HOOKS.name})
+    reserved_names = frozenset({DRIVER.name, DRIVER_HOOKS.name, INCLUDER.name})
 
     def __init__(self, config: SimConfig, toolchain: Toolchain | None = None,
                  build: VerilatorBuild = PINNED) -> None:
@@ -128,7 +129,7 @@ class VerilatorBackend:
         sources = [source_arg(f.name)
                    for f in compile_order(task.rtl_files, task.compile_files)]
         return [
-            str(self.toolchain.verilator),
+            *self.toolchain.command(),
             "--cc", "--exe", "--timing",
             "-Wno-fatal",
             "--prefix", TOP_PREFIX,
@@ -156,8 +157,8 @@ class VerilatorBackend:
         return self.verilate_command(plain, tb, stand_in, self.config.fsm_coverage)
 
     def stage(self, workdir: Path) -> None:
-        """Copy the C++ driver and its hooks header into ``workdir``."""
-        for driver_file in (DRIVER, DRIVER_HOOKS):
+        """Copy the C++ driver, its hooks header and the includer into ``workdir``."""
+        for driver_file in (DRIVER, DRIVER_HOOKS, INCLUDER):
             shutil.copy(driver_file, workdir / driver_file.name)
 
     def build(self, task: Task, tb: SourceFile, plan: TestbenchPlan, workdir: Path,

@@ -19,7 +19,15 @@ the levers of :class:`~llm4cov.sim.config.SimConfig` apply (each measured in
   runtime objects keep Verilator's ``-Os`` (OPT_GLOBAL): they are reused, so their
   optimization costs nothing per call, and at ``-O0`` they double a long run.
 - ``fast_linker``: ``-fuse-ld=gold`` when ``ld.gold`` is installed.
+- ``split_units``: with two or more make jobs a small model is compiled as two
+  translation units at once (:func:`split_units`), not as Verilator's one ``__ALL.cpp``.
 - ``ccache``: ccache (``OBJCACHE``) when installed; ``build_jobs``: ``make -j``.
+
+Always on (same work, less start-up; ``benchmarks/call_overheads.py``): Verilator runs
+as ``verilator_bin`` without its Perl script (:meth:`Toolchain.command`), make writes
+``__ALL.cpp`` with ``includer.sh`` instead of Verilator's Python includer, and the
+model's own header is never precompiled (:data:`NO_MODEL_PCH`: our runtime PCH is the
+one every unit includes, split by Verilator or by us).
 
 No make code comes from untrusted text: make never reads the dependency files
 Verilator and g++ write (``DEPS=`` on every make call; Verilator lists every file name
@@ -40,8 +48,8 @@ count, polled on the process tree (no cgroup; :mod:`~llm4cov.sim.process`), with
 per-process rlimits as the backstop. A build past one ends with
 ``ProcessResult.exceeded`` set.
 
-Splitting the build also fixes large designs, for which Verilator splits its output and
-force-includes its own precompiled header after ours: make is told not to
+Large designs, for which Verilator splits its output itself (``VM_PARALLEL_BUILDS =
+1``), would force-include its own precompiled header after ours: make is told not to
 (``VK_PCH_I_FAST=``), and each split file includes that header itself.
 """
 
@@ -49,6 +57,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import re
 import shlex
 import shutil
 import time
@@ -64,6 +73,8 @@ from llm4cov.sim.workdirs import sources
 TOP_PREFIX = "Vllm4cov_top"
 DRIVER = Path(__file__).with_name("driver_main.cpp")
 DRIVER_HOOKS = Path(__file__).with_name("driver_hooks.h")
+#: Writes the model's ``__ALL.cpp`` in place of Verilator's Python includer.
+INCLUDER = Path(__file__).with_name("includer.sh")
 PCH_DIR = "llm4cov_pch"
 PCH_HEADER = "llm4cov_pch.h"
 #: Verilator's output dir, relative to the sources folder it runs in.
@@ -97,18 +108,76 @@ def run_sandbox(toolchain: Toolchain, env_keys: tuple[str, ...] = ()) -> Sandbox
                    env_keys=env_keys)
 
 
-def make_command(config: SimConfig, jobs: int) -> list[str]:
-    """The make call that compiles and links ``obj/`` (run from the work dir)."""
+def make_command(config: SimConfig, jobs: int, units: list[str] | None = None) -> list[str]:
+    """The make call that compiles and links ``obj/`` (run from the work dir);
+    ``units``: make variables of :func:`split_units`."""
     cmd = [
         "make", "-s", "-C", "obj", "-f", f"{TOP_PREFIX}.mk", "-j", str(jobs),
         "DEPS=",  # verilated.mk would include every *.d: file names are no makefile
         "CFG_CXXFLAGS_PCH_I=-include", "VK_PCH_I_FAST=", "VK_PCH_I_SLOW=",
+        f"VK_PCH_H={NO_MODEL_PCH}",  # split objects would wait for the model's own PCH
+        f"VERILATOR_INCLUDER=/bin/sh ../{INCLUDER.name}",
     ]
     if config.cxx_opt is not None:
         cmd += [f"OPT_FAST={config.cxx_opt}", f"OPT_SLOW={config.cxx_opt}"]
     if config.fast_linker and shutil.which("ld.gold"):
         cmd.append("USER_LDFLAGS=-fuse-ld=gold")
-    return cmd
+    return cmd + (units or [])
+
+
+#: Stands in for the model's own header in the split builds' prerequisites (make would
+#: precompile it twice, ~1 s each, for no use: our runtime PCH is included instead);
+#: :func:`mark_no_model_pch` writes the two empty files make then finds.
+NO_MODEL_PCH = "llm4cov_no_pch"
+
+
+def mark_no_model_pch(obj: Path) -> None:
+    """Write ``obj/llm4cov_no_pch.{fast,slow}.gch`` (empty; nothing includes them): with
+    no ``llm4cov_no_pch`` to build them from, make takes them as they are."""
+    for kind in ("fast", "slow"):
+        (obj / f"{NO_MODEL_PCH}.{kind}.gch").write_bytes(b"")
+
+
+#: The two translation units of :func:`split_units`, by Verilator's class kind.
+UNITS = {"FAST": f"{TOP_PREFIX}__llm4cov_fast", "SLOW": f"{TOP_PREFIX}__llm4cov_slow"}
+_MODEL_FILE = re.compile(rf"{TOP_PREFIX}\w*")
+
+
+def split_units(obj: Path) -> list[str]:
+    """Make variables that compile a small model as two translation units, built at
+    once by two make jobs: its fast-path files and its slow-path files (Verilator 4's
+    ``__ALLfast``/``__ALLslow``), where Verilator 5 builds one ``__ALL.cpp``, which
+    one job compiles alone. Writes the two units into ``obj``. The code compiled is
+    the same; at two jobs a later call's compile is ~0.2 s shorter and costs ~0.3 s
+    more CPU (``docs/results/sim_throughput.md``, issue 22).
+
+    Returns [] (Verilator's own build) when Verilator split the model itself
+    (``VM_PARALLEL_BUILDS = 1``: large designs), or a kind has no file, or a file name
+    is not one Verilator writes (``Vllm4cov_top*``).
+    """
+    try:
+        text = (obj / f"{TOP_PREFIX}_classes.mk").read_text(encoding="utf-8")
+    except OSError:
+        return []
+    if not re.search(r"^VM_PARALLEL_BUILDS = 0$", text, re.MULTILINE):
+        return []
+    args = ["VM_PARALLEL_BUILDS=1"]
+    for kind, unit in UNITS.items():
+        names = [*_make_list(text, f"VM_CLASSES_{kind}"), *_make_list(text, f"VM_SUPPORT_{kind}")]
+        if not names or not all(_MODEL_FILE.fullmatch(n) for n in names):
+            return []
+        (obj / f"{unit}.cpp").write_text(
+            "// llm4cov: the model's files of one kind as one translation unit\n"
+            "#define VL_INCLUDE_OPT include\n" + "".join(f'#include "{n}.cpp"\n' for n in names),
+            encoding="utf-8")
+        args += [f"VM_CLASSES_{kind}={unit}", f"VM_SUPPORT_{kind}="]
+    return args
+
+
+def _make_list(text: str, name: str) -> list[str]:
+    """The words of ``NAME += \\`` and its continuation lines in a Verilator makefile."""
+    block = re.search(rf"^{name} \+= \\\n((?:[ \t]+\S+ \\\n)*)", text, re.MULTILINE)
+    return block.group(1).replace("\\", " ").split() if block else []
 
 
 class _Budget:
@@ -157,8 +226,11 @@ def run_build(
     verilated = _step(verilate_cmd, workdir, env, config, budget.limits(), budget, sandbox,
                       cwd=sources(workdir))
     if verilated.timed_out or verilated.returncode != 0 or verilated.exceeded:
-        return verilated
-    make = make_command(config, config.jobs())
+        return _say_signal(verilated)
+    mark_no_model_pch(workdir / "obj")
+    jobs = config.jobs()
+    units = split_units(workdir / "obj") if config.split_units and jobs >= 2 else []
+    make = make_command(config, jobs, units)
     pch = workdir / PCH_DIR
     started = time.monotonic()
     reused = _use_store(store, make, workdir, env, config, sandbox) if store else set()
@@ -174,7 +246,7 @@ def run_build(
             make_sandbox, readonly=[*make_sandbox.readonly, entry]
         )
     try:
-        made = _step(make, workdir, env, config, budget.limits(config.jobs()), budget,
+        made = _step(make, workdir, env, config, budget.limits(jobs), budget,
                      make_sandbox)
     finally:
         if pch.is_symlink():  # the simulation never gets a link into the store
@@ -189,6 +261,20 @@ def run_build(
         exceeded=made.exceeded,
         cpu_s=verilated.cpu_s + made.cpu_s,
     )
+
+
+def _say_signal(verilated: ProcessResult) -> ProcessResult:
+    """The Verilator step's result, with a line saying so when a signal ended it (a
+    crash, or a bound's rlimit): Verilator runs without its Perl script, which printed
+    "%Error: Command Failed" then. Exit codes above 128 are a signal under the sandbox
+    (bubblewrap reports ``128 + signal``)."""
+    code = verilated.returncode
+    signum = -code if code < 0 else code - 128 if code > 128 else 0
+    if not signum or verilated.timed_out or verilated.exceeded:
+        return verilated
+    return dataclasses.replace(
+        verilated, output=verilated.output + f"\n%Error: Verilator ended on signal {signum} "
+                                             "(crashed or killed at a resource limit)\n")
 
 
 #: How long the store may take to build its entries for one call (its own work: the
@@ -247,6 +333,8 @@ def compile_commands(
         words = shlex.split(line, posix=True) if compiles else []
         if "-o" in words[:-1]:
             commands[words[words.index("-o") + 1]] = line
+        elif words and words[-1].endswith(".cpp"):  # `-c X.cpp` (split builds) writes X.o
+            commands[Path(words[-1]).with_suffix(".o").name] = line
     return commands
 
 

