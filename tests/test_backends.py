@@ -16,9 +16,12 @@ from llm4cov.exec import worker
 from llm4cov.sim import workdirs
 from llm4cov.sim.backends import (
     Capabilities,
+    CoverageFormat,
+    PreprocessMessages,
     UnknownBackend,
     UnsupportedOption,
     backend_names,
+    coverage_format,
     get_backend,
     register_backend,
 )
@@ -44,6 +47,7 @@ class FakeBackend:
     reserved_names = frozenset({"driver.sv"})
     retry_without = ()
     capabilities = Capabilities(waveforms=frozenset({"vcd"}))
+    preprocess_messages = PreprocessMessages()
 
     def __init__(self, config: SimConfig) -> None:
         self.config = config
@@ -113,8 +117,35 @@ class NativeBackend(FakeBackend):
 def fakes(monkeypatch):
     """Only the fake backends are registered (the registry is restored afterwards)."""
     monkeypatch.setattr("llm4cov.sim.backends._BACKENDS", {})
-    register_backend("fake", FakeBackend)
+    monkeypatch.setattr("llm4cov.sim.backends._COVERAGE", {})
+    register_backend("fake", FakeBackend, FAKE_COVERAGE)
     register_backend("native", NativeBackend)
+
+
+#: The fake backend's coverage file: one line point per line of text ``<line> <count>``.
+FAKE_COVERAGE = CoverageFormat(
+    kept_name="fake.cov", max_bytes=1024,
+    read=lambda path: [Point("line", "mux2.sv", int(n), "block", "tb.dut", int(c),
+                             module="mux2")
+                       for n, c in (ln.split() for ln in path.read_text().splitlines())])
+
+
+def test_the_reports_read_a_registered_coverage_format(fakes, tmp_path):
+    """The reports find a backend's coverage reader by its name, with no toolchain: an
+    observation's coverage data is written and read back in that backend's format."""
+    import zlib
+
+    from llm4cov.report.capture import from_observation
+    from llm4cov.sim.observation import CoverageData, Observation
+
+    assert (coverage_format("fake"), coverage_format("native")) == (FAKE_COVERAGE, None)
+    data = CoverageData(dat_zlib=zlib.compress(b"10 3\n11 0\n"), dut_hier="tb.dut")
+    obs = Observation(status=Status.SUCCESS, backend="fake", coverage_data=data)
+    cap = from_observation(obs, tmp_path)
+    assert [(p.line, p.count) for p in cap.points] == [(10, 3), (11, 0)]
+    assert cap.coverage_dat == tmp_path / "fake.cov"
+    unread = from_observation(obs.model_copy(update={"backend": "native"}), tmp_path / "n")
+    assert (unread.points, unread.coverage_dat) == ([], None)
 
 
 def test_an_unknown_backend_names_the_valid_ones():

@@ -16,7 +16,7 @@ from llm4cov.agent.prompt import render_observation
 from llm4cov.report.data import build_report_data
 from llm4cov.report.html import render_html
 from llm4cov.report.lcov import write_ucis_xml
-from llm4cov.sim.backends.verilator.coverage_dat import parse_coverage_dat
+from llm4cov.sim.backends.verilator.coverage_dat import COVERAGE_FORMAT, parse_coverage_dat
 from llm4cov.sim.coverage import dut_points, summarize
 from llm4cov.sim.functional import functional_coverage, functional_lines
 from llm4cov.sim.observation import Observation, Status
@@ -112,7 +112,7 @@ def test_functional_coverage_in_feedback_and_reports(points, tmp_path):
     html = render_html(build_report_data(points, "tb.dut", {"mux2.sv": "x\n"}), "t", obs)
     assert 'id="functional"' in html and "<code>hi_x_auto_0</code>" in html
     dat = tmp_path / "coverage.dat"
-    write_ucis_xml(dat, tmp_path / "cov.xml")
+    write_ucis_xml(dat, tmp_path / "cov.xml", COVERAGE_FORMAT)
     root = etree.parse(str(tmp_path / "cov.xml")).getroot()
     bins = {(b.getparent().get("name"), b.get("name")): (
         b.get("type"), b.find(".//{*}contents").get("coverageCount"))

@@ -14,7 +14,7 @@ from lxml import etree
 
 from conftest import FIXTURES
 from llm4cov.report.lcov import lcov_text, write_ucis_xml
-from llm4cov.sim.backends.verilator.coverage_dat import parse_coverage_dat
+from llm4cov.sim.backends.verilator.coverage_dat import COVERAGE_FORMAT, parse_coverage_dat
 from llm4cov.sim.exclusions import parse_rules
 
 DAT = FIXTURES / "report" / "mux2_partial.coverage.dat"
@@ -57,7 +57,7 @@ def test_genhtml_accepts_the_tracefile(tmp_path):
 
 
 def test_ucis_xml_names_the_design_files(tmp_path):
-    assert write_ucis_xml(DAT, tmp_path / "mux2.xml") == 0
+    assert write_ucis_xml(DAT, tmp_path / "mux2.xml", COVERAGE_FORMAT) == 0
     root = etree.parse(str(tmp_path / "mux2.xml")).getroot()
     assert root.tag == "UCIS"
     assert {e.get("fileName") for e in root.iter("sourceFiles")} >= {"mux2.sv", "tb.sv"}
@@ -65,5 +65,6 @@ def test_ucis_xml_names_the_design_files(tmp_path):
 
 def test_ucis_counts_points_pyucis_cannot_read(tmp_path, capsys):
     """fsmx.coverage.dat has two expression points on `MODE == 32'sh1`: a quote."""
-    assert write_ucis_xml(FIXTURES / "report" / "fsmx.coverage.dat", tmp_path / "f.xml") == 2
+    dat = FIXTURES / "report" / "fsmx.coverage.dat"
+    assert write_ucis_xml(dat, tmp_path / "f.xml", COVERAGE_FORMAT) == 2
     assert capsys.readouterr().out == ""

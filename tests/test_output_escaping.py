@@ -14,7 +14,7 @@ from markdown_it import MarkdownIt
 from conftest import FIXTURES, fixture_task, shared_path
 from llm4cov.cli.app import main
 from llm4cov.report.lcov import lcov_test_name, lcov_text, write_ucis_xml
-from llm4cov.sim.backends.verilator.coverage_dat import parse_coverage_dat
+from llm4cov.sim.backends.verilator.coverage_dat import COVERAGE_FORMAT, parse_coverage_dat
 from llm4cov.sim.observation import Observation, Status, UncoveredItem
 from llm4cov.sim.report import coverage_markdown
 from llm4cov.tasks.loaders import load_tasks
@@ -159,7 +159,7 @@ def test_ucis_xml_holds_names_with_control_characters(tmp_path):
     dat = (FIXTURES / "report" / "mux2_partial.coverage.dat").read_text()
     hostile = tmp_path / "hostile.coverage.dat"
     hostile.write_text(dat.replace("tb.sv", "t\x1b[2J<!DOCTYPE x>\x0b.sv"))
-    write_ucis_xml(hostile, tmp_path / "out.xml")
+    write_ucis_xml(hostile, tmp_path / "out.xml", COVERAGE_FORMAT)
     text = (tmp_path / "out.xml").read_text()
     assert "<!DOCTYPE" not in text
     root = etree.fromstring(text.encode())

@@ -18,6 +18,7 @@ import pytest
 from conftest import EXAMPLES, FIXTURES, example_task, fixture_task
 from llm4cov.report.capture import Capture, capture, read_coverage
 from llm4cov.sim.backends.verilator import COVERAGE_MAX_BYTES, KEPT_COVERAGE
+from llm4cov.sim.backends.verilator.coverage_dat import COVERAGE_FORMAT
 from llm4cov.sim.config import SimConfig
 from llm4cov.sim.observation import Observation, Status
 
@@ -56,7 +57,8 @@ def test_report_reads_the_runs_own_coverage_and_sweeps_killed_captures(tmp_path)
 
 
 def test_coverage_over_the_cap_or_not_regular_is_not_read(tmp_path):
-    result = Capture(observation=Observation(status=Status.SUCCESS), points=[])
+    result = Capture(observation=Observation(status=Status.SUCCESS), points=[],
+                     coverage_format=COVERAGE_FORMAT)
     with open(tmp_path / KEPT_COVERAGE, "wb") as big:  # sparse: no disk, no parse
         big.truncate(COVERAGE_MAX_BYTES + 1)
     read_coverage(tmp_path, None, result)

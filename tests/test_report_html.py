@@ -261,10 +261,11 @@ def test_markdown_lists_unr_and_parameter_constant_misses_apart():
 
 def test_ucis_marks_the_bins_of_proven_unreachable_points(tmp_path):
     from llm4cov.report.lcov import UNR_REASON, mark_unreachable_ucis, write_ucis_xml
+    from llm4cov.sim.backends.verilator.coverage_dat import COVERAGE_FORMAT
     from llm4cov.sim.exclusions import unreachable_misses
 
     xml = tmp_path / "u.xml"
-    write_ucis_xml(REPORT / "traffic_fsm.coverage.dat", xml)
+    write_ucis_xml(REPORT / "traffic_fsm.coverage.dat", xml, COVERAGE_FORMAT)
     unr = unreachable_misses(TRAFFIC_POINTS, [DEFAULT_37], TRAFFIC)
     assert [(p.metric, p.line, p.comment) for p in unr] == [("line", 37, "case")]
     assert mark_unreachable_ucis(xml, unr) == 1

@@ -68,17 +68,35 @@ def test_the_registry_imports_the_verilator_package_only_lazily():
     assert not any(m.startswith(VERILATOR_PACKAGE) for m in top_level)
     assert verilator_imports(REGISTRY) == [
         VERILATOR_PACKAGE, f"{VERILATOR_PACKAGE}.VerilatorBackend",
+        f"{VERILATOR_PACKAGE}.coverage_dat", f"{VERILATOR_PACKAGE}.coverage_dat.COVERAGE_FORMAT",
         f"{VERILATOR_PACKAGE}.versions", f"{VERILATOR_PACKAGE}.versions.BUILDS"]
 
 
+def test_the_reports_read_coverage_files_through_the_registry_only():
+    """``report/`` reads a run's coverage file by the backend's registered
+    :class:`~llm4cov.sim.backends.base.CoverageFormat`, never by a Verilator module."""
+    from llm4cov.sim.backends import coverage_format
+    from llm4cov.sim.backends.verilator.coverage_dat import COVERAGE_FORMAT
+
+    report = SIM.parent / "report"
+    modules = sorted(report.glob("*.py"))
+    assert len(modules) > 5
+    offenders = {p.name: verilator_imports(p) for p in modules}
+    assert {name: mods for name, mods in offenders.items() if mods} == {}
+    assert coverage_format("verilator") is coverage_format("verilator-5.052") is COVERAGE_FORMAT
+    assert (COVERAGE_FORMAT.kept_name, COVERAGE_FORMAT.ucis_format) == ("coverage.dat", "vltcov")
+
+
 def test_the_driver_files_are_package_data_of_the_verilator_package():
-    from llm4cov.sim.backends.verilator.build import DRIVER, DRIVER_HOOKS
+    from llm4cov.sim.backends.verilator.build import DRIVER, DRIVER_HOOKS, INCLUDER
 
     package = SIM / "backends" / "verilator"
-    assert (package / "driver_main.cpp", package / "driver_hooks.h") == (DRIVER, DRIVER_HOOKS)
-    assert DRIVER.is_file() and DRIVER_HOOKS.is_file()
+    assert (package / "driver_main.cpp", package / "driver_hooks.h", package / "includer.sh") == (
+        DRIVER, DRIVER_HOOKS, INCLUDER)
+    assert DRIVER.is_file() and DRIVER_HOOKS.is_file() and INCLUDER.is_file()
     pyproject = (SIM.parents[2] / "pyproject.toml").read_text()
-    assert '"sim/backends/verilator/*.cpp", "sim/backends/verilator/*.h"' in pyproject
+    assert ('"sim/backends/verilator/*.cpp", "sim/backends/verilator/*.h", '
+            '"sim/backends/verilator/*.sh"') in pyproject
 
 
 @pytest.mark.requires_verilator

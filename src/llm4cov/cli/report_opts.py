@@ -169,9 +169,10 @@ def write_reports(
                       test_name=task.id, modules=cap.modules),
             encoding="utf-8")
         say(f"LCOV tracefile: {request.lcov}")
-    if request.ucis and cap.coverage_dat:
+    fmt = cap.coverage_format
+    if request.ucis and cap.coverage_dat and fmt and fmt.ucis_format:
         request.ucis.parent.mkdir(parents=True, exist_ok=True)
-        skipped = write_ucis_xml(cap.coverage_dat, request.ucis)
+        skipped = write_ucis_xml(cap.coverage_dat, request.ucis, fmt)
         kept, _ = split_points(dut_points(cap.points, cap.dut_hier, sources, cap.modules),
                                rules)
         unr = mark_unreachable_ucis(request.ucis, unreachable_misses(kept, proven, sources))

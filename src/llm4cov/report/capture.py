@@ -43,9 +43,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from llm4cov.sim import workdirs
-from llm4cov.sim.backends.verilator.coverage_dat import parse_coverage_dat
+from llm4cov.sim.backends import CoverageFormat, coverage_format
 from llm4cov.sim.call import SimCall
-from llm4cov.sim.config import SimConfig
+from llm4cov.sim.config import DEFAULT_BACKEND, SimConfig
 from llm4cov.sim.coverage import DesignModules, Point
 from llm4cov.sim.observation import CoverageData, EndReason, Observation
 from llm4cov.sim.structure import TestbenchPlan
@@ -66,6 +66,7 @@ class Capture:
     dut_hier: str = ""
     modules: DesignModules | None = None  # which modules are RTL (forged points never count)
     coverage_dat: Path | None = None
+    coverage_format: CoverageFormat | None = None  # how coverage_dat reads (the backend's)
     workdir: Path | None = None
     trace: Path | None = None
     notes: list[str] = field(default_factory=list)
@@ -170,7 +171,8 @@ def _capture_in(root: Path, task: Task, testbench: str, config: SimConfig,
     work = next(root.glob("llm4cov-*"), None)
     result = Capture(observation=obs, points=[], dut_hier=(
         obs.coverage.dut_hier if obs.coverage else plan.dut_hier if plan else ""),
-        modules=plan.modules if plan else None)
+        modules=plan.modules if plan else None,
+        coverage_format=coverage_format(config.backend))
     if work is not None:
         read_coverage(work, out_dir if keep_coverage_dat else None, result)
         if trace and out_dir and obs.end_reason is not EndReason.NOT_RUN:
@@ -181,28 +183,30 @@ def _capture_in(root: Path, task: Task, testbench: str, config: SimConfig,
     return result
 
 
-def _kept_coverage(work: Path, notes: list[str]) -> Path | None:
-    """The run's own coverage file in the kept work dir ``work`` (the Verilator
-    backend's ``KEPT_COVERAGE``, which replaced whatever the testbench wrote under that
-    name; never another ``*.dat``), or None when it is not a regular file or is over
-    ``COVERAGE_MAX_BYTES`` (a note in ``notes`` says so)."""
-    from llm4cov.sim.backends.verilator import COVERAGE_MAX_BYTES, KEPT_COVERAGE
-
-    dat = work / KEPT_COVERAGE
+def _kept_coverage(work: Path, fmt: CoverageFormat | None, notes: list[str]) -> Path | None:
+    """The run's own coverage file in the kept work dir ``work`` (the backend's
+    ``fmt.kept_name``, which replaced whatever the testbench wrote under that name; never
+    another file), or None when the backend has no coverage format, or the file is not
+    a regular file or is over ``fmt.max_bytes`` (a note in ``notes`` says so)."""
+    if fmt is None:
+        return None
+    dat = work / fmt.kept_name
     size = _regular_size(dat)
-    if size > COVERAGE_MAX_BYTES:
-        notes.append(f"{KEPT_COVERAGE} is {size / 1024**2:.0f} MiB, over the "
-                     f"{COVERAGE_MAX_BYTES >> 20} MiB cap: not read")
+    if size > fmt.max_bytes:
+        notes.append(f"{fmt.kept_name} is {size / 1024**2:.0f} MiB, over the "
+                     f"{fmt.max_bytes >> 20} MiB cap: not read")
         return None
     return dat if size >= 0 else None
 
 
 def read_coverage(work: Path, out_dir: Path | None, result: Capture) -> None:
     """Fill ``result.points`` from the run's own coverage file in the kept work dir
-    ``work`` (:func:`_kept_coverage`) and copy it to ``out_dir``."""
-    dat = _kept_coverage(work, result.notes)
-    if dat is not None:
-        result.points = parse_coverage_dat(dat)
+    ``work`` (:func:`_kept_coverage`, ``result.coverage_format``) and copy it to
+    ``out_dir``."""
+    fmt = result.coverage_format
+    dat = _kept_coverage(work, fmt, result.notes)
+    if fmt is not None and dat is not None:
+        result.points = fmt.read(dat)
         result.coverage_dat = out_dir / "coverage.dat" if out_dir else dat
         if out_dir:
             shutil.copyfile(dat, result.coverage_dat)
@@ -232,7 +236,8 @@ def evaluate_keeping(config: SimConfig, call: SimCall) -> Observation:
         obs = Evaluator(cfg).evaluate_call(replace(call, keep_coverage=False), extend=keep_plan)
         work = next(root.glob("llm4cov-*"), None)
         notes: list[str] = []
-        dat = _kept_coverage(work, notes) if work is not None else None
+        fmt = coverage_format(config.backend)
+        dat = _kept_coverage(work, fmt, notes) if work is not None else None
         if dat is None:
             return obs.model_copy(update={"notes": [*obs.notes, *notes]}) if notes else obs
         plan = plans[0] if plans else None
@@ -255,15 +260,17 @@ def from_observation(obs: Observation, out_dir: Path) -> Capture:
         OSError: ``out_dir`` cannot be written.
         zlib.error: the coverage data is corrupt.
     """
+    fmt = coverage_format(obs.backend or DEFAULT_BACKEND)
     result = Capture(observation=obs, points=[],
-                     dut_hier=obs.coverage.dut_hier if obs.coverage else "")
+                     dut_hier=obs.coverage.dut_hier if obs.coverage else "",
+                     coverage_format=fmt)
     data = obs.coverage_data
-    if data is None:
+    if data is None or fmt is None:
         return result
     out_dir.mkdir(parents=True, exist_ok=True)
-    dat = out_dir / "coverage.dat"
+    dat = out_dir / fmt.kept_name
     dat.write_bytes(zlib.decompress(data.dat_zlib))
-    result.points = parse_coverage_dat(dat)
+    result.points = fmt.read(dat)
     result.coverage_dat = dat
     result.dut_hier = data.dut_hier
     result.modules = DesignModules(frozenset(data.rtl_modules), frozenset(data.tb_modules))

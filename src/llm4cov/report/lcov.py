@@ -40,7 +40,7 @@ from pathlib import Path
 
 from llm4cov.report.data import line_span
 from llm4cov.report.ucis_functional import add_covergroups
-from llm4cov.sim.backends.verilator.coverage_dat import parse_coverage_dat
+from llm4cov.sim.backends import CoverageFormat
 from llm4cov.sim.coverage import DesignModules, Point, dut_points
 from llm4cov.sim.exclusions import Rule, split_points
 from llm4cov.sim.feedback_terms import SourceIndex
@@ -123,16 +123,20 @@ def xml_safe_coverage(text: str) -> str:
     return _NOT_XML.sub(lambda m: f"\\x{ord(m.group(0)):02x}", text)
 
 
-def write_ucis_xml(coverage_dat: Path, out: Path) -> int:
-    """Convert ``coverage.dat`` (after :func:`xml_safe_coverage`) to UCIS XML at
-    ``out`` with pyucis, whose lxml writer escapes markup (no DOCTYPE, entity or
-    processing instruction can come from a name); returns how many points pyucis's
-    reader skipped (it prints a warning per point to stdout, which is captured here so
-    that ``--json`` output stays valid).
+def write_ucis_xml(coverage_dat: Path, out: Path, fmt: CoverageFormat) -> int:
+    """Convert the coverage file ``coverage_dat`` of format ``fmt`` (Verilator's
+    ``coverage.dat``, read by pyucis's ``fmt.ucis_format`` reader after
+    :func:`xml_safe_coverage`) to UCIS XML at ``out`` with pyucis, whose lxml writer
+    escapes markup (no DOCTYPE, entity or processing instruction can come from a name);
+    returns how many points pyucis's reader skipped (it prints a warning per point to
+    stdout, which is captured here so that ``--json`` output stays valid).
 
     Raises:
+        ValueError: ``fmt`` has no UCIS reader.
         Exception: whatever pyucis raises for a file it cannot read.
     """
+    if fmt.ucis_format is None:
+        raise ValueError(f"no UCIS export for {fmt.kept_name} files")
     from ucis.rgy import FormatRgy
 
     rgy = FormatRgy.inst()
@@ -142,9 +146,9 @@ def write_ucis_xml(coverage_dat: Path, out: Path) -> int:
         clean = Path(tmp) / "coverage.dat"
         clean.write_text(xml_safe_coverage(text), encoding="utf-8")
         with contextlib.redirect_stdout(chatter):
-            db = rgy.getDatabaseDesc("vltcov").fmt_if().read(str(clean))
+            db = rgy.getDatabaseDesc(fmt.ucis_format).fmt_if().read(str(clean))
             try:
-                add_covergroups(db, parse_coverage_dat(clean))
+                add_covergroups(db, fmt.read(clean))
                 rgy.getDatabaseDesc("xml").fmt_if().write(db, str(out))
             finally:
                 db.close()

@@ -145,7 +145,8 @@ class Evaluator:
         (``guard``: :func:`~llm4cov.sim.static_check.inspect_testbench`'s)."""
         inspection = inspect_testbench(
             tb.content, tb.name, task, command=self.backend.preprocess_command(task, tb),
-            aux_files=list(aux), env=self.backend.env(), workdir_root=self.config.workdir_root,
+            messages=self.backend.preprocess_messages, aux_files=list(aux),
+            env=self.backend.env(), workdir_root=self.config.workdir_root,
             sandbox=self.backend.check_sandbox() if self.config.sandbox else None,
             guard=guard,
         )

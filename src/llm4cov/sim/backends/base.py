@@ -18,6 +18,8 @@ file name can reach.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -50,6 +52,44 @@ class Capabilities:
     fork_disable: bool = False
     """``disable`` of a fork from one of its branches kills every branch, started or not
     (IEEE 1800 9.6.2); otherwise the evaluator compiles it as ``#0 disable``."""
+
+
+@dataclass(frozen=True)
+class PreprocessMessages:
+    """How the static check (:mod:`llm4cov.sim.static_check`) reads the messages of a
+    backend's preprocessing run (:meth:`SimBackend.preprocess_command` with ``-E``)."""
+
+    limit: tuple[str, ...] = ()
+    """Texts that say the preprocessor's own limit stopped it (a macro bomb)."""
+    limit_label: str = "the preprocessor's own limit"
+    """That limit as a rejection names it."""
+    killed: tuple[str, ...] = ()
+    """Texts that say the preprocessor died (besides an exit code other than 0 and 1)."""
+    missing_include: re.Pattern[str] | None = None
+    """An include file it did not find; groups ``(file:line, included name)``."""
+
+    def missing(self, output: str) -> list[tuple[str, str]]:
+        """``(file:line, included name)`` of every include file ``output`` says was
+        not found."""
+        return self.missing_include.findall(output) if self.missing_include else []
+
+
+@dataclass(frozen=True)
+class CoverageFormat:
+    """A backend's coverage file as the reports read it, with no toolchain needed
+    (``report/capture.py``, ``report/lcov.py``): a kept work dir's file or an
+    observation's :class:`~llm4cov.sim.observation.CoverageData`. Registered with the
+    backend (:func:`llm4cov.sim.backends.register_backend`)."""
+
+    kept_name: str
+    """The run's own coverage file in a kept work dir (``SimConfig.keep_workdir``)."""
+    max_bytes: int
+    """The largest coverage file read, bytes (a larger one is not read; a note says so)."""
+    read: Callable[[Path], list[Point]]
+    """The file's coverage points (the neutral model, :class:`~llm4cov.sim.coverage.Point`)."""
+    ucis_format: str | None = None
+    """The pyucis format (``FormatRgy``) that reads the file for the UCIS XML export;
+    None: the backend has no UCIS export."""
 
 
 @dataclass
@@ -91,6 +131,8 @@ class SimBackend(Protocol):
     """``(coverage option, label)`` pairs to drop, once each, after a tool failure."""
     capabilities: Capabilities
     """What it measures besides code coverage (:class:`Capabilities`)."""
+    preprocess_messages: PreprocessMessages
+    """How the static check reads its preprocessing run's messages."""
 
     def env(self) -> dict[str, str]:
         """The environment of the build steps and of the static check's preprocessing."""

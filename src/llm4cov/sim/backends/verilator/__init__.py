@@ -32,7 +32,7 @@ from llm4cov.sim.backends.verilator.build import (
     run_build,
     run_sandbox,
 )
-from llm4cov.sim.backends.verilator.coverage_dat import parse_coverage_dat
+from llm4cov.sim.backends.verilator.coverage_dat import COVERAGE_FORMAT, parse_coverage_dat
 from llm4cov.sim.backends.verilator.toolchain import Toolchain
 from llm4cov.sim.backends.verilator.versions import PINNED, VerilatorBuild
 from llm4cov.sim.cache import BUILD_DIR, cache_root, evict_build_store
@@ -59,12 +59,12 @@ END_FD_ENV = "LLM4COV_END_FD"
 RUN_ENV_KEYS = ("LLM4COV_COVERAGE_FILE", "LLM4COV_STOP_SITES", "LLM4COV_SIM_TIME_LIMIT",
                 "LLM4COV_MAX_TIME_SLOTS", "VERILATOR_SOLVER")
 #: The largest coverage file the evaluator (and ``report/capture.py``) parses, bytes.
-COVERAGE_MAX_BYTES = 64 * 1024**2
+COVERAGE_MAX_BYTES = COVERAGE_FORMAT.max_bytes
 #: Verilator's flag for each waveform format (``SimConfig.trace``); the driver dumps
 #: when built with one.
 TRACE_FLAGS = {"vcd": "--trace", "fst": "--trace-fst"}
 #: The run's coverage file in a kept work dir (``SimConfig.keep_workdir``).
-KEPT_COVERAGE = "coverage.dat"
+KEPT_COVERAGE = COVERAGE_FORMAT.kept_name
 
 
 class VerilatorBackend:
@@ -77,6 +77,7 @@ class VerilatorBackend:
     """
 
     retry_without: tuple[tuple[str, str], ...] = failures.RETRY_WITHOUT
+    preprocess_messages = failures.PREPROCESS_MESSAGES
     reserved_names = frozenset({DRIVER.name, DRIVER_HOOKS.name, INCLUDER.name})
 
     def __init__(self, config: SimConfig, toolchain: Toolchain | None = None,

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from ucis.vltcov.vlt_parser import VltParser
 
+from llm4cov.sim.backends.base import CoverageFormat
 from llm4cov.sim.coverage import Point
 
 _POINT_LINE = re.compile(r"^C '(?P<key>.*)' (?P<count>\d+)\s*$")
@@ -53,3 +54,10 @@ def parse_coverage_dat(path: Path) -> list[Point]:
                 )
             )
     return points
+
+
+COVERAGE_FORMAT = CoverageFormat(
+    kept_name="coverage.dat", max_bytes=64 * 1024**2, read=parse_coverage_dat,
+    ucis_format="vltcov")
+"""Verilator's ``coverage.dat``, shared by every Verilator build (the reports' reader;
+the evaluator's cap and kept name)."""

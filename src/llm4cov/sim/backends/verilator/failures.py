@@ -14,6 +14,7 @@ from collections.abc import Iterable
 
 from pyslang import parsing, syntax
 
+from llm4cov.sim.backends.base import PreprocessMessages
 from llm4cov.sim.hints import syntax_nodes
 from llm4cov.tasks.hdl import parse_tree
 from llm4cov.tasks.model import SourceFile
@@ -29,6 +30,15 @@ _INITIALDLY = re.compile(r"^%Warning-INITIALDLY: ([^:\n]+):(\d+):", re.MULTILINE
 #: Coverage options dropped, in this order, when the build crashes Verilator.
 RETRY_WITHOUT = (("--coverage-fsm", "FSM"), ("--coverage-expr", "expression"))
 _ERROR_AT = re.compile(r"^%Error(?:-\w+)?: ([^:\s]+):(\d+):", re.MULTILINE)
+
+PREPROCESS_MESSAGES = PreprocessMessages(
+    limit=("Too many preprocessor tokens",),
+    limit_label="Verilator's limit of tokens on a line",
+    killed=("%Error: Command Failed",),  # bin/verilator, when it runs verilator_bin
+    missing_include=re.compile(
+        r"%Error: (\S+?:\d+):(?:\d+:)? Cannot find include file: '(.*)'"),
+)
+"""Verilator's ``-E`` messages, as the static check reads them."""
 
 
 def tool_failure(build_output: str, files: Iterable[SourceFile]) -> str | None:
