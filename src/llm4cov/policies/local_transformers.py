@@ -251,6 +251,7 @@ class LocalTransformersPolicy:
             batch = [p for p in batch if not p.future.cancelled()]  # nobody waits for these
             if not batch:
                 continue
+            answers: list[Generation] | list[BaseException]
             try:
                 answers = self.generate_batch([p.request for p in batch],
                                               [p.future.cancelled for p in batch])
