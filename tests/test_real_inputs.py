@@ -63,6 +63,14 @@ def test_module_inside_ifdef_is_declared_only_with_the_define():
     assert [d.name for d in module_decls(rtl, defines={"HAVE_M": ""})] == ["m"]
 
 
+def test_port_lists_of_module_headers():
+    rtl = [SourceFile(name="m.sv", content=(
+        "module a(input x); endmodule\nmodule b(x); input x; endmodule\n"
+        "module c(.*); endmodule\nmodule t(); endmodule\nmodule u; endmodule\n"))]
+    assert {d.name: d.has_ports for d in module_decls(rtl)} == {
+        "a": True, "b": True, "c": True, "t": False, "u": False}  # (.*): the extern's ports
+
+
 def test_packages_compile_before_their_users():
     task = fixture_task("real_inputs_pkg_order")
     assert [f.name for f in task.rtl_files] == ["a_alu.sv", "z_alu_pkg.sv"]

@@ -14,6 +14,8 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
+from matplotlib.axis import Axis
+from matplotlib.ticker import MaxNLocator
 
 
 def _png(fig) -> bytes:
@@ -21,6 +23,13 @@ def _png(fig) -> bytes:
     fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
     plt.close(fig)
     return buf.getvalue()
+
+
+def _integer_ticks(axis: Axis) -> None:
+    """Ticks of ``axis`` at integers only."""
+    locator = axis.get_major_locator()
+    assert isinstance(locator, MaxNLocator)  # the default, an AutoLocator
+    locator.set_params(integer=True)
 
 
 def coverage_by_round(summary: dict[str, Any]) -> bytes:
@@ -37,7 +46,7 @@ def coverage_by_round(summary: dict[str, Any]) -> bytes:
         ax.set_xlabel("round")
         ax.set_ylabel(label)
         ax.set_ylim(0, 100)
-        ax.xaxis.get_major_locator().set_params(integer=True)
+        _integer_ticks(ax.xaxis)
         ax.grid(alpha=0.3)
     ax_pass.legend(loc="lower right")
     fig.suptitle("Coverage by round (best state so far)")
@@ -70,7 +79,7 @@ def pass_at_k_curve(summary: dict[str, Any]) -> bytes:
     ax.set_xlabel("k")
     ax.set_ylabel("Cov Pass pass@k (%)")
     ax.set_ylim(0, 100)
-    ax.xaxis.get_major_locator().set_params(integer=True)
+    _integer_ticks(ax.xaxis)
     ax.grid(alpha=0.3)
     ax.legend(loc="lower right")
     ax.set_title(f"pass@k ({summary['estimator']} estimator)")

@@ -147,7 +147,7 @@ def score_arm(
     """The summary of one arm (see :func:`score`); with formal ``notes`` for this arm,
     its tasks and the arm carry a ``formal`` entry (separate figures,
     :mod:`llm4cov.bench.formal_notes`)."""
-    notes = {task: n for (name, task), n in (notes or {}).items() if name == arm.name}
+    arm_notes = {task: n for (name, task), n in (notes or {}).items() if name == arm.name}
     infos = [t for t in plan.tasks if arm.kind is ArmKind.AGENT or t.has_reference]
     done: dict[str, list[list[Outcome]]] = {}
     for info in infos:
@@ -178,9 +178,9 @@ def score_arm(
             "best_cov": max(o.coverage for o in finals),
             "target": info.target, "calibration": info.calibration.value,
         })
-        if info.id in notes:
-            per_task[-1]["formal"] = notes[info.id].as_dict()
-    formal = {"formal": _formal_summary(per_task)} if notes else {}
+        if info.id in arm_notes:
+            per_task[-1]["formal"] = arm_notes[info.id].as_dict()
+    formal = {"formal": _formal_summary(per_task)} if arm_notes else {}
     return {
         "kind": arm.kind.value, "samples": arm.samples, "rounds": arm.rounds,
         "tasks_planned": len(infos), "tasks_scored": len(scored),

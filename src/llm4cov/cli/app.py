@@ -100,6 +100,7 @@ def _run(argv: list[str]) -> int:
         return errors.INTERRUPTED
     except errors.USAGE_ERROR as exc:
         if type(exc).__name__ == "NoArgsIsHelpError":  # bare `llm4cov`: the help
+            assert exc.ctx is not None  # NoArgsIsHelpError(ctx) always has one
             typer.echo(exc.ctx.get_help())
             return exc.exit_code
         return errors.report(exc)

@@ -14,7 +14,7 @@ import typer
 
 from llm4cov.cli import interrupt
 from llm4cov.cli.errors import FAILED, CliError, classify
-from llm4cov.cli.options import Flag, flag, with_options
+from llm4cov.cli.options import Flag, flag, parameter_source, with_options
 from llm4cov.exec import ExecutorKind, SimExecutor, get_executor
 from llm4cov.sim.backends import open_backend
 from llm4cov.sim.config import SimConfig
@@ -146,7 +146,7 @@ def subcommand_invoked(ctx: typer.Context) -> bool:
     if ctx.invoked_subcommand is None:
         return False
     given = [p.opts[0] for p in ctx.command.params if p.name and p.opts
-             and ctx.get_parameter_source(p.name).name not in ("DEFAULT", "DEFAULT_MAP")]
+             and parameter_source(ctx, p.name) not in ("DEFAULT", "DEFAULT_MAP")]
     if given:
         raise fail(f"{', '.join(given)}: option(s) of `llm4cov {ctx.info_name}` do not "
                    f"apply to `{ctx.info_name} {ctx.invoked_subcommand}`; give "

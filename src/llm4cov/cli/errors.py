@@ -17,23 +17,27 @@ through :class:`typer.BadParameter`'s bases, so both work.
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from llm4cov.util.escape import terminal
+
+if TYPE_CHECKING:  # the types of Typer's own copy of Click (Typer >= 0.26, see above)
+    from typer._click.exceptions import ClickException, UsageError
 
 log = logging.getLogger("llm4cov.cli")
 
 OK, FAILED, BAD_INPUT, TOOLCHAIN, INTERRUPTED = 0, 1, 2, 3, 130
 
 
-def _click_class(name: str) -> type[Exception]:
+def _click_class(name: str) -> type[Any]:
     return next(c for c in typer.BadParameter.__mro__ if c.__name__ == name)
 
 
-CLICK_EXCEPTION = _click_class("ClickException")
+CLICK_EXCEPTION: type[ClickException] = _click_class("ClickException")
 """Click's base of usage and file errors (``message`` + ``exit_code``)."""
-USAGE_ERROR = _click_class("UsageError")
+USAGE_ERROR: type[UsageError] = _click_class("UsageError")
 """Click's usage error: missing option, bad value, unknown flag or command."""
 
 _TRAIN = ("the [train] extra: install torch for your machine (CPU: pip install torch "

@@ -7,7 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import typer
-from typer.core import TyperGroup
+from typer.core import TyperGroup, TyperOption
 
 from llm4cov.cli import common
 from llm4cov.cli.options import PRINT_CONFIG, print_config, with_flags
@@ -38,7 +38,7 @@ class RtlOrSubcommand(TyperGroup):
 
     def _subcommand_at(self, ctx, args: list[str]) -> int | None:
         valued = {opt for p in self.get_params(ctx)
-                  if p.param_type_name == "option" and not p.is_flag and not p.count
+                  if isinstance(p, TyperOption) and not p.is_flag and not p.count
                   for opt in p.opts}
         i = 0
         while i < len(args) and args[i] != "--":
@@ -89,6 +89,7 @@ def formal(
     """
     if common.subcommand_invoked(ctx):
         return
+    assert task is not None  # with_task resolves it unless a subcommand runs
     from llm4cov.formal import close, find_tools
     from llm4cov.tasks.loaders import read_text
 

@@ -6,6 +6,7 @@ import asyncio
 import json
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -67,7 +68,7 @@ def write_run(out: Path, task: Task, run: AgentRun, report: ReportData | None = 
         "coverage": _coverage_summary(best.observation, report),
     }
     (out / "run.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
-    listed = {} if report is None else {
+    listed: dict[str, Any] = {} if report is None else {
         "uncovered": report.uncovered, "constant": report.constant_items,
         "unreachable": report.unreachable_items, "unreachable_points": report.unreachable}
     (out / "coverage.md").write_text(
@@ -125,9 +126,10 @@ GEN_FLAGS = (
 )
 """The agent and simulator flags of ``llm4cov gen``: the fields of one bench sample
 (:class:`BenchConfig`; gen runs one sample of ``rounds`` rounds on one simulator)."""
-GEN_UNUSED = {**dict.fromkeys(("samples", "baselines", "ids", "limit", "max_concurrency",
-                               "max_samples", "max_sim_calls", "max_total_tokens"), True),
-              "sim": {"workers"}}
+GEN_UNUSED: dict[str, bool | set[str]] = {
+    **dict.fromkeys(("samples", "baselines", "ids", "limit", "max_concurrency", "max_samples",
+                     "max_sim_calls", "max_total_tokens"), True),
+    "sim": {"workers"}}
 """:class:`BenchConfig` fields that do not apply to one gen run (left out of
 ``--print-config``)."""
 
@@ -164,6 +166,7 @@ def gen(
 
     Example: llm4cov gen examples/traffic_fsm --out runs/traffic
     """
+    assert task is not None and flags is not None  # with_task, with_flags give them
     settings = load(BenchConfig, flags=flags, base={"tasks": task.id})
     if show:
         print_config(settings.model_dump(exclude=GEN_UNUSED))
@@ -189,15 +192,16 @@ def _reports(task: Task, run: AgentRun, best: report_opts.BestRun,
     says when formal jobs failed. Returns the report's content (None: no testbench)."""
     proven = proven_unreachable(r.annotations for r in run.rounds)
     _say_formal_errors(run)
-    obs = best.of(run.best.testbench)
-    if obs is None:
+    testbench = run.best.testbench
+    obs = best.of(testbench)
+    if obs is None or testbench is None:  # (no testbench: no observation)
         return None
     tests = _test_rows(run)
     title = f"Coverage: {task.id}, best testbench (round {run.best_round + 1})"
     data = report_opts.write_reports(from_observation(obs, out), task, request, title=title,
                                      rtl_dir=rtl, proven=proven, tests=tests)
     if request.needs_rerun():
-        _rerun(task, run.best.testbench, request, out, settings)
+        _rerun(task, testbench, request, out, settings)
     return data
 
 

@@ -93,9 +93,9 @@ def serve(
     llm4cov gen examples/traffic_fsm --model smollm2-135m --base-url http://127.0.0.1:8001/v1
     """
     from llm4cov.models import resolve_model
-    from llm4cov.policies.local_transformers import DTYPES, LocalTransformersPolicy
+    from llm4cov.policies.local_transformers import DTYPES, LocalTransformersPolicy, is_dtype
 
-    if dtype not in DTYPES:
+    if not is_dtype(dtype):
         raise CliError(f"--dtype {dtype!r}: choose one of {', '.join(DTYPES)}")
     try:
         path = resolve_model(name.removeprefix("local:"))

@@ -78,7 +78,8 @@ class Flag:
         if typing.get_origin(hint) in (typing.Union, types.UnionType):
             hint = next(a for a in typing.get_args(hint) if a is not type(None))
         if typing.get_origin(hint) is tuple:
-            return str if self.comma_list else list[typing.get_args(hint)[0]]
+            item = typing.get_args(hint)[0]
+            return str if self.comma_list else types.GenericAlias(list, (item,))  # list[item]
         return hint
 
     def option(self, model: type[BaseModel]) -> Any:
@@ -124,6 +125,15 @@ def with_options(name: str, options: Mapping[str, tuple[Any, Any]],
     return wrap
 
 
+def parameter_source(ctx: typer.Context, name: str) -> str:
+    """Where parameter ``name`` of the command got its value (``COMMANDLINE``,
+    ``ENVIRONMENT``, ``DEFAULT``, ...): click records a source for each of the command's
+    parameters once it has parsed them."""
+    source = ctx.get_parameter_source(name)
+    assert source is not None, f"{name}: not a parsed parameter of {ctx.info_name}"
+    return source.name
+
+
 def with_flags(model: type[BaseModel], *flags: Flag) -> Callable[[F], F]:
     """Add ``flags`` (fields of ``model``) to a Typer command that takes ``ctx:
     typer.Context`` and ``flags: dict``; the command gets the flags given on the
@@ -132,7 +142,7 @@ def with_flags(model: type[BaseModel], *flags: Flag) -> Callable[[F], F]:
     def given(ctx: typer.Context, values: dict[str, Any]) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for f in flags:
-            if ctx.get_parameter_source(f.param).name in ("COMMANDLINE", "ENVIRONMENT"):
+            if parameter_source(ctx, f.param) in ("COMMANDLINE", "ENVIRONMENT"):
                 out = deep_update(out, nested(f.key, f.value(values[f.param])))
         return out
 

@@ -77,6 +77,7 @@ def sim(
 
     Example: llm4cov sim examples/alu_comb --tb my_tb.sv (or --rtl examples/alu_comb)
     """
+    assert task is not None  # with_task resolves it (no subcommands here)
     settings = load(SimSettings, flags=flags)
     if show:
         print_config(settings)

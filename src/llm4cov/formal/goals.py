@@ -100,16 +100,19 @@ class _File:
         self.tree.root.visit(self._visit)
 
     def _visit(self, node: object) -> bool:
-        kind = getattr(node, "kind", None)
+        if not isinstance(node, syntax.SyntaxNode):
+            return True  # a token
+        kind = node.kind
         if kind == K.ModuleDeclaration:
             self.modules.append(node)
-        elif kind == K.ConditionalStatement:
+        elif isinstance(node, syntax.ConditionalStatementSyntax):
             self.ifs[self._line(node.ifKeyword)].append(node)
             if node.elseClause is not None:
                 self.elses[self._line(node.elseClause.elseKeyword)].append(node)
         elif kind in (K.StandardCaseItem, K.DefaultCaseItem):
             self.case_items[self._line(node.getFirstToken())].append(node)
-        elif kind == K.SignalEventExpression and node.edge.valueText in ("posedge", "negedge"):
+        elif (isinstance(node, syntax.SignalEventExpressionSyntax)
+              and node.edge.valueText in ("posedge", "negedge")):
             module = self.module_at(node.sourceRange.start.offset)
             if module is not None:
                 self.clocks.setdefault(module.sourceRange.start.offset, str(node.expr).strip())

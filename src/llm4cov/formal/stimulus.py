@@ -114,7 +114,7 @@ def dut_connections(testbench: str, task: Task, ports: list[Port]) -> dict[str, 
     found: list = []
 
     def visit(node: object) -> bool:
-        if getattr(node, "kind", None) == K.HierarchyInstantiation and \
+        if isinstance(node, syntax.HierarchyInstantiationSyntax) and \
                 node.type.valueText == task.dut_module_name:
             found.extend(node.instances)
         return True
@@ -152,15 +152,15 @@ def _finish_offset(testbench: str) -> int | None:
 
     def visit(node: object) -> bool:
         nonlocal best
-        if getattr(node, "kind", None) != K.SystemName or \
+        if not isinstance(node, syntax.SystemNameSyntax) or \
                 node.getFirstToken().valueText != "$finish":
             return True
-        stmt, block = node, None
+        stmt: syntax.SyntaxNode | None = node  # pyslang: the root's parent is None
         while stmt is not None and getattr(stmt.parent, "kind", None) != K.SequentialBlockStatement:
             stmt = stmt.parent
         if stmt is None:
             return True
-        block = stmt.parent
+        block: syntax.SyntaxNode | None = stmt.parent
         while block is not None and getattr(block, "kind", None) != K.InitialBlock:
             block = block.parent
         if block is None:

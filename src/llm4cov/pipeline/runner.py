@@ -15,6 +15,7 @@ resumes in its own run directory.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import time
@@ -74,6 +75,7 @@ def init_checkpoint(config: PipelineConfig,
         from llm4cov.train.tiny import build_tiny_checkpoint, texts_of
 
         tiny = config.tiny
+        assert tiny is not None  # init: tiny goes with a tiny: section (validated)
         on_event(f"building the tiny random Qwen3 checkpoint 0 in {path}")
         tmp = path.with_name("init.tmp")
         build_tiny_checkpoint(tmp, texts_of(tiny.corpus), tiny.vocab_size, tiny.hidden_size,
@@ -100,7 +102,8 @@ def _bench_all(session: Session, name: str, model: ModelRef, root: Path
     rows = {}
     for mode in (spec.modes if spec else ()):
         row = session.step(name, f"bench:{mode.value}",
-                           lambda m=mode: bench_step(session, model, m, root / "bench" / m.value))
+                           functools.partial(bench_step, session, model, mode,
+                                             root / "bench" / mode.value))
         if row is None:
             return None
         rows[mode.value] = row
@@ -130,7 +133,7 @@ def _stage(session: Session, k: int) -> dict[str, Any] | None:
     steps: list[tuple[str, StepFn]] = [
         ("synth", lambda: synth_step(session, plan, student, root / "synth")),
         ("export", lambda: export_step(session, plan, root / "synth", root / "data")),
-        ("train", lambda: _train(session, session.run.step(name, "export")["path"],
+        ("train", lambda: _train(session, _finished(session, name, "export")["path"],
                                  student.checkpoint, following, k)),
     ]
     rows = {}
@@ -189,6 +192,13 @@ def naive_datasets(config: PipelineConfig) -> list[Path]:
     return paths
 
 
+def _finished(session: Session, name: str, step: str) -> dict[str, Any]:
+    """The row of step ``step`` of ``name``, which has finished (an earlier step)."""
+    row = session.run.step(name, step)
+    assert row is not None, f"{name}: {step} has not finished"
+    return row
+
+
 def _union(paths: list[Path], out: Path) -> dict[str, Any]:
     """Concatenate ``paths`` (in order) into ``out``; per-dataset sample counts."""
     sources, lines = [], []
@@ -212,6 +222,7 @@ def _naive(session: Session, datasets: list[Path]) -> dict[str, Any] | None:
     root = session.run.path
     model = student_ref(config.student, NAIVE, str(root / "checkpoint"))
     union = session.step(NAIVE, "union", lambda: _union(datasets, root / "union.jsonl"))
+    assert union is not None  # _union always finishes
     train = session.step(NAIVE, "train", lambda: _train(session, union["path"],
                                                         _init_path(config), model, None))
     bench = _bench_all(session, NAIVE, model, root)

@@ -199,6 +199,7 @@ def bench_step(session: Session, model: ModelRef, mode: Mode, run_dir: Path
     from llm4cov.bench.session import RESULTS_FILE, run, select_tasks
 
     spec = session.config.bench
+    assert spec is not None  # a bench step runs only with a bench: section
     session.ensure_served(model)
     config = spec.config(mode, model.name, model.base_url, session.config.sim)
     before = _simulated_rows(run_dir / RESULTS_FILE)

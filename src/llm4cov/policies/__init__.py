@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from llm4cov.policies.base import (
     AgentState,
     Generation,
@@ -10,6 +12,9 @@ from llm4cov.policies.base import (
     PolicyError,
     SamplingParams,
 )
+
+if TYPE_CHECKING:
+    from llm4cov.policies.random_stimulus import Style
 
 BUILTIN = ("random", "random-vectors", "formal", "formal-vectors")
 """Policies that need no model server; ``-vectors`` writes one literal line per stimulus
@@ -66,7 +71,7 @@ def get_policy(model: str = "random", base_url: str | None = None, **options) ->
     return OpenAIChatPolicy(model, base_url=base_url, **options)
 
 
-def _style(model: str) -> str:
+def _style(model: str) -> Style:
     return "vectors" if model.endswith("-vectors") else "compact"
 
 

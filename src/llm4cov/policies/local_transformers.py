@@ -35,7 +35,7 @@ import threading
 import time
 import typing
 from collections.abc import Callable, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, TypeGuard
 
 from llm4cov.policies.base import Generation, GenerationRequest, PolicyError, SamplingParams
 from llm4cov.util.progress import TokenMeter
@@ -51,6 +51,11 @@ asks for (:mod:`llm4cov.agent.prompt`); the teachers' answers in SFT data start 
 Dtype = Literal["auto", "bf16", "fp32", "int8"]
 """Weights of a local model (see :class:`LocalTransformersPolicy`)."""
 DTYPES: tuple[str, ...] = typing.get_args(Dtype)
+
+
+def is_dtype(name: str) -> TypeGuard[Dtype]:
+    """Whether ``name`` is one of :data:`DTYPES`."""
+    return name in DTYPES
 
 
 def quantize_int8(model):
@@ -251,6 +256,7 @@ class LocalTransformersPolicy:
             batch = [p for p in batch if not p.future.cancelled()]  # nobody waits for these
             if not batch:
                 continue
+            answers: list[Generation] | list[BaseException]
             try:
                 answers = self.generate_batch([p.request for p in batch],
                                               [p.future.cancelled for p in batch])

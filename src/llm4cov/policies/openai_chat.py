@@ -41,10 +41,10 @@ class OpenAIChatPolicy:
         self.model = model
         self.base_url = base_url
         key = api_key or api_key_from_env()
-        opts = {"base_url": base_url, "api_key": key, "timeout": timeout_s,
-                "max_retries": max_retries}
-        self._client = openai.OpenAI(**opts)
-        self._async_client = openai.AsyncOpenAI(**opts)
+        self._client = openai.OpenAI(base_url=base_url, api_key=key, timeout=timeout_s,
+                                     max_retries=max_retries)
+        self._async_client = openai.AsyncOpenAI(base_url=base_url, api_key=key,
+                                                timeout=timeout_s, max_retries=max_retries)
         self.timeout_s = timeout_s
         self.max_retries = max_retries
 

@@ -113,9 +113,9 @@ def _if_test(node) -> tuple[str, str] | None:
     return None
 
 
-def _count_clears(statement, usage: SignalUsage) -> None:
+def _count_clears(statement: syntax.SyntaxNode, usage: SignalUsage) -> None:
     def visit(node: object) -> bool:
-        if getattr(node, "kind", None) == syntax.SyntaxKind.ConditionalStatement:
+        if isinstance(node, syntax.ConditionalStatementSyntax):
             test = _if_test(node)
             if test is not None and _only_zeros(str(node.statement)):
                 usage.clears.setdefault(test[0], Counter())[test[1]] += 1
@@ -139,18 +139,21 @@ def signal_usage(design: Design, dut: str | None = None) -> SignalUsage:
     module: list[str | None] = [None]
 
     def visit(node: object) -> bool:
-        kind = getattr(node, "kind", None)
-        if kind == syntax.SyntaxKind.ModuleDeclaration:
+        # pyslang hands each node over as its concrete syntax class (isinstance narrows;
+        # the kind picks modules, not interfaces, and always blocks, not initial ones)
+        if (isinstance(node, syntax.ModuleDeclarationSyntax)
+                and node.kind == syntax.SyntaxKind.ModuleDeclaration):
             module[0] = node.header.name.valueText
-        elif kind == syntax.SyntaxKind.SignalEventExpression:
+        elif isinstance(node, syntax.SignalEventExpressionSyntax):
             edge = node.edge.valueText
             if edge in ("posedge", "negedge"):
                 usage.edges.setdefault(str(node.expr).strip(), Counter())[edge] += 1
-        elif kind == syntax.SyntaxKind.ConditionalStatement:
+        elif isinstance(node, syntax.ConditionalStatementSyntax):
             test = _if_test(node)
             if test is not None:
                 usage.levels.setdefault(test[0], Counter())[test[1]] += 1
-        elif kind in (syntax.SyntaxKind.AlwaysFFBlock, syntax.SyntaxKind.AlwaysBlock):
+        elif (isinstance(node, syntax.ProceduralBlockSyntax)
+                and node.kind in (syntax.SyntaxKind.AlwaysFFBlock, syntax.SyntaxKind.AlwaysBlock)):
             clock = _block_clock(node)
             if clock is not None:
                 _count_clears(node.statement, usage)
@@ -244,8 +247,8 @@ class Stimulus:
                 if clock in by_clock:
                     return by_clock[clock]
             mine = _tokens(port.name) - _AFFIX_TOKENS
-            for d in domains:
-                if mine & (_tokens(d.clock.name) - _AFFIX_TOKENS):
+            for d in domains:  # one per clock (more than one domain)
+                if d.clock is not None and mine & (_tokens(d.clock.name) - _AFFIX_TOKENS):
                     return d
             return domains[0]
 

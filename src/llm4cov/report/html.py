@@ -34,8 +34,7 @@ _ENV = jinja2.Environment(
     lstrip_blocks=True,
 )
 _STYLE = "default"
-SCRIPT = (_ENV.loader.get_source(_ENV, "report.js")[0]  # type: ignore[union-attr]
-          if _ENV.loader else "")
+SCRIPT = _ENV.loader.get_source(_ENV, "report.js")[0] if _ENV.loader else ""
 """The page's only script (``templates/report.js``): fixed text, no data in it."""
 
 
@@ -74,7 +73,9 @@ def highlight_lines(text: str) -> list[str]:
 
 def _css_class(ttype: _TokenType) -> str:
     while ttype not in STANDARD_TYPES:
-        ttype = ttype.parent
+        parent = ttype.parent
+        assert parent is not None, ttype  # every type descends from Token, a standard type
+        ttype = parent
     return STANDARD_TYPES[ttype]
 
 

@@ -31,7 +31,7 @@ import logging
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from llm4cov.agent.loop import no_testbench_observation
 from llm4cov.agent.prompt import syntax_rules
@@ -87,14 +87,19 @@ def derive_seed(*parts: object) -> int:
     return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
 
 
-async def gather_all(coros: Iterable[Awaitable[SampleRow]]) -> list[SampleRow]:
+T = TypeVar("T")
+
+
+async def gather_all(coros: Iterable[Awaitable[T]]) -> list[T]:
     """Await every coroutine to its end, then raise the first exception if any: samples
     that finish while a sibling fails are still written (no lost work on resume)."""
     results = await asyncio.gather(*coros, return_exceptions=True)
+    done: list[T] = []
     for result in results:
         if isinstance(result, BaseException):
             raise result
-    return list(results)
+        done.append(result)
+    return done
 
 
 @dataclass
@@ -362,8 +367,9 @@ class SynthRun:
         if key in self._cached:
             return self._cached[key]
         seed = derive_seed(self.config.seed, task.id, Role.PROBE.value)
+        testbench: str | None
         try:
-            testbench: str | None = random_testbench(task, seed=seed)
+            testbench = random_testbench(task, seed=seed)
         except ValueError as exc:
             testbench = None
             obs = Observation(status=Status.REJECTED, log=f"probe: {exc}")

@@ -157,11 +157,13 @@ def export_dataset(
     context = {repo: counter.count(render_repo(tasks[repo])) for repo in {p.repo_id for p in kept}}
     items = [CurationItem(f"{p.repo_id}::{p.point_id}", p.kind, context[p.repo_id]) for p in kept]
     survivors = rebalance(items, config.rebalance)
-    rows = []
+    rows: list[dict[str, Any]] = []
     for point, item in zip(kept, items, strict=True):
         if item.key not in survivors:
             continue
-        messages = training_messages(tasks[point.repo_id], point.state, point.next.testbench)
+        testbench = point.next.testbench
+        assert testbench is not None, f"{point.point_id}: kept, so simulated (sim_pass)"
+        messages = training_messages(tasks[point.repo_id], point.state, testbench)
         meta = _meta(point, item.context_tokens, messages, counter)
         rows.append({"messages": messages, "meta": meta})
     short = config.rebalance.short_tokens

@@ -52,7 +52,7 @@ def _dut_instance(testbench: str, task: Task):
     found: list = []
 
     def visit(node: object) -> bool:
-        if getattr(node, "kind", None) == K.HierarchyInstantiation and \
+        if isinstance(node, syntax.HierarchyInstantiationSyntax) and \
                 node.type.valueText == task.dut_module_name:
             found.append(node)
         return True

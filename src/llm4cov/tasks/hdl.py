@@ -178,12 +178,15 @@ def _packages(f: SourceFile) -> tuple[set[str], set[str]]:
         return declared, refs
 
     def visit(node: object) -> bool:
-        kind = getattr(node, "kind", None)
-        if kind == syntax.SyntaxKind.PackageDeclaration:
+        # pyslang hands each node over as its concrete syntax class; the isinstance
+        # checks only narrow the type (ModuleDeclarationSyntax is also a module's or an
+        # interface's, hence the kind check).
+        if (isinstance(node, syntax.ModuleDeclarationSyntax)
+                and node.kind == syntax.SyntaxKind.PackageDeclaration):
             declared.add(node.header.name.valueText)
-        elif kind == syntax.SyntaxKind.PackageImportItem:
+        elif isinstance(node, syntax.PackageImportItemSyntax):
             refs.add(node.package.valueText)
-        elif kind == syntax.SyntaxKind.ScopedName and node.separator.valueText == "::":
+        elif isinstance(node, syntax.ScopedNameSyntax) and node.separator.valueText == "::":
             left = getattr(node.left, "identifier", None)
             if left is not None:
                 refs.add(left.valueText)
@@ -198,14 +201,15 @@ def module_parameters(f: SourceFile, module: str) -> set[str]:
     names: set[str] = set()
 
     def in_module(node: object) -> bool:
-        if getattr(node, "kind", None) == syntax.SyntaxKind.ModuleDeclaration:
+        if (isinstance(node, syntax.ModuleDeclarationSyntax)
+                and node.kind == syntax.SyntaxKind.ModuleDeclaration):
             if node.header.name.valueText == module:
                 node.visit(param)
             return False
         return True
 
     def param(node: object) -> bool:
-        if (getattr(node, "kind", None) == syntax.SyntaxKind.ParameterDeclaration
+        if (isinstance(node, syntax.ParameterDeclarationSyntax)
                 and node.keyword.valueText != "localparam"):
             names.update(d.name.valueText for d in node.declarators if hasattr(d, "name"))
         return True
@@ -245,12 +249,12 @@ class Design:
         sm = self.tree.sourceManager
 
         def visit(node: object) -> bool:
-            if getattr(node, "kind", None) == syntax.SyntaxKind.ModuleDeclaration:
+            if (isinstance(node, syntax.ModuleDeclarationSyntax)
+                    and node.kind == syntax.SyntaxKind.ModuleDeclaration):
                 loc = node.header.name.location
-                ports = node.header.ports
                 found.append(ModuleDecl(node.header.name.valueText, self._name(loc),
                                         sm.getLineNumber(loc), _instances(node),
-                                        ports is not None and len(ports.ports) > 0))
+                                        _has_ports(node.header.ports)))
             return True
 
         self.tree.root.visit(visit)
@@ -303,11 +307,20 @@ class Design:
         return comp, tops[0]
 
 
-def _instances(module: object) -> tuple[tuple[str, str], ...]:
+def _has_ports(ports: syntax.PortListSyntax | None) -> bool:
+    """Whether a module header declares a port: ``module m(.*);`` (the ports of its
+    ``extern`` declaration) does, ``module tb;`` and ``module tb();`` do not."""
+    if isinstance(ports, syntax.WildcardPortListSyntax):
+        return True
+    return (isinstance(ports, (syntax.AnsiPortListSyntax, syntax.NonAnsiPortListSyntax))
+            and len(ports.ports) > 0)
+
+
+def _instances(module: syntax.SyntaxNode) -> tuple[tuple[str, str], ...]:
     insts: list[tuple[str, str]] = []
 
     def inner(n: object) -> bool:
-        if getattr(n, "kind", None) == syntax.SyntaxKind.HierarchyInstantiation:
+        if isinstance(n, syntax.HierarchyInstantiationSyntax):
             for inst in n.instances:
                 if not hasattr(inst, "decl"):
                     continue  # the comma tokens between `m a(...), b(...);`
@@ -324,7 +337,7 @@ def _port(p: ast.PortSymbol) -> Port:
         p.direction.name, p.direction.name.lower())
     ty = p.type
     dims: list[tuple[int, int]] = []
-    while ty.isUnpackedArray and getattr(ty, "range", None) is not None:
+    while isinstance(ty, ast.FixedSizeUnpackedArrayType):  # the unpacked arrays with a range
         dims.append((ty.range.left, ty.range.right))
         ty = ty.elementType
     width = max(1, int(ty.bitWidth))

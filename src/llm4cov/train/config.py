@@ -9,7 +9,7 @@ LlamaFactory in bf16). Everything else is ours and says so.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal, Self
+from typing import Any, Literal, Self, get_args
 
 from pydantic import Field, model_validator
 
@@ -18,7 +18,7 @@ from llm4cov.util.settings import ConfigError, Settings, read_mapping, validate
 Precision = Literal["auto", "bf16", "fp32"]
 Scheduler = Literal["cosine", "linear", "constant", "constant_with_warmup",
                     "cosine_with_min_lr"]
-SCHEDULERS: tuple[str, ...] = Scheduler.__args__
+SCHEDULERS: tuple[str, ...] = get_args(Scheduler)
 REQUIRED = ("data", "init", "out")
 
 

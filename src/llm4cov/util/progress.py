@@ -34,6 +34,7 @@ from rich.progress import (
     TimeElapsedColumn,
     TimeRemainingColumn,
 )
+from rich.status import Status
 from rich.text import Text
 
 from llm4cov.util.escape import terminal
@@ -73,7 +74,7 @@ class Phase:
         self.detail = detail
         self.live = console.is_terminal if live is None else live
         self._started = self._step_started = time.monotonic()
-        self._status = None
+        self._status: Status | None = None
         self._stop = threading.Event()
         self._ticker = threading.Thread(target=self._tick_every_second, daemon=True)
 
