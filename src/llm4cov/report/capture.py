@@ -244,8 +244,8 @@ def evaluate_keeping(config: SimConfig, call: SimCall) -> Observation:
         data = CoverageData(
             dat_zlib=zlib.compress(dat.read_bytes()),
             dut_hier=obs.coverage.dut_hier if obs.coverage else plan.dut_hier if plan else "",
-            rtl_modules=tuple(sorted(plan.modules.rtl)) if plan else (),
-            tb_modules=tuple(sorted(plan.modules.testbench)) if plan else ())
+            rtl_modules=tuple(sorted(plan.modules.rtl)) if plan and plan.modules else (),
+            tb_modules=tuple(sorted(plan.modules.testbench)) if plan and plan.modules else ())
         return obs.model_copy(update={"coverage_data": data})
     finally:
         workdirs.release(root, keep=False)

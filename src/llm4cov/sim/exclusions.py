@@ -57,14 +57,21 @@ class _PointLike(Protocol):
     def hier(self) -> str: ...
 
 
-class _Worded(Protocol):  # llm4cov.sim.coverage.Point
-    metric: str
-    file: str
-    line: int
-    col: int
-    comment: str
-    lines: str
-    count: int
+class _Worded(Protocol):  # llm4cov.sim.coverage.Point (frozen: read-only members)
+    @property
+    def metric(self) -> str: ...
+    @property
+    def file(self) -> str: ...
+    @property
+    def line(self) -> int: ...
+    @property
+    def col(self) -> int: ...
+    @property
+    def comment(self) -> str: ...
+    @property
+    def lines(self) -> str: ...
+    @property
+    def count(self) -> int: ...
 
 
 P = TypeVar("P", bound=_PointLike)
