@@ -118,7 +118,7 @@ def fakes(monkeypatch):
     """Only the fake backends are registered (the registry is restored afterwards)."""
     monkeypatch.setattr("llm4cov.sim.backends._BACKENDS", {})
     monkeypatch.setattr("llm4cov.sim.backends._COVERAGE", {})
-    register_backend("fake", FakeBackend, FAKE_COVERAGE)
+    register_backend("fake", FakeBackend, lambda: FAKE_COVERAGE)
     register_backend("native", NativeBackend)
 
 

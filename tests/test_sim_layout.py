@@ -111,3 +111,18 @@ def test_the_registry_builds_both_verilator_backends(name, native):
     assert backend.coverage_options() == ["--coverage-line", "--coverage-expr",
                                           "--coverage-toggle", "--coverage-user",
                                           "--coverage-fsm"]
+
+
+@pytest.mark.parametrize("module", [
+    "llm4cov.sim.evaluator", "llm4cov.sim.static_check", "llm4cov.sim.hints",
+    "llm4cov.sim.backends", "llm4cov.sim.backends.verilator.coverage_dat",
+    "llm4cov.report.capture", "llm4cov.report.lcov"])
+def test_each_entry_module_imports_first_in_a_fresh_process(module):
+    """No import cycle between the registry, the static check and a backend package,
+    whichever module a script imports first (the benchmarks import the evaluator)."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", f"import {module}"], capture_output=True,
+                          text=True)
+    assert done.returncode == 0, done.stderr[-2000:]

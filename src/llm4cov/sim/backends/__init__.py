@@ -23,7 +23,7 @@ BackendFactory = Callable[[SimConfig], SimBackend]
 """Builds a backend for a simulator config (may raise ``ToolchainError``)."""
 
 _BACKENDS: dict[str, BackendFactory] = {}
-_COVERAGE: dict[str, CoverageFormat] = {}
+_COVERAGE: dict[str, Callable[[], CoverageFormat]] = {}
 
 
 class UnknownBackend(ValueError):
@@ -35,9 +35,10 @@ class UnsupportedOption(ValueError):
 
 
 def register_backend(name: str, factory: BackendFactory,
-                     coverage: CoverageFormat | None = None) -> None:
+                     coverage: Callable[[], CoverageFormat] | None = None) -> None:
     """Make ``get_backend(name, ...)`` call ``factory`` (a later call replaces it);
-    ``coverage``: how the reports read its coverage file (:func:`coverage_format`;
+    ``coverage``: returns how the reports read its coverage file (:func:`coverage_format`;
+    called on first use, so that the registry imports no backend package eagerly;
     None: the backend's runs have no report of their coverage file)."""
     _BACKENDS[name] = factory
     _COVERAGE.pop(name, None)
@@ -52,7 +53,8 @@ def coverage_format(name: str) -> CoverageFormat | None:
     Raises:
         UnknownBackend: no such backend (the message lists the valid names).
     """
-    return _COVERAGE.get(check_name(name))
+    loader = _COVERAGE.get(check_name(name))
+    return loader() if loader else None
 
 
 def backend_names() -> list[str]:
@@ -124,14 +126,14 @@ def _verilator(build: str) -> BackendFactory:
     return factory
 
 
-def _register_verilator() -> None:
+def _verilator_coverage() -> CoverageFormat:
     from llm4cov.sim.backends.verilator.coverage_dat import COVERAGE_FORMAT
 
-    for build in ("verilator", "verilator-5.052"):
-        register_backend(build, _verilator(build), COVERAGE_FORMAT)
+    return COVERAGE_FORMAT
 
 
-_register_verilator()
+register_backend("verilator", _verilator("verilator"), _verilator_coverage)
+register_backend("verilator-5.052", _verilator("verilator-5.052"), _verilator_coverage)
 
 __all__ = ["DEFAULT_BACKEND", "BackendFactory", "Capabilities", "CoverageFormat",
            "PreprocessMessages", "RunOutcome", "SimBackend", "UnknownBackend",
