@@ -37,7 +37,7 @@ from pathlib import Path
 
 import mutants
 
-from llm4cov.sim import precheck
+from llm4cov.sim import precheck, workdirs
 from llm4cov.sim.config import SimConfig
 from llm4cov.sim.evaluator import Evaluator
 from llm4cov.sim.process import run_limited
@@ -72,8 +72,10 @@ def verilator_verdict(variant: mutants.Variant) -> dict:
     if skipped:
         return {**row, "skipped": skipped}
     with _workdir(variant) as workdir:
-        run = run_limited(_EVALUATOR.verilate_command(variant.seed.task, variant.tb, plan),
-                          cwd=str(workdir), env=_EVALUATOR.toolchain.env(), timeout_s=120)
+        backend = _EVALUATOR.backend
+        run = run_limited(backend.verilate_command(variant.seed.task, variant.tb, plan),
+                          cwd=str(workdirs.sources(workdir)), env=backend.env(),
+                          timeout_s=120)
     first = _FIRST_ERROR.search(run.output)
     return {
         **row,
@@ -97,12 +99,14 @@ def with_pyslang(variant: mutants.Variant, verdict: dict) -> dict:
 
 @contextlib.contextmanager
 def _workdir(variant: mutants.Variant):
-    """A temporary work dir holding the RTL and the testbench, as the evaluator's."""
+    """A temporary work dir holding the RTL and the testbench in its sources folder,
+    as the evaluator's (``sim/workdirs.py``)."""
     workdir = Path(tempfile.mkdtemp(prefix="agree-"))
     try:
         for f in [*variant.seed.task.rtl_files, variant.tb]:
-            (workdir / f.name).parent.mkdir(parents=True, exist_ok=True)
-            (workdir / f.name).write_text(f.content, errors="surrogateescape")
+            path = workdirs.sources(workdir) / f.name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(f.content, errors="surrogateescape")
         yield workdir
     finally:
         shutil.rmtree(workdir, ignore_errors=True)

@@ -193,7 +193,7 @@ def throughput(tasks: list[Task], args, ours: Evaluator) -> list[Call]:
             calls.append(timed(index, category, "ours", mine))
             if not args.no_plain:
                 plain = partial(plain_call, task, tb, aux, ours.config.jobs(),
-                                ours.toolchain.verilator_root)
+                                ours.backend.toolchain.verilator_root)
                 calls.append(timed(index, category, "plain", plain))
             last = calls[-1]
             print(f"{task.id} {category}: {last.flow} {last.wall_s:.2f}s ok={last.ok}",

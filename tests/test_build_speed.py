@@ -146,3 +146,26 @@ def test_a_signal_that_ended_verilator_is_said_in_its_output():
     assert "ended on signal 11" in _say_signal(result(139)).output  # under bubblewrap
     assert "ended on signal 6" in _say_signal(result(-6)).output  # bare
     assert _say_signal(result(1)).output == "%Error: x\n"  # Verilator's own errors
+
+
+def test_a_dry_run_is_repeated_only_when_what_it_depends_on_changes(tmp_path, monkeypatch):
+    from llm4cov.sim.backends.verilator import build
+
+    runs = []
+    real = build.run_limited
+    monkeypatch.setattr(build, "run_limited", lambda *a, **k: runs.append(a) or real(*a, **k))
+    monkeypatch.setattr(build, "_DRY_RUNS", {})
+    obj = tmp_path / "obj"
+    obj.mkdir()
+    mk = obj / f"{TOP_PREFIX}.mk"
+    mk.write_text("all:\n\tg++ -O0 -c -o a.o a.cpp\n")
+    make = make_command(SimConfig(fast_linker=False), 1)
+    env = {"PATH": "/usr/bin:/bin"}
+    first = compile_commands(make, tmp_path, env)
+    assert compile_commands(make, tmp_path, env) == first == {"a.o": "g++ -O0 -c -o a.o a.cpp"}
+    assert len(runs) == 1
+    mk.write_text("all:\n\tg++ -O1 -c -o a.o a.cpp\n")  # another makefile: run again
+    assert compile_commands(make, tmp_path, env) == {"a.o": "g++ -O1 -c -o a.o a.cpp"}
+    (obj / "new.cpp").write_text("")  # another file in obj/: run again
+    compile_commands(make, tmp_path, env)
+    assert len(runs) == 3
