@@ -79,7 +79,7 @@ LEVERS = {
     "model C++ at Verilator's -Os (fast) / none (slow)": {"cxx_opt": None},
     "no ld.gold": {"fast_linker": False},
     "one translation unit (Verilator's __ALL.cpp, no split)": {"split_units": False},
-    "no ccache": {"ccache": False},
+    "with ccache (off by default)": {"ccache": True},
     "make -j 1": {"build_jobs": 1},
     "no OS sandbox (--no-sandbox)": {"sandbox": False},
 }

@@ -14,11 +14,12 @@ from llm4cov.sim.observation import Status
 
 pytestmark = pytest.mark.requires_verilator
 
-#: Every lever off, except ccache: it returns byte-identical objects by construction,
-#: and compiling the Verilated runtime without it costs ~15 s per build on 2 cores.
+#: Every lever off; ccache on (off by default, it is not a lever here): it returns
+#: byte-identical objects by construction, and compiling the Verilated runtime without
+#: it costs ~15 s per build on 2 cores.
 LEVERS_OFF = SimConfig(precheck=False, result_cache=False, reuse_runtime=False,
                        runtime_pch=False, cxx_opt=None, fast_linker=False,
-                       split_units=False)
+                       split_units=False, ccache=True)
 
 
 @pytest.fixture(scope="module")

@@ -93,8 +93,12 @@ class SimConfig:
     cxx_opt: str | None = "-O0"
     """g++ optimization of the model's C++ (Verilator's OPT_FAST and OPT_SLOW); None keeps
     Verilator's defaults (-Os and none). The runtime objects always keep -Os."""
-    ccache: bool = True
-    """Compile through ccache when it is installed."""
+    ccache: bool = False
+    """Compile through ccache when it is installed. Off by default: a later call's model
+    code never repeats (an identical call is served by the result cache, the runtime
+    objects by the build store), and ccache hashes the 91 MB precompiled header for every
+    unit: later calls 1.16x slower with it, measured paired
+    (``docs/evaluator_speed.md``, issue 22)."""
     reuse_runtime: bool = True
     """Reuse the Verilated runtime objects and our driver object across calls."""
     runtime_pch: bool = True
