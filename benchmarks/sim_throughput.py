@@ -265,9 +265,11 @@ def sandbox_pairs(tasks: list[Task], cache_dir: str, pairs: int) -> list[str]:
     ]
 
 
-def summary(calls: list[Call]) -> list[str]:
+def summary(calls: list[Call], sandboxed: bool = False) -> list[str]:
     """The Markdown table and target lines. A broken-category call counts only when the
-    plain flow rejected that testbench (some mutants stay legal: they are listed apart)."""
+    plain flow rejected that testbench (some mutants stay legal: they are listed apart).
+    ``sandboxed``: our calls ran in the OS sandbox, whose CPU this process cannot see
+    (their calls per core-hour are then left out)."""
     plain_ok = {c.index for c in calls if c.flow == "plain" and c.ok}
     legal = [c for c in calls if c.category == "broken" and c.index in plain_ok]
     by = defaultdict(list)
@@ -284,11 +286,14 @@ def summary(calls: list[Call]) -> list[str]:
         ratio = (f"{_q(mine, 0.5) / _q(plain, 0.5):.3f}" if plain else "-")
         rows.append(
             f"| {TITLES[cat]} | {len(mine)} | {_fmt(plain)} | {_fmt(mine)} | {ratio} | "
-            f"{_per_core_hour(plain)} | {_per_core_hour(mine)} |")
+            f"{_per_core_hour(plain)} | {'n/a' if sandboxed else _per_core_hour(mine)} |")
     caught = [c for c in by[("broken", "ours")] if c.detail == "pre-check"]
     cached = [c for c in by[("repeat", "ours")] if c.detail == "cached"]
     rows += [
         "",
+        *(["Our calls per core-hour: n/a, the sandboxed steps' CPU is not seen by this "
+           "process (`RUSAGE_CHILDREN` stops at the sandbox's PID namespace)."]
+          if sandboxed else []),
         f"Broken testbenches rejected by the pre-check: {len(caught)} of "
         f"{len(by[('broken', 'ours')])}; latency median {_q(caught, 0.5):.4f} s, "
         f"max {_q(caught, 1.0):.4f} s." if caught else "No broken testbench was pre-checked.",
@@ -360,7 +365,7 @@ def main(argv: list[str] | None = None) -> int:
         f"{os.getloadavg()[0]:.1f} at the end ({time.monotonic() - t0:.0f} s); "
         f"make jobs {ours.config.jobs()}.",
         "",
-        *summary(calls),
+        *summary(calls, sandboxed=ours.config.sandbox),
         "",
         *sandbox_cost(),
     ]
