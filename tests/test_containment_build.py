@@ -130,6 +130,7 @@ def test_every_sandboxed_step_runs_without_the_users_keys(keys, tmp_path, monkey
                     f'exec "{isolation.bwrap_path()}" "$@"\n')
     shim.chmod(0o755)
     monkeypatch.setattr(isolation, "bwrap_path", lambda: shim)
+    monkeypatch.setattr("llm4cov.sim.backends.verilator.build._DRY_RUNS", {})  # dry run too
     tb = TB.replace("#200", "#210")  # not a testbench any cache holds
     obs = Evaluator(SimConfig(result_cache=False)).evaluate(TASK, tb)
     assert obs.status is Status.SUCCESS, obs.log

@@ -68,8 +68,8 @@ def test_key_is_stable_and_changes_with_every_input():
 def test_speed_only_fields_do_not_change_the_key(tmp_path):
     speed = SimConfig(build_jobs=7, keep_workdir=True, workdir_root=str(tmp_path),
                       result_cache=False, cache_dir=str(tmp_path), cache_max_bytes=10,
-                      ccache=False, reuse_runtime=False, runtime_pch=False, fast_linker=False,
-                      progress_file=str(tmp_path / "step"))
+                      ccache=True, reuse_runtime=False, runtime_pch=False, fast_linker=False,
+                      split_units=False, progress_file=str(tmp_path / "step"))
     changed = {f.name for f in dataclasses.fields(SimConfig)
                if getattr(speed, f.name) != getattr(SimConfig(), f.name)}
     assert changed == SPEED_ONLY_FIELDS
