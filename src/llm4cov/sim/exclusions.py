@@ -57,13 +57,9 @@ class _PointLike(Protocol):
     def hier(self) -> str: ...
 
 
-class _Worded(Protocol):  # llm4cov.sim.coverage.Point (frozen: read-only members)
-    @property
-    def metric(self) -> str: ...
-    @property
-    def file(self) -> str: ...
-    @property
-    def line(self) -> int: ...
+class _Worded(_PointLike, Protocol):  # llm4cov.sim.coverage.Point
+    """What a proof's match reads of a point besides :class:`_PointLike`'s fields."""
+
     @property
     def col(self) -> int: ...
     @property

@@ -221,11 +221,12 @@ def _exit_waiter(proc: subprocess.Popen) -> Iterator[Callable[[float], bool]]:
         fd: int | None = os.pidfd_open(proc.pid)
     except (AttributeError, OSError):  # not Linux, an old kernel, or reaped already
         fd = None
+    poller = select.poll()
+    if fd is not None:
+        poller.register(fd, select.POLLIN)
 
     def exited(timeout_s: float) -> bool:
         if fd is not None:
-            poller = select.poll()
-            poller.register(fd, select.POLLIN)
             if not poller.poll(max(0, int(timeout_s * 1000))):
                 return False
             proc.wait()

@@ -127,7 +127,8 @@ def make_command(config: SimConfig, jobs: int, units: list[str] | None = None) -
 
 
 #: Stands in for the model's own header in the split builds' prerequisites (make would
-#: precompile it twice, ~1 s each, for no use: our runtime PCH is included instead);
+#: precompile it twice, each parsing every runtime header, for no use: our runtime PCH is
+#: included instead);
 #: :func:`mark_no_model_pch` writes the two empty files make then finds.
 NO_MODEL_PCH = "llm4cov_no_pch"
 
@@ -149,8 +150,9 @@ def split_units(obj: Path) -> list[str]:
     once by two make jobs: its fast-path files and its slow-path files (Verilator 4's
     ``__ALLfast``/``__ALLslow``), where Verilator 5 builds one ``__ALL.cpp``, which
     one job compiles alone. Writes the two units into ``obj``. The code compiled is
-    the same; at two jobs a later call's compile is ~0.2 s shorter and costs ~0.3 s
-    more CPU (``docs/results/sim_throughput.md``, issue 22).
+    the same; at two jobs a later call is ~0.17 s shorter (the lever table of
+    ``docs/results/sim_throughput.md``, issue 22) and costs more CPU: each unit loads
+    the precompiled runtime header (~0.35 s).
 
     Returns [] (Verilator's own build) when Verilator split the model itself
     (``VM_PARALLEL_BUILDS = 1``: large designs), or a kind has no file, or a file name

@@ -43,7 +43,7 @@ class Toolchain:
         """The command prefix that runs Verilator: ``verilator_bin`` with the stack
         unlimited, which is all the Perl script does for ``--cc`` and ``-E`` (``ulimit -s
         unlimited``, kept where the hard limit allows, then ``exec verilator_bin``),
-        without its start-up: about 70 ms per run, two runs per simulated call
+        without its start-up: 55 ms per run, two runs per simulated call
         (``docs/results/sim_throughput.md``, issue 22). The script itself where the
         executable is missing."""
         if not os.access(self.verilator_bin, os.X_OK):
