@@ -8,7 +8,8 @@ columns are the bench's own headline metrics (percent; 1 sample per task, so pas
 Cov Pass), tasks scored, tasks whose prompt exceeded the model's context, generated tokens,
 the bench's model seconds and the evaluator status of every answer (every round; why the
 student's testbenches fail: ``rejected`` = no testbench in the answer), then a second
-table counting every answer by :func:`failure_kind`. With LOSS_PNG,
+table counting every answer by :func:`failure_kind`, and a third with the bench's
+per-answer copy checks (right module name, instance name, pins). With LOSS_PNG,
 the training loss per optimizer step of every trained checkpoint is plotted there
 (matplotlib).
 """
@@ -112,6 +113,26 @@ def failures(run: Path) -> str:
     return "\n".join(lines)
 
 
+def copy_checks(run: Path) -> str:
+    """The bench's per-answer copy checks (``answer_checks`` of each ``summary.json``,
+    :mod:`llm4cov.bench.answer_checks`) of every checkpoint, percent of its answers."""
+    from llm4cov.bench.answer_checks import CHECKS
+
+    lines = ["| checkpoint | mode | answers | " + " | ".join(CHECKS) + " |",
+             "|" + "---|" * (3 + len(CHECKS))]
+    for label, mode_dir in _mode_dirs(run):
+        summary_file = mode_dir / "summary.json"
+        if not summary_file.is_file():
+            continue
+        for name, arm in json.loads(summary_file.read_text())["arms"].items():
+            c = arm.get("answer_checks")
+            if name in ("random", "reference") or not c or not c["answers"]:
+                continue
+            lines.append(f"| {label} | {mode_dir.name} | {c['answers']} | " + " | ".join(
+                f"{100.0 * c[k] / c['answers']:.1f}" for k in CHECKS) + " |")
+    return "\n".join(lines)
+
+
 def plot(run: Path, png: Path) -> None:
     import matplotlib
 
@@ -137,5 +158,7 @@ if __name__ == "__main__":
     print(table(run_dir))
     print()
     print(failures(run_dir))
+    print()
+    print(copy_checks(run_dir))
     if len(sys.argv) > 2:
         plot(run_dir, Path(sys.argv[2]))

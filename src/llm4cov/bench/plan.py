@@ -19,6 +19,7 @@ from pydantic import BaseModel, Field
 
 from llm4cov.bench.config import Arm, BenchConfig
 from llm4cov.sim.observation import OVERALL_METRICS
+from llm4cov.tasks.hdl import task_ports
 from llm4cov.tasks.model import Task
 
 RUN_SCHEMA_VERSION = 1
@@ -47,7 +48,11 @@ class Calibration(StrEnum):
 class TaskInfo(BaseModel):
     """What scoring and reports need to know about one task. ``target`` is percent;
     ``calibration_overall`` the reference testbench's overall percent in the calibration
-    run that set the target (``meta["reference_coverage"]``), when known."""
+    run that set the target (``meta["reference_coverage"]``), when known. ``dut_module``,
+    ``dut_instance`` (None = any name) and ``dut_ports`` (the DUT's port names as the
+    task's parameters elaborate them; None when they cannot be elaborated) feed the
+    per-answer copy checks (:mod:`llm4cov.bench.answer_checks`); None in plans written
+    before they existed."""
 
     id: str
     source: str
@@ -58,6 +63,16 @@ class TaskInfo(BaseModel):
     calibrated_on: str
     has_reference: bool
     calibration_overall: float | None = None
+    dut_module: str | None = None
+    dut_instance: str | None = None
+    dut_ports: list[str] | None = None
+
+
+def _port_names(task: Task) -> list[str] | None:
+    try:
+        return [p.name for p in task_ports(task)]
+    except ValueError:  # the DUT does not elaborate (the RTL's own errors)
+        return None
 
 
 def task_info(task: Task, simulator: str) -> TaskInfo:
@@ -87,6 +102,8 @@ def task_info(task: Task, simulator: str) -> TaskInfo:
         target=task.target_for("overall"), target_source=source, calibration=cal,
         calibrated_on=on, has_reference=task.reference_tb is not None,
         calibration_overall=(task.meta.get("reference_coverage") or {}).get("overall"),
+        dut_module=task.dut_module_name, dut_instance=task.dut_instance_name,
+        dut_ports=_port_names(task),
     )
 
 

@@ -10,6 +10,7 @@ import html
 from dataclasses import dataclass, field
 from typing import Any
 
+from llm4cov.bench.answer_checks import CHECKS
 from llm4cov.bench.formal_notes import VERDICTS, unreachable_lines
 
 CALIBRATION_TEXT = {
@@ -100,6 +101,22 @@ def _spent_table(summary: dict[str, Any]) -> Table:
                            "completion tokens", "model s", "build s", "run s"], rows, notes)
 
 
+def _checks_table(summary: dict[str, Any]) -> Table | None:
+    """The copy checks of every answer, per arm that has answers (percent of answers)."""
+    arms = {n: a["answer_checks"] for n, a in summary["arms"].items() if a.get("answer_checks")}
+    if not arms:
+        return None
+    rows = [[name, str(c["answers"]),
+             *(_pct(100.0 * c[k] / c["answers"]) if c["answers"] else "-" for k in CHECKS)]
+            for name, c in arms.items()]
+    return Table("Answer checks (every answer of every round; read from the answer's text)",
+                 ["arm", "answers", "holds a module", "instantiates the DUT module",
+                  "right instance name", "pins valid", "all pins connected"], rows,
+                 ["Pins are read on the DUT instance with the right name, else the first "
+                  "one; 'pins valid': every named pin is a DUT port and no more positional "
+                  "pins than ports."])
+
+
 def _task_table(summary: dict[str, Any]) -> Table:
     arms = summary["arms"]
     per: dict[str, dict[str, dict]] = {}
@@ -148,11 +165,14 @@ def _formal_tables(summary: dict[str, Any]) -> list[Table]:
 
 
 def tables(summary: dict[str, Any]) -> list[Table]:
-    """The report's tables in order: results, per round, by difficulty, by source,
-    spent, per task, then formal closure (arms whose policy reported formal verdicts)."""
+    """The report's tables in order: results, per round, answer checks, by difficulty,
+    by source, spent, per task, then formal closure (arms whose policy reported formal
+    verdicts)."""
     out = [_main_table(summary)]
     if (rounds := _round_table(summary)) is not None:
         out.append(rounds)
+    if (checks := _checks_table(summary)) is not None:
+        out.append(checks)
     out += [_breakdown(summary, "by_difficulty", "difficulty"),
             _breakdown(summary, "by_source", "source"), _spent_table(summary),
             _task_table(summary), *_formal_tables(summary)]

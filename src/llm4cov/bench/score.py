@@ -25,6 +25,7 @@ from collections.abc import Iterable
 from dataclasses import asdict, replace
 from typing import Any
 
+from llm4cov.bench.answer_checks import CheckCounts, check_answer
 from llm4cov.bench.config import REFERENCE, Arm, ArmKind
 from llm4cov.bench.formal_notes import VERDICTS, FormalNotes
 from llm4cov.bench.metrics import (
@@ -108,15 +109,23 @@ class _Spent:
 
 
 Notes = dict[tuple[str, str], FormalNotes]
+Checks = dict[str, CheckCounts]
 
 
-def _scan(rows: Iterable[dict[str, Any]]) -> tuple[Groups, dict[str, _Spent], Notes]:
+def _scan(rows: Iterable[dict[str, Any]], infos: dict[str, TaskInfo]
+          ) -> tuple[Groups, dict[str, _Spent], Notes, Checks]:
     """One streaming pass: per sample its rows reduced to :data:`SCORED_FIELDS` (sorted
-    by round), per arm what was spent, per (arm, task) the formal verdicts."""
+    by round), per arm what was spent and the copy checks of its answers (rows with a
+    response, on tasks whose plan names the DUT), per (arm, task) the formal verdicts."""
     groups: Groups = defaultdict(list)
     spent: dict[str, _Spent] = defaultdict(_Spent)
     notes: Notes = defaultdict(FormalNotes)
+    checks: Checks = defaultdict(CheckCounts)
     for row in rows:
+        info = infos.get(row["task_id"])
+        if row.get("response") is not None and info is not None and info.dut_module:
+            checks[row["arm"]].add(check_answer(row["response"], info.dut_module,
+                                                info.dut_instance, info.dut_ports))
         groups[(row["arm"], row["task_id"], row["sample"])].append(
             {**{k: row.get(k) for k in SCORED_FIELDS},
              "rtl_error": bool(row["observation"].get("rtl_error"))})
@@ -124,7 +133,7 @@ def _scan(rows: Iterable[dict[str, Any]]) -> tuple[Groups, dict[str, _Spent], No
         notes[(row["arm"], row["task_id"])].add(row)
     for group in groups.values():
         group.sort(key=lambda r: r["round"])
-    return dict(groups), spent, {k: n for k, n in notes.items() if n.annotated}
+    return dict(groups), spent, {k: n for k, n in notes.items() if n.annotated}, checks
 
 
 def _formal_summary(per_task: list[dict[str, Any]]) -> dict[str, Any]:
@@ -223,13 +232,17 @@ def score(
     """``summary.json``: per arm the headline metrics (Sim Pass, Cov Pass = pass@1, Avg Cov,
     best-of-n, pass@k), the per-round curve, breakdowns by difficulty and by source,
     per-task numbers and what was spent (and, for a tool policy that reports formal
-    verdicts, a separate ``formal`` entry); plus the simulator, its coverage metrics and
-    which thresholds were not calibrated for it. Tool failures are counted per arm
-    (``tool_failures``) and left out of the metrics unless ``include_tool_failures``;
-    RTL errors (``rtl_errors``, ``rtl_error_tasks``) always are."""
-    groups, spent, notes = _scan(rows)
+    verdicts, a separate ``formal`` entry; for an arm whose rows hold answers, their
+    copy checks, ``answer_checks``, :mod:`llm4cov.bench.answer_checks`); plus the
+    simulator, its coverage metrics and which thresholds were not calibrated for it. Tool
+    failures are counted per arm (``tool_failures``) and left out of the metrics unless
+    ``include_tool_failures``; RTL errors (``rtl_errors``, ``rtl_error_tasks``) always are."""
+    groups, spent, notes, checks = _scan(rows, {t.id: t for t in plan.tasks})
     arms = {arm.name: score_arm(plan, arm, groups, spent.get(arm.name, _Spent()).as_dict(),
                                 estimator, include_tool_failures, notes) for arm in plan.arms}
+    for name, counts in checks.items():
+        if name in arms:
+            arms[name]["answer_checks"] = counts.as_dict()
     not_calibrated: dict[str, list[str]] = defaultdict(list)
     for info in plan.tasks:
         if info.calibration is not Calibration.THIS_SIMULATOR:

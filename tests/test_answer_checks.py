@@ -1,0 +1,73 @@
+"""Per-answer copy checks (llm4cov.bench.answer_checks) on the hand-read mux2 fixture:
+ports sel, en, a, b, y; the task asks for the instance name `dut`."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import fixture_task
+from llm4cov.bench.answer_checks import AnswerChecks, check_answer
+from llm4cov.bench.config import Arm, ArmKind
+from llm4cov.bench.plan import RunPlan, task_info
+from llm4cov.bench.report import markdown
+from llm4cov.bench.score import score
+
+PORTS = ["sel", "en", "a", "b", "y"]
+DECLS = "logic sel, en; logic [1:0] a, b, y;"
+
+
+def answer(instance: str) -> str:
+    return f"```systemverilog\nmodule tb; {DECLS}\n{instance}\ninitial $finish;\nendmodule\n```"
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("I cannot write that.", AnswerChecks()),
+    # echoed RTL: a module, but nothing instantiates mux2
+    ("```verilog\nmodule mux2(input sel, output y); endmodule\n```", AnswerChecks(True)),
+    (answer("top_module dut(.sel(sel));"), AnswerChecks(True)),  # another module name
+    (answer("mux2 dut(.sel(sel), .en(en), .a(a), .b(b), .y(y));"),
+     AnswerChecks(True, True, True, True, True)),
+    (answer("mux2 uut(.sel(sel), .en(en), .a(a), .b(b), .y(y));"),  # wrong instance name
+     AnswerChecks(True, True, False, True, True)),
+    (answer("mux2 dut(.sel(sel), .en(en), .a(a), .y(y));"),  # b left out
+     AnswerChecks(True, True, True, True, False)),
+    (answer("mux2 dut(.sel(sel), .enable(en), .a(a), .b(b), .y(y));"),  # no port `enable`
+     AnswerChecks(True, True, True, False, False)),
+    (answer("mux2 dut(.sel, .*);"), AnswerChecks(True, True, True, True, True)),
+    (answer("mux2 dut(sel, en, a, b, y);"), AnswerChecks(True, True, True, True, True)),
+    (answer("mux2 dut(sel, en, a, b);"), AnswerChecks(True, True, True, True, False)),
+    (answer("mux2 dut(sel, en, a, b, y, y);"), AnswerChecks(True, True, True, False, False)),
+    # two instances: pins are read on the one with the right name
+    (answer("mux2 u0(.q(a));\nmux2 dut(.*);"), AnswerChecks(True, True, True, True, True)),
+])
+def test_checks_by_hand(text, expected):
+    assert check_answer(text, "mux2", "dut", PORTS) == expected
+
+
+def test_unknown_ports_and_any_instance_name():
+    text = answer("mux2 u1(.*);")
+    assert check_answer(text, "mux2", None, None) == AnswerChecks(True, True, True)
+    assert check_answer(text, "mux2", "dut", None) == AnswerChecks(True, True)
+
+
+def test_plan_names_the_dut_and_summary_counts_answers():
+    info = task_info(fixture_task("mux2"), "verilator rev X")
+    assert (info.dut_module, info.dut_instance, info.dut_ports) == ("mux2", "dut", PORTS)
+    plan = RunPlan(command="c", identity={"mode": "direct"}, tasks_file="t.jsonl",
+                   tasks_sha256="0", simulator="verilator rev X", coverage_options=[],
+                   overall_metrics=["line"], stop_at_full_coverage=True,
+                   arms=[Arm("m", ArmKind.AGENT, 3, 1)], tasks=[info])
+
+    def row(sample: int, response: str | None) -> dict:
+        return {"arm": "m", "task_id": info.id, "sample": sample, "round": 0,
+                "sim_pass": False, "cov_pass": False, "coverage": 0.0, "response": response,
+                "testbench_sha256": None, "prompt_tokens": 1, "completion_tokens": 1,
+                "gen_s": 0.0, "build_s": 0.0, "run_s": 0.0, "observation": {}}
+
+    rows = [row(0, answer("mux2 dut(.*);")), row(1, answer("mux2 uut(.sel(sel));")),
+            row(2, "no code")]
+    summary = score(plan, rows)
+    assert summary["arms"]["m"]["answer_checks"] == {
+        "answers": 3, "testbench": 2, "dut_module": 2, "dut_instance": 1, "pins_valid": 2,
+        "pins_complete": 1}
+    assert "| m | 3 | 66.7% | 66.7% | 33.3% | 66.7% | 33.3% |" in markdown(summary)
