@@ -107,6 +107,10 @@ def test_random_policy_and_reference_rows(tasks_file, tmp_path):
     assert rnd["headline"]["sim_pass"] == rnd["headline"]["cov_pass"] == 100.0
     assert rnd["headline"]["avg_cov"] == pytest.approx(100.0)
     assert (rnd["samples_finished"], rnd["spent"]["sim_calls"]) == (4, 4)
+    # the random policy's answers get every name right; the reference has no answers
+    assert rnd["answer_checks"] == {"answers": 4, "testbench": 4, "dut_module": 4,
+                                    "dut_instance": 4, "pins_valid": 4, "pins_complete": 4}
+    assert "answer_checks" not in ref
     # the reference runs once per task that has one, under its own instance name `uut`
     assert (ref["tasks_planned"], ref["samples_finished"]) == (1, 1)
     assert ref["headline"]["avg_cov"] == pytest.approx(100.0)
@@ -166,6 +170,9 @@ def test_llm_run_numbers_by_hand(llm_run):
     assert statuses[("mux2", 1, 1)] == "rejected"
     assert ("alu_comb", 0, 1) not in statuses  # stopped at 100%
     assert arm["spent"]["sim_calls"] == 5  # the two responses without code never simulate
+    # 7 answers: 2 without code; the 2 broken ones (`mux2 dut ();`) connect no pin
+    assert arm["answer_checks"] == {"answers": 7, "testbench": 5, "dut_module": 5,
+                                    "dut_instance": 5, "pins_valid": 5, "pins_complete": 3}
     assert arm["spent"]["prompt_tokens"] == sum(r["prompt_tokens"] for r in rows) > 0
     assert all(r["model"] == "recorded-model" for r in rows)
     # the client sent the paper's sampling settings, and the hidden reference never
