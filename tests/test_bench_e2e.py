@@ -144,6 +144,31 @@ def llm_run(tasks_file, tmp_path_factory):
     return out, requests
 
 
+def test_retry_tool_errors_redoes_only_those_rounds(tasks_file, tmp_path):
+    out = tmp_path / "retry"
+    direct = ("--baselines", "random", "--mode", "direct")  # 1 round: a failed one ends it
+    assert _bench(tasks_file, out, *direct) == 0
+    rows = _rows(out)
+    # mark one finished round as a failure of the simulator itself
+    i = next(i for i, r in enumerate(rows) if r["task_id"].endswith("mux2") and r["sample"] == 1)
+    rows[i].update(status="tool_error", tool_error=True, sim_pass=False, cov_pass=False,
+                   coverage=0.0)
+    (out / "results.jsonl").write_text("".join(json.dumps(r, sort_keys=True) + "\n"
+                                               for r in rows))
+    assert _bench(tasks_file, out, *direct) == 0  # a plain resume keeps it
+    assert _summary(out)["arms"]["random"]["tool_failures"] == 1
+    assert _bench(tasks_file, out, *direct, "--retry-tool-errors") == 0
+    again = _rows(out)
+    assert len(again) == 4 and not any(r["tool_error"] for r in again)
+    assert again[-1]["task_id"].endswith("mux2") and again[-1]["sample"] == 1
+    assert again[-1]["coverage"] == pytest.approx(100.0)  # redone: exhaustive again
+    assert again[:3] == [r for j, r in enumerate(rows) if j != i]  # the rest untouched
+    s = _summary(out)
+    assert s["arms"]["random"]["tool_failures"] == 0
+    assert [inv["removed_tool_error_rows"] for inv in s["invocations"][1:]] == [0, 1]
+    assert [inv["sim_calls"] for inv in s["invocations"]] == [4, 0, 1]
+
+
 def test_llm_run_numbers_by_hand(llm_run):
     out, requests = llm_run
     s = _summary(out)

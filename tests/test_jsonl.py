@@ -33,3 +33,23 @@ def test_corrupt_middle_line_is_an_error(tmp_path):
     path.write_text('{"a": 1}\nnot json\n{"a": 2}\n')
     with pytest.raises(ValueError, match=r"results\.jsonl:2: corrupt JSONL line"):
         list(iter_jsonl(path))
+
+
+def test_remove_tool_error_rounds_cuts_the_rest_of_their_samples(tmp_path):
+    from llm4cov.bench.runner import remove_tool_error_rounds
+
+    log = ResultLog(tmp_path / "results.jsonl", ("arm", "task_id", "sample", "round"))
+    rows = [{"arm": "m", "task_id": t, "sample": s, "round": r,
+             "tool_error": (t, s, r) == ("a", 0, 1)}
+            for t in ("a", "b") for s in (0, 1) for r in range(3)]
+    for row in rows:
+        log.append(row)
+    # sample (a, 0): round 1 failed in the tool; round 2 was prompted with that failure
+    assert remove_tool_error_rounds(log) == 2
+    kept = [(r["task_id"], r["sample"], r["round"]) for r in log.rows()]
+    assert kept == [(t, s, r) for t in ("a", "b") for s in (0, 1) for r in range(3)
+                    if (t, s) != ("a", 0) or r == 0]
+    assert len(log) == 10 and ("m", "a", 0, 1) not in log
+    assert log.append({**rows[1], "tool_error": False})  # the key is free again
+    assert remove_tool_error_rounds(log) == 0
+    assert not (tmp_path / ".results.jsonl.tmp").exists()

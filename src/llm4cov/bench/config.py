@@ -27,7 +27,7 @@ SAMPLE_SEED_STRIDE = 1000
 _SAMPLING = SamplingParams()
 NOT_IDENTITY = ("tasks", "base_url", "executor", "address", "workers", "cache", "sandbox",
                 "max_concurrency", "max_samples", "max_sim_calls", "max_total_tokens",
-                "simulator")
+                "simulator", "retry_tool_errors")
 """Fields that do not decide results: where the tasks file, the server and the
 simulators are, how fast and how far the run goes. (The tasks themselves enter the
 identity as a hash; the simulator, name and version, as the run plan's ``simulator``.)"""
@@ -93,6 +93,10 @@ class BenchSettings(Settings):
     """Budget: simulator calls in the run directory."""
     max_total_tokens: int | None = Field(None, ge=0)
     """Budget: model tokens (prompt + completion)."""
+    retry_tool_errors: bool = False
+    """On a resume, redo every round whose simulation failed in the tool (``tool_error``:
+    e.g. a toolchain that changed under a running bench) and the later rounds of its
+    sample; their old rows are removed first."""
 
     @model_validator(mode="after")
     def _valid_baselines(self) -> Self:

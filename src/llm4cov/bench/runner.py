@@ -152,6 +152,23 @@ async def _run_reference(ctx: _Context, arm: Arm, task: Task,
     ))
 
 
+def remove_tool_error_rounds(log: ResultLog) -> int:
+    """Remove from ``log`` every row whose simulation failed in the tool (``tool_error``)
+    and the later rounds of the same sample (they were prompted with that failure), so
+    a resume redoes them; returns how many rows were removed."""
+    first: dict[SampleKey, int] = {}
+    for row in log.rows():
+        if row.get("tool_error"):
+            key = (row["arm"], row["task_id"], row["sample"])
+            first[key] = min(row["round"], first.get(key, row["round"]))
+
+    def drop(row: dict[str, Any]) -> bool:
+        cut = first.get((row["arm"], row["task_id"], row["sample"]))
+        return cut is not None and row["round"] >= cut
+
+    return log.remove(drop) if first else 0
+
+
 def planned_samples(arm: Arm, tasks: Sequence[Task]) -> int:
     """Samples ``arm`` runs on ``tasks`` (the reference arm: tasks with a reference)."""
     if arm.kind is ArmKind.REFERENCE:

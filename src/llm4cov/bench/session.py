@@ -22,7 +22,7 @@ from llm4cov.bench.metrics import Estimator
 from llm4cov.bench.plan import load_plan, make_plan, open_plan, save_plan
 from llm4cov.bench.report import html_report, markdown
 from llm4cov.bench.rows import ROW_KEY, charge_prior
-from llm4cov.bench.runner import run_bench
+from llm4cov.bench.runner import remove_tool_error_rounds, run_bench
 from llm4cov.bench.score import score
 from llm4cov.policies import Policy, get_policy
 from llm4cov.sim.backends import open_backend
@@ -104,9 +104,9 @@ def run(
     ``run_dir``, then write the reports.
 
     Simulations run on ``config.sim.executor`` (local process pool or Ray). The invocation
-    (start, wall seconds, new rows, simulator calls, executor, budget) is recorded in
-    ``run.json`` even when the run stops on an error or an interrupt; the reports are
-    written then too.
+    (start, wall seconds, new rows, rows removed by ``retry_tool_errors``, simulator
+    calls, executor, budget) is recorded in ``run.json`` even when the run stops on an
+    error or an interrupt; the reports are written then too.
 
     Raises:
         ValueError: a model without a base URL.
@@ -119,6 +119,9 @@ def run(
     simulator = backend.simulator
     plan = open_plan(run_dir, make_plan(config, tasks, simulator, backend.coverage_options()))
     log = ResultLog(run_dir / RESULTS_FILE, ROW_KEY)
+    removed = remove_tool_error_rounds(log) if config.retry_tool_errors else 0
+    if removed and progress is not None:
+        progress.note(f"--retry-tool-errors: {removed} rows removed, to be redone")
     budget = Budget(config.max_samples, config.max_sim_calls, config.max_total_tokens)
     charge_prior(budget, log.rows())
     rows_before = len(log)
@@ -135,7 +138,8 @@ def run(
         executor.close()
         plan.invocations.append({
             "started": started, "wall_s": round(time.monotonic() - t0, 1),
-            "new_rows": len(log) - rows_before, "sim_calls": executor.calls,
+            "new_rows": len(log) - rows_before, "removed_tool_error_rows": removed,
+            "sim_calls": executor.calls,
             "executor": config.sim.executor.value, "workers": executor.workers,
             "max_concurrency": config.max_concurrency, "budget": budget.as_dict(),
             "error": error,

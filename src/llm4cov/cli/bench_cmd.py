@@ -75,6 +75,7 @@ BENCH_FLAGS = (
     flag("max_samples", "--max-samples", min=0),
     flag("max_sim_calls", "--max-sim-calls", min=0),
     flag("max_total_tokens", "--max-total-tokens", min=0),
+    flag("retry_tool_errors", "--retry-tool-errors/--no-retry-tool-errors"),
 )
 """The flags of ``llm4cov bench``: fields of :class:`BenchConfig`, in the order of
 :meth:`BenchConfig.command`."""

@@ -13,7 +13,7 @@ import hashlib
 import json
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -116,3 +116,22 @@ class ResultLog:
     def rows(self) -> Iterator[dict[str, Any]]:
         """All rows written so far (streaming from disk)."""
         return iter_jsonl(self.path)
+
+    def remove(self, drop: Callable[[dict[str, Any]], bool]) -> int:
+        """Remove every row for which ``drop(row)`` is true; returns how many. The file
+        is rewritten beside itself and renamed over it (fsynced first), so a crash leaves
+        either the old rows or the new ones, never a mix."""
+        tmp = self.path.with_name(f".{self.path.name}.tmp")
+        removed = 0
+        with self._lock:
+            with tmp.open("w", encoding="utf-8") as out:
+                for row in iter_jsonl(self.path):
+                    if drop(row):
+                        removed += 1
+                        self._keys.discard(self._digest(self.key(row)))
+                    else:
+                        out.write(json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n")
+                out.flush()
+                os.fsync(out.fileno())
+            os.replace(tmp, self.path)
+        return removed
