@@ -74,3 +74,26 @@ def test_arm_stats_and_the_cli_table(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "| b:m | 10 | 10 | 100.0 [72.2, 100.0] | 50.0 [23.7, 76.3] | 80.0 [80.0, 80.0] |" in out
     assert "80.0 [80.0, 80.0] (10 tasks) | 5/0 (0.0625) | 10/0 (0.00195) |" in out
+
+
+def test_compare_after_a_round_of_an_agentic_run(tmp_path, capsys):
+    # 10 tasks, 3 rounds: round 1 passes 2 tasks, round 3 passes 8 (direct vs agentic)
+    tasks = [{**_task(i, 1, int(i < 8), 90.0 if i < 8 else 40.0),
+              "rounds": [_task(i, int(i < 5), int(i < 2), 90.0 if i < 2 else 10.0),
+                         _task(i, 1, int(i < 5), 50.0), _task(i, 1, int(i < 8), 60.0)]}
+             for i in range(10)]
+    summary = {"arms": {"m": {"rounds": 3, "per_task": tasks}}}
+    first = arm_stats(summary["arms"]["m"], after_round=1)
+    assert (first.sim_pass.value, first.cov_pass.value) == (50.0, 20.0)
+    assert first.avg_cov.value == pytest.approx(26.0)  # (2 * 90 + 8 * 10) / 10
+    with pytest.raises(ValueError, match="no round 4"):
+        arm_stats(summary["arms"]["m"], after_round=4)
+    (tmp_path / "agentic").mkdir()
+    (tmp_path / "agentic" / "summary.json").write_text(json.dumps(summary))
+    run = str(tmp_path / "agentic")
+    assert main(["bench", "compare", f"{run}@r1", run]) == 0
+    out = capsys.readouterr().out
+    assert "| agentic:m@r1 | 10 | 10 | 50.0 [" in out
+    assert "| agentic:m | 10 | 10 | 100.0 [72.2, 100.0] | 80.0 [" in out
+    assert "| 6/0 (0.0312) | 5/0 (0.0625) |" in out  # Cov Pass: tasks 2-7; Sim Pass: 5-9
+    assert main(["bench", "compare", f"{run}@r9", run]) == 2

@@ -89,6 +89,12 @@ def test_score_by_hand():
     a_row = next(t for t in m["per_task"] if t["task_id"] == "cvdp/a")
     assert (a_row["n"], a_row["sim_pass_count"], a_row["cov_pass_count"]) == (2, 2, 1)
     assert a_row["calibration"] == "other_simulator"
+    # after round 1: s0 failed, s1 simulated at 58; after round 2: s0 passes at 100
+    assert a_row["rounds"] == [
+        {"n": 2, "sim_pass_count": 1, "tool_failure_count": 0, "cov_pass_count": 0,
+         "mean_cov": 29.0},
+        {"n": 2, "sim_pass_count": 2, "tool_failure_count": 0, "cov_pass_count": 1,
+         "mean_cov": 79.0}]
 
     ref = s["arms"]["reference"]
     assert (ref["tasks_planned"], ref["samples_finished"]) == (1, 1)

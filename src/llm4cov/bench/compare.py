@@ -131,14 +131,26 @@ class ArmStats:
     per_task: dict[str, dict[str, Any]]
 
 
-def arm_stats(arm: dict[str, Any], confidence: float = CONFIDENCE) -> ArmStats:
+def arm_stats(arm: dict[str, Any], confidence: float = CONFIDENCE,
+              after_round: int | None = None) -> ArmStats:
     """Intervals of one arm of a bench ``summary.json`` (``arms[name]``); tasks with only
-    tool failures are left out, as the bench's own headline does.
+    tool failures are left out, as the bench's own headline does. ``after_round`` (1 =
+    the first round): each sample's best state after that round instead of its final
+    one, from an agentic arm's per-task ``rounds``; round 1 of an agentic run is direct
+    inference (the same prompt), so a paired test of round 1 against round N measures
+    what the feedback rounds add on the same tasks.
 
     Raises:
-        ValueError: the arm scored no task.
+        ValueError: the arm scored no task, or has no round ``after_round``.
     """
-    rows = [t for t in arm["per_task"] if t["n"] > t["tool_failure_count"]]
+    per_task = arm["per_task"]
+    if after_round is not None:
+        if not 1 <= after_round <= arm["rounds"] or (per_task and "rounds" not in per_task[0]):
+            raise ValueError(f"no round {after_round} in this arm (it has {arm['rounds']}"
+                             " round(s); per-round counts need a summary scored by this code)")
+        per_task = [{**t, **t["rounds"][after_round - 1]} if "rounds" in t else t
+                    for t in per_task]
+    rows = [t for t in per_task if t["n"] > t["tool_failure_count"]]
     if not rows:
         raise ValueError("the arm scored no task")
     n = sum(t["n"] - t["tool_failure_count"] for t in rows)

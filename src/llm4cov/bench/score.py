@@ -66,6 +66,14 @@ def _outcome(row: dict[str, Any]) -> Outcome:
                    rtl_error=bool(row.get("rtl_error")) and not base.sim_pass)
 
 
+def _round_counts(states: list[Outcome]) -> dict[str, Any]:
+    """One task's counts over its samples' best states after one round."""
+    return {"n": len(states), "sim_pass_count": sum(o.sim_pass for o in states),
+            "tool_failure_count": sum(o.tool_failure for o in states),
+            "cov_pass_count": sum(o.cov_pass for o in states),
+            "mean_cov": sum(o.coverage for o in states) / len(states)}
+
+
 def _headline_dict(h: Headline) -> dict[str, Any]:
     data = asdict(h)
     data["pass_at_k"] = {str(k): v for k, v in h.pass_at_k.items()}
@@ -187,6 +195,9 @@ def score_arm(
             "best_cov": max(o.coverage for o in finals),
             "target": info.target, "calibration": info.calibration.value,
         })
+        if arm.rounds > 1:  # the same counts after each round (paired round comparisons)
+            per_task[-1]["rounds"] = [_round_counts([traj[r] for traj in done[info.id]])
+                                      for r in range(arm.rounds)]
         if info.id in arm_notes:
             per_task[-1]["formal"] = arm_notes[info.id].as_dict()
     formal = {"formal": _formal_summary(per_task)} if arm_notes else {}

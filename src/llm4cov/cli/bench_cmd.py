@@ -167,19 +167,23 @@ def report(
 @bench_app.command("compare")
 def compare(
     runs: list[str] = typer.Argument(..., help="Bench run directories, each optionally "
-                                     "RUN_DIR:ARM (default: the run's model arm)."),
+                                     "RUN_DIR:ARM (default: the run's model arm), and "
+                                     "@rN for the state after round N of an agentic run."),
 ) -> None:
     """Intervals (Wilson, bootstrap) of each arm and paired tests against the first.
 
     Prints one Markdown table: Sim Pass, Cov Pass and Avg Cov with 95% intervals, then for
     every arm after the first the paired bootstrap of the Avg Cov difference and sign tests
-    on the tasks whose outcome differs (bench/compare.py). Example:
-    llm4cov bench compare runs/base-direct runs/stage0-direct runs/stage0-direct:random
+    on the tasks whose outcome differs (bench/compare.py). Examples:
+    llm4cov bench compare runs/base-direct runs/stage0-direct runs/stage0-direct:random;
+    llm4cov bench compare runs/stage0-agentic@r1 runs/stage0-agentic (direct vs 3 rounds)
     """
     from llm4cov.bench.compare import arm_stats, markdown_table, pick_arm
 
     labels, arms = [], []
     for spec in runs:
+        after = re.search(r"@r(\d+)$", spec)
+        spec = spec[:after.start()] if after else spec
         path, arm = Path(spec), None
         if not (path / "summary.json").is_file() and ":" in spec:
             head, arm = spec.rsplit(":", 1)
@@ -188,8 +192,12 @@ def compare(
             raise common.fail(f"{path}: no summary.json (run llm4cov bench report on it)")
         summary = json.loads((path / "summary.json").read_text(encoding="utf-8"))
         name = pick_arm(summary, arm)
-        labels.append(f"{path.name}:{name}")
-        arms.append(arm_stats(summary["arms"][name]))
+        labels.append(f"{path.name}:{name}" + (after.group(0) if after else ""))
+        try:
+            arms.append(arm_stats(summary["arms"][name],
+                                  after_round=int(after.group(1)) if after else None))
+        except ValueError as exc:
+            raise common.fail(f"{spec}: {exc}") from exc
     typer.echo(markdown_table(labels, arms))
 
 
