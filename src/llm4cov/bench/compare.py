@@ -145,11 +145,10 @@ def arm_stats(arm: dict[str, Any], confidence: float = CONFIDENCE,
     """
     per_task = arm["per_task"]
     if after_round is not None:
-        if not 1 <= after_round <= arm["rounds"] or (per_task and "rounds" not in per_task[0]):
+        if not 1 <= after_round <= arm["rounds"] or any("rounds" not in t for t in per_task):
             raise ValueError(f"no round {after_round} in this arm (it has {arm['rounds']}"
                              " round(s); per-round counts need a summary scored by this code)")
-        per_task = [{**t, **t["rounds"][after_round - 1]} if "rounds" in t else t
-                    for t in per_task]
+        per_task = [{**t, **t["rounds"][after_round - 1]} for t in per_task]
     rows = [t for t in per_task if t["n"] > t["tool_failure_count"]]
     if not rows:
         raise ValueError("the arm scored no task")

@@ -67,7 +67,7 @@ def _outcome(row: dict[str, Any]) -> Outcome:
 
 
 def _round_counts(states: list[Outcome]) -> dict[str, Any]:
-    """One task's counts over its samples' best states after one round."""
+    """One task's counts over its samples' states (final, or best after one round)."""
     return {"n": len(states), "sim_pass_count": sum(o.sim_pass for o in states),
             "tool_failure_count": sum(o.tool_failure for o in states),
             "cov_pass_count": sum(o.cov_pass for o in states),
@@ -186,12 +186,8 @@ def score_arm(
     for info in scored:
         finals = [traj[-1] for traj in done[info.id]]
         per_task.append({
-            "task_id": info.id, "n": len(finals),
-            "sim_pass_count": sum(o.sim_pass for o in finals),
-            "tool_failure_count": sum(o.tool_failure for o in finals),
+            "task_id": info.id, **_round_counts(finals),
             "rtl_error_count": sum(o.rtl_error for o in finals),
-            "cov_pass_count": sum(o.cov_pass for o in finals),
-            "mean_cov": sum(o.coverage for o in finals) / len(finals),
             "best_cov": max(o.coverage for o in finals),
             "target": info.target, "calibration": info.calibration.value,
         })

@@ -99,9 +99,13 @@ class ResultLog:
     def __len__(self) -> int:
         return len(self._keys)
 
+    @staticmethod
+    def _line(row: dict[str, Any]) -> str:
+        return json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n"
+
     def append(self, row: dict[str, Any]) -> bool:
         """Write ``row`` durably; returns False (and writes nothing) if its key exists."""
-        line = json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n"
+        line = self._line(row)
         key = self._digest(self.key(row))
         with self._lock:
             if key in self._keys:
@@ -130,7 +134,7 @@ class ResultLog:
                         removed += 1
                         self._keys.discard(self._digest(self.key(row)))
                     else:
-                        out.write(json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n")
+                        out.write(self._line(row))
                 out.flush()
                 os.fsync(out.fileno())
             os.replace(tmp, self.path)
