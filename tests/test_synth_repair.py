@@ -33,11 +33,28 @@ def _changes(before: str, after: str) -> list[str]:
     (BreakKind.MISSING_PIN, ["-    .valid(valid),"]),  # a data input, never clk or rst_n
     (BreakKind.MISSPELLED_PIN, ["-    .rst_n(rst_n),", "+    .rst_n_i(rst_n),"]),
     (BreakKind.SHORT_RUN, ["+  initial #1 $finish;"]),
+    (BreakKind.MISSING_ENDMODULE, ["-endmodule"]),
+    (BreakKind.GLUED_DECLARATION, ["-  logic rst_n = '0;", "+  logicrst_n = '0;"]),
+    (BreakKind.MISSING_SEMICOLON, ["-    valid = '0; x = '0; y = '0; @(negedge clk);",
+                                   "+    valid = '0 x = '0; y = '0; @(negedge clk);"]),
 ])
 def test_each_kind_plants_one_known_mistake(kind, changes):
     task = example_task("hier_acc")
     tb = random_testbench(task, seed=1, length=10)
     assert _changes(tb, break_testbench(tb, task, kind, seed=3)) == changes
+
+
+def test_a_truncated_answer_ends_at_a_whole_line_after_the_dut_instance_begins():
+    """hier_acc's testbench has 40 lines, the DUT instance begins on line 9; seed 3 cuts
+    inside the port list, after line 16 (``.sat(sat)``), as a token limit would."""
+    task = example_task("hier_acc")
+    tb = random_testbench(task, seed=1, length=10)
+    cut = break_testbench(tb, task, BreakKind.TRUNCATED, seed=3)
+    assert tb.startswith(cut) and cut.endswith("    .sat(sat)\n")
+    assert len(cut.splitlines()) == 16
+    cuts = {break_testbench(tb, task, BreakKind.TRUNCATED, seed=s) for s in range(200)}
+    assert min(len(c.splitlines()) for c in cuts) == 9   # the instance's first line
+    assert max(len(c.splitlines()) for c in cuts) == 39  # all but endmodule
 
 
 def test_a_testbench_without_the_dut_instance_has_no_place_for_a_mistake():
@@ -47,34 +64,37 @@ def test_a_testbench_without_the_dut_instance_has_no_place_for_a_mistake():
 
 def test_every_kind_is_planted_about_equally_often():
     kinds = list(BreakKind)
-    got = [k for n in range(50) for k in repair_kinds(kinds, f"repo{n}", 2)]
-    assert all(abs(got.count(k) - 20) <= 6 for k in kinds)
+    got = [k for n in range(90) for k in repair_kinds(kinds, f"repo{n}", 2)]
+    assert len(kinds) == 9 and all(abs(got.count(k) - 20) <= 7 for k in kinds)
     assert repair_kinds(kinds, "x", 0) == [] and repair_kinds([], "x", 2) == []
 
 
 @pytest.mark.requires_verilator
 def test_repairs_of_planted_mistakes_are_judged_like_any_transition(tmp_path):
-    """mux2 with the random teacher (exhaustive: 100%): the wrong instance name fails to
-    compile (Cov 0), the short run stops at 1 ns; the teacher's testbench repairs both,
-    gaining more than tau_delta, so both repair points are kept and named by kind."""
+    """mux2 with the random teacher (exhaustive: 100%): the wrong instance name and the
+    glued declaration fail to compile (Cov 0), the short run stops at 1 ns; the
+    teacher's testbench repairs all three, gaining more than tau_delta, so every repair
+    point is kept and named by kind."""
     cfg = resolve(stage_preset(0), None, [
         "selection.candidates=1", "transitions=1", "concurrency=1",
-        "repair.kinds=[instance_name, short_run]", "repair.per_repo=2"])
+        "repair.kinds=[instance_name, short_run, glued_declaration]", "repair.per_repo=3"])
     teacher = get_policy("random")
     policies = {Role.INTERMEDIATE: teacher, Role.TRANSITION: teacher}
     task = fixture_task("mux2")
     executor = get_executor("local", workers=1)
     try:
         run = SynthRun(tmp_path / "run", cfg, policies, executor.simulate)
-        assert run.worst_case_calls() == 1 + 1 + 1 + 2
+        assert run.worst_case_calls() == 1 + 1 + 1 + 3
         asyncio.run(run.run([RepoItem(task.id, task)]))
     finally:
         executor.close()
     repairs = [p for p in iter_jsonl(tmp_path / "run" / "points.jsonl")
                if p["state"]["selected_as"].startswith("broken:")]
     by_kind = {p["state"]["selected_as"]: p for p in repairs}
-    assert sorted(by_kind) == ["broken:instance_name", "broken:short_run"]
-    assert by_kind["broken:instance_name"]["state"]["observation"]["status"] == "compile_error"
+    assert sorted(by_kind) == ["broken:glued_declaration", "broken:instance_name",
+                               "broken:short_run"]
+    for kind in ("glued_declaration", "instance_name"):
+        assert by_kind[f"broken:{kind}"]["state"]["observation"]["status"] == "compile_error"
     for point in repairs:
         assert point["kind"] == "agentic" and point["verdict"] == "kept"
         assert point["point_id"] == f"{point['state']['id']}>int/0"

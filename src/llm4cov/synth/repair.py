@@ -7,7 +7,7 @@ nothing and coverage-guided rejection drops them all (paper, "Learning offline":
 with one mistake that small models make, simulated for real; its repair is the
 teacher's testbench, and the transition is kept only when it passes ``tau_delta``.
 
-The kinds (:class:`BreakKind`), all planted with pyslang on the DUT instantiation:
+The kinds (:class:`BreakKind`), all planted with pyslang. On the DUT instantiation:
 
 - ``module_name``: the DUT module instantiated under a generic name (``top_module``,
   or ``TopModule`` when the DUT is called ``top_module``): a compile error;
@@ -18,6 +18,16 @@ The kinds (:class:`BreakKind`), all planted with pyslang on the DUT instantiatio
   ``a_i`` -> ``a``): a compile error;
 - ``short_run``: an extra ``initial #1 $finish;``, a run that ends before the reset is
   released.
+
+In the rest of the testbench, the compile errors seen in a 135M student's own answers
+(``docs/results/learning_smollm2-135m_cpu.md``, "Why the other 42 answers fail"):
+
+- ``missing_endmodule``: the testbench's ``endmodule`` removed;
+- ``glued_declaration``: a declaration without a range glued to its name
+  (``logic rst_n`` -> ``logicrst_n``);
+- ``missing_semicolon``: the ``;`` of one procedural statement removed;
+- ``truncated``: the answer cut at the end of a line after the DUT instance's first
+  line, as a generation stopped by its token limit.
 """
 
 from __future__ import annotations
@@ -43,22 +53,37 @@ class BreakKind(StrEnum):
     MISSING_PIN = "missing_pin"
     MISSPELLED_PIN = "misspelled_pin"
     SHORT_RUN = "short_run"
+    MISSING_ENDMODULE = "missing_endmodule"
+    GLUED_DECLARATION = "glued_declaration"
+    MISSING_SEMICOLON = "missing_semicolon"
+    TRUNCATED = "truncated"
+
+
+STIMULUS_KINDS = frozenset({BreakKind.MISSING_ENDMODULE, BreakKind.GLUED_DECLARATION,
+                            BreakKind.MISSING_SEMICOLON, BreakKind.TRUNCATED})
+"""The kinds planted outside the DUT instantiation."""
+
+
+def _nodes(tree, kind: type) -> list:
+    """Every syntax node of class ``kind`` in ``tree``, in source order."""
+    found: list = []
+
+    def visit(node: object) -> bool:
+        if isinstance(node, kind):
+            found.append(node)
+        return True
+
+    tree.root.visit(visit)
+    return found
 
 
 def _dut_instance(testbench: str, task: Task):
     """``(tree, instantiation, instance)`` of the DUT in ``testbench`` (the tree keeps
     the nodes alive), or None."""
     tree = parse_tree(testbench, "tb.sv")
-    found: list = []
-
-    def visit(node: object) -> bool:
-        if isinstance(node, syntax.HierarchyInstantiationSyntax) and \
-                node.type.valueText == task.dut_module_name:
-            found.append(node)
-        return True
-
-    tree.root.visit(visit)
-    for node in found:
+    for node in _nodes(tree, syntax.HierarchyInstantiationSyntax):
+        if node.type.valueText != task.dut_module_name:
+            continue
         for inst in node.instances:
             if inst.decl is not None and inst.decl.name.valueText == task.dut_instance_name:
                 return tree, node, inst
@@ -76,6 +101,44 @@ def _span(node) -> tuple[int, int]:
     return where.start.offset, where.end.offset
 
 
+def _cut(text: str, start: int, end: int) -> str:
+    """``text`` without bytes ``start:end``, and without the line they leave blank."""
+    data = text.encode("utf-8", errors="surrogateescape")
+    head, tail = data[:start], data[end:]
+    if head.rstrip(b" \t").endswith(b"\n") and tail.lstrip(b" \t").startswith(b"\n"):
+        start = len(head.rstrip(b" \t"))  # the bytes had a line of their own
+        end = len(data) - len(tail.lstrip(b" \t")) + 1
+    return _replace(text, start, end, "")
+
+
+def _stimulus_mistake(testbench: str, tree, node, kind: BreakKind,
+                      rng: random.Random) -> str | None:
+    """A mistake of a stimulus-level ``kind`` (the module docstring) planted in
+    ``testbench`` (parsed as ``tree``; ``node`` is the DUT instantiation); None when
+    there is no place for it."""
+    if kind is BreakKind.MISSING_ENDMODULE:
+        modules = [m for m in _nodes(tree, syntax.ModuleDeclarationSyntax)
+                   if _span(m)[0] <= _span(node)[0] < _span(m)[1]]
+        return _cut(testbench, *_span(modules[0].endmodule)) if modules else None
+    if kind is BreakKind.GLUED_DECLARATION:
+        gaps = [(_span(d.type)[1], _span(d.declarators[0].name)[0])
+                for d in _nodes(tree, syntax.DataDeclarationSyntax)
+                if isinstance(d.type, syntax.IntegerTypeSyntax) and not d.type.dimensions
+                and not d.type.signing.valueText and len(d.declarators)]
+        gaps = [(a, b) for a, b in gaps if a < b]
+        return _replace(testbench, *gaps[rng.randrange(len(gaps))], "") if gaps else None
+    if kind is BreakKind.MISSING_SEMICOLON:
+        semis = [_span(n.semi) for n in _nodes(tree, syntax.ExpressionStatementSyntax)]
+        return _replace(testbench, *semis[rng.randrange(len(semis))], "") if semis else None
+    # TRUNCATED: cut after a whole line, from the DUT instance's first line on
+    data = testbench.encode("utf-8", errors="surrogateescape")
+    first = data.find(b"\n", _span(node)[0])
+    ends = [i + 1 for i in range(first, len(data.rstrip()))
+            if data[i:i + 1] == b"\n"]
+    return data[:ends[rng.randrange(len(ends))]].decode(
+        "utf-8", errors="surrogateescape") if ends else None
+
+
 def _named_connections(inst) -> list:
     return [c for c in inst.connections if getattr(c, "kind", None) == K.NamedPortConnection]
 
@@ -88,8 +151,10 @@ def break_testbench(testbench: str, task: Task, kind: BreakKind, seed: int = 0) 
     found = _dut_instance(testbench, task)
     if found is None:
         return None
-    _tree, node, inst = found
+    tree, node, inst = found
     rng = random.Random(seed)
+    if kind in STIMULUS_KINDS:
+        return _stimulus_mistake(testbench, tree, node, kind, rng)
     if kind is BreakKind.MODULE_NAME:
         wrong = "TopModule" if task.dut_module_name == "top_module" else "top_module"
         start, end = _span(node.type)
@@ -123,11 +188,7 @@ def break_testbench(testbench: str, task: Task, kind: BreakKind, seed: int = 0) 
         before = data[:start].rstrip()
         if before.endswith(b","):
             start = len(before) - 1
-    head, tail = data[:start], data[end:]
-    if head.rstrip(b" \t").endswith(b"\n") and tail.lstrip(b" \t").startswith(b"\n"):
-        start = len(head.rstrip(b" \t"))  # the connection had a line of its own
-        end = len(data) - len(tail.lstrip(b" \t")) + 1
-    return _replace(testbench, start, end, "")
+    return _cut(testbench, start, end)
 
 
 def repair_kinds(kinds: Sequence[BreakKind], repo_id: str, per_repo: int) -> list[BreakKind]:
