@@ -97,3 +97,20 @@ def test_compare_after_a_round_of_an_agentic_run(tmp_path, capsys):
     assert "| agentic:m | 10 | 10 | 100.0 [72.2, 100.0] | 80.0 [" in out
     assert "| 6/0 (0.0312) | 5/0 (0.0625) |" in out  # Cov Pass: tasks 2-7; Sim Pass: 5-9
     assert main(["bench", "compare", f"{run}@r9", run]) == 2
+
+
+def test_an_arm_name_with_colons_is_picked_by_name(tmp_path, capsys):
+    """A model arm is named ``MODE:MODEL`` and a local model ``local:PATH``: RUN:ARM
+    splits at the first colon that ends a run directory, not at the last one."""
+    arm = "direct:local:runs/x/checkpoint"
+    rows = [_task(i, 1, int(i < 3), 50.0) for i in range(10)]
+    other = [_task(i, 0, 0, 0.0) for i in range(10)]
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "summary.json").write_text(json.dumps(
+        {"arms": {"random": {"per_task": other}, arm: {"per_task": rows}}}))
+    assert main(["bench", "compare", f"{run}:random", f"{run}:{arm}"]) == 0
+    out = capsys.readouterr().out
+    assert f"| run:{arm} | 10 | 10 | 100.0 [72.2, 100.0] | 30.0 [" in out
+    assert main(["bench", "compare", f"{run}:nope:x"]) == 2
+    assert "no arm 'nope:x'" in capsys.readouterr().err

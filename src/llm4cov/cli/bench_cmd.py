@@ -164,6 +164,17 @@ def report(
     _print_results(summary, run_dir)
 
 
+def _run_and_arm(spec: str) -> tuple[Path, str | None]:
+    """``RUN_DIR`` and ``ARM`` of ``RUN_DIR[:ARM]``: the shortest prefix before a colon
+    that is a run directory (arm names hold colons: ``direct:local:runs/x``)."""
+    if (Path(spec) / "summary.json").is_file():
+        return Path(spec), None
+    for colon in (m.start() for m in re.finditer(":", spec)):
+        if (Path(spec[:colon]) / "summary.json").is_file():
+            return Path(spec[:colon]), spec[colon + 1:]
+    return Path(spec), None
+
+
 @bench_app.command("compare")
 def compare(
     runs: list[str] = typer.Argument(..., help="Bench run directories, each optionally "
@@ -184,10 +195,7 @@ def compare(
     for spec in runs:
         after = re.search(r"@r(\d+)$", spec)
         spec = spec[:after.start()] if after else spec
-        path, arm = Path(spec), None
-        if not (path / "summary.json").is_file() and ":" in spec:
-            head, arm = spec.rsplit(":", 1)
-            path = Path(head)
+        path, arm = _run_and_arm(spec)
         if not (path / "summary.json").is_file():
             raise common.fail(f"{path}: no summary.json (run llm4cov bench report on it)")
         summary = json.loads((path / "summary.json").read_text(encoding="utf-8"))
