@@ -8,8 +8,11 @@ columns are the bench's own headline metrics (percent; 1 sample per task, so pas
 Cov Pass), tasks scored, tasks whose prompt exceeded the model's context, generated tokens,
 the bench's model seconds and the evaluator status of every answer (every round; why the
 student's testbenches fail: ``rejected`` = no testbench in the answer), then a second
-table counting every answer by :func:`failure_kind`, and a third with the bench's
-per-answer copy checks (right module name, instance name, pins). With LOSS_PNG,
+table counting every answer by :func:`failure_kind` (an agentic bench also round by
+round: its round 1 is direct inference), a third with the bench's per-answer copy checks
+(right module name, instance name, pins), and a fourth with every stage's SFT samples by
+the state they start from (``broken:<kind>``: a planted repair state), exported and
+trained (the rest were longer than the training ``max_length``). With LOSS_PNG,
 the training loss per optimizer step of every trained checkpoint is plotted there
 (matplotlib).
 """
@@ -100,16 +103,42 @@ def failure_kind(row: dict) -> str:
 
 
 def failures(run: Path) -> str:
-    """Every model answer of every bench of ``run`` counted by :func:`failure_kind`."""
+    """Every model answer of every bench of ``run`` counted by :func:`failure_kind`, and
+    an agentic bench's answers round by round."""
     lines = ["| checkpoint | mode | answers | " + " | ".join(FAILURE_KINDS) + " |",
              "|" + "---|" * (3 + len(FAILURE_KINDS))]
     for label, mode_dir in _mode_dirs(run):
         mine = [r for r in _rows(mode_dir / "results.jsonl")
                 if r["arm"] not in ("random", "reference")]
-        counts = Counter(failure_kind(r) for r in mine)
         done = "" if (mode_dir / "summary.json").is_file() else " (unfinished)"
-        lines.append(f"| {label} | {mode_dir.name} | {len(mine)}{done} | "
-                     + " | ".join(str(counts[k]) for k in FAILURE_KINDS) + " |")
+        rounds = sorted({r["round"] for r in mine})
+        groups = [(mode_dir.name, mine)] + ([] if len(rounds) < 2 else [
+            (f"{mode_dir.name}, round {k}", [r for r in mine if r["round"] == k])
+            for k in rounds])
+        for mode, rows in groups:
+            counts = Counter(failure_kind(r) for r in rows)
+            lines.append(f"| {label} | {mode} | {len(rows)}{done} | "
+                         + " | ".join(str(counts[k]) for k in FAILURE_KINDS) + " |")
+    return "\n".join(lines)
+
+
+def datasets(run: Path) -> str:
+    """Every stage's exported SFT samples (``stage<k>/data/sft.jsonl``) by the state they
+    start from (``meta.selected_as``), and how many were trained on (not in the training
+    report's ``dropped``)."""
+    lines = ["| stage | state selected as | exported | trained |", "|---|---|---|---|"]
+    k = 0
+    while (run / f"stage{k}" / "data" / "sft.jsonl").is_file():
+        exported = Counter(r["meta"]["selected_as"]
+                           for r in _rows(run / f"stage{k}" / "data" / "sft.jsonl"))
+        report = run / f"stage{k}" / "checkpoint" / "train_report.json"
+        dropped = Counter(d["meta"]["selected_as"] for d in
+                          json.loads(report.read_text())["dropped"]) if report.is_file() \
+            else None
+        for state, n in sorted(exported.items()):
+            trained = "-" if dropped is None else str(n - dropped[state])
+            lines.append(f"| {k} | {state} | {n} | {trained} |")
+        k += 1
     return "\n".join(lines)
 
 
@@ -160,5 +189,7 @@ if __name__ == "__main__":
     print(failures(run_dir))
     print()
     print(copy_checks(run_dir))
+    print()
+    print(datasets(run_dir))
     if len(sys.argv) > 2:
         plot(run_dir, Path(sys.argv[2]))
