@@ -71,3 +71,21 @@ def test_plan_names_the_dut_and_summary_counts_answers():
         "answers": 3, "testbench": 2, "dut_module": 2, "dut_instance": 1, "pins_valid": 2,
         "pins_complete": 1}
     assert "| m | 3 | 66.7% | 66.7% | 33.3% | 66.7% | 33.3% |" in markdown(summary)
+    assert "answer_checks_by_round" not in summary["arms"]["m"]  # one round only
+    # two rounds: in round 1 sample 0 and 2 hold no code, sample 1 names the instance
+    # uut with one pin; in round 2 samples 0 and 1 instantiate dut with every pin
+    full = "mux2 dut(.sel(sel), .en(en), .a(a), .b(b), .y(y));"
+    two = [row(0, "no code"), rows[1], rows[2],
+           {**row(0, answer("mux2 dut(.*);")), "round": 1},
+           {**row(1, answer(full)), "round": 1}]
+    summary = score(plan, two)
+    assert summary["arms"]["m"]["answer_checks"] == {
+        "answers": 5, "testbench": 3, "dut_module": 3, "dut_instance": 2, "pins_valid": 3,
+        "pins_complete": 2}
+    assert summary["arms"]["m"]["answer_checks_by_round"] == {
+        "1": {"answers": 3, "testbench": 1, "dut_module": 1, "dut_instance": 0,
+              "pins_valid": 1, "pins_complete": 0},
+        "2": {"answers": 2, "testbench": 2, "dut_module": 2, "dut_instance": 2,
+              "pins_valid": 2, "pins_complete": 2}}
+    assert "| m, round 2 | 2 | 100.0% | 100.0% | 100.0% | 100.0% | 100.0% |" in markdown(
+        summary)

@@ -157,8 +157,11 @@ def copy_checks(run: Path) -> str:
             c = arm.get("answer_checks")
             if name in ("random", "reference") or not c or not c["answers"]:
                 continue
-            lines.append(f"| {label} | {mode_dir.name} | {c['answers']} | " + " | ".join(
-                f"{100.0 * c[k] / c['answers']:.1f}" for k in CHECKS) + " |")
+            parts = [(mode_dir.name, c)] + [(f"{mode_dir.name}, round {k}", rc) for k, rc
+                                            in arm.get("answer_checks_by_round", {}).items()]
+            for mode, counts in parts:
+                lines.append(f"| {label} | {mode} | {counts['answers']} | " + " | ".join(
+                    f"{100.0 * counts[k] / counts['answers']:.1f}" for k in CHECKS) + " |")
     return "\n".join(lines)
 
 

@@ -25,7 +25,7 @@ The checks of one answer, each a bool (:class:`AnswerChecks`):
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 
 from pyslang import syntax
@@ -120,3 +120,12 @@ class CheckCounts:
     def as_dict(self) -> dict[str, int]:
         """``{"answers": n, <check>: answers that passed it, ...}``."""
         return dict(self.counts)
+
+    @staticmethod
+    def total(parts: Iterable[CheckCounts]) -> dict[str, int]:
+        """The :meth:`as_dict` of ``parts`` added up."""
+        out = dict.fromkeys(("answers", *CHECKS), 0)
+        for part in parts:
+            for name, n in part.counts.items():
+                out[name] += n
+        return out

@@ -106,10 +106,17 @@ def _checks_table(summary: dict[str, Any]) -> Table | None:
     arms = {n: a["answer_checks"] for n, a in summary["arms"].items() if a.get("answer_checks")}
     if not arms:
         return None
-    rows = [[name, str(c["answers"]),
-             *(_pct(100.0 * c[k] / c["answers"]) if c["answers"] else "-" for k in CHECKS)]
-            for name, c in arms.items()]
-    return Table("Answer checks (every answer of every round; read from the answer's text)",
+    def row(label: str, c: dict[str, int]) -> list[str]:
+        return [label, str(c["answers"]),
+                *(_pct(100.0 * c[k] / c["answers"]) if c["answers"] else "-" for k in CHECKS)]
+
+    rows = []
+    for name, c in arms.items():
+        rows.append(row(name, c))
+        rows += [row(f"{name}, round {k}", rc)
+                 for k, rc in summary["arms"][name].get("answer_checks_by_round", {}).items()]
+    return Table("Answer checks (every answer of every round, then round by round; read "
+                 "from the answer's text)",
                  ["arm", "answers", "holds a module", "instantiates the DUT module",
                   "right instance name", "pins valid", "all pins connected"], rows,
                  ["Pins are read on the DUT instance with the right name, else the first "

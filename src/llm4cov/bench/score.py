@@ -117,14 +117,15 @@ class _Spent:
 
 
 Notes = dict[tuple[str, str], FormalNotes]
-Checks = dict[str, CheckCounts]
+Checks = dict[tuple[str, int], CheckCounts]
 
 
 def _scan(rows: Iterable[dict[str, Any]], infos: dict[str, TaskInfo]
           ) -> tuple[Groups, dict[str, _Spent], Notes, Checks]:
     """One streaming pass: per sample its rows reduced to :data:`SCORED_FIELDS` (sorted
-    by round), per arm what was spent and the copy checks of its answers (rows with a
-    response, on tasks whose plan names the DUT), per (arm, task) the formal verdicts."""
+    by round), per arm what was spent, per (arm, round) the copy checks of its answers
+    (rows with a response, on tasks whose plan names the DUT), per (arm, task) the formal
+    verdicts."""
     groups: Groups = defaultdict(list)
     spent: dict[str, _Spent] = defaultdict(_Spent)
     notes: Notes = defaultdict(FormalNotes)
@@ -132,8 +133,8 @@ def _scan(rows: Iterable[dict[str, Any]], infos: dict[str, TaskInfo]
     for row in rows:
         info = infos.get(row["task_id"])
         if row.get("response") is not None and info is not None and info.dut_module:
-            checks[row["arm"]].add(check_answer(row["response"], info.dut_module,
-                                                info.dut_instance, info.dut_ports))
+            checks[(row["arm"], row["round"])].add(check_answer(
+                row["response"], info.dut_module, info.dut_instance, info.dut_ports))
         groups[(row["arm"], row["task_id"], row["sample"])].append(
             {**{k: row.get(k) for k in SCORED_FIELDS},
              "rtl_error": bool(row["observation"].get("rtl_error"))})
@@ -240,16 +241,21 @@ def score(
     best-of-n, pass@k), the per-round curve, breakdowns by difficulty and by source,
     per-task numbers and what was spent (and, for a tool policy that reports formal
     verdicts, a separate ``formal`` entry; for an arm whose rows hold answers, their
-    copy checks, ``answer_checks``, :mod:`llm4cov.bench.answer_checks`); plus the
+    copy checks, ``answer_checks``, :mod:`llm4cov.bench.answer_checks`, and for a
+    multi-round arm ``answer_checks_by_round``, keyed by round from 1); plus the
     simulator, its coverage metrics and which thresholds were not calibrated for it. Tool
     failures are counted per arm (``tool_failures``) and left out of the metrics unless
     ``include_tool_failures``; RTL errors (``rtl_errors``, ``rtl_error_tasks``) always are."""
     groups, spent, notes, checks = _scan(rows, {t.id: t for t in plan.tasks})
     arms = {arm.name: score_arm(plan, arm, groups, spent.get(arm.name, _Spent()).as_dict(),
                                 estimator, include_tool_failures, notes) for arm in plan.arms}
-    for name, counts in checks.items():
-        if name in arms:
-            arms[name]["answer_checks"] = counts.as_dict()
+    for name, arm in arms.items():
+        rounds = sorted(k for a, k in checks if a == name)
+        if rounds:
+            arm["answer_checks"] = CheckCounts.total(checks[(name, k)] for k in rounds)
+        if len(rounds) > 1:
+            arm["answer_checks_by_round"] = {str(k + 1): checks[(name, k)].as_dict()
+                                             for k in rounds}
     not_calibrated: dict[str, list[str]] = defaultdict(list)
     for info in plan.tasks:
         if info.calibration is not Calibration.THIS_SIMULATOR:
