@@ -70,7 +70,7 @@ def test_plan_names_the_dut_and_summary_counts_answers():
     assert summary["arms"]["m"]["answer_checks"] == {
         "answers": 3, "testbench": 2, "dut_module": 2, "dut_instance": 1, "pins_valid": 2,
         "pins_complete": 1}
-    assert "| m | 3 | 66.7% | 66.7% | 33.3% | 66.7% | 33.3% |" in markdown(summary)
+    assert "| m | 3 | 66.7% | 66.7% | 33.3% | 66.7% | 33.3% | - |" in markdown(summary)
     assert "answer_checks_by_round" not in summary["arms"]["m"]  # one round only
     # two rounds: in round 1 sample 0 and 2 hold no code, sample 1 names the instance
     # uut with one pin; in round 2 samples 0 and 1 instantiate dut with every pin
@@ -87,5 +87,25 @@ def test_plan_names_the_dut_and_summary_counts_answers():
               "pins_valid": 1, "pins_complete": 0},
         "2": {"answers": 2, "testbench": 2, "dut_module": 2, "dut_instance": 2,
               "pins_valid": 2, "pins_complete": 2}}
-    assert "| m, round 2 | 2 | 100.0% | 100.0% | 100.0% | 100.0% | 100.0% |" in markdown(
-        summary)
+    assert "| m, round 2 | 2 | 100.0% | 100.0% | 100.0% | 100.0% | 100.0% | - |" in \
+        markdown(summary)
+
+
+def test_repeated_testbenches_are_counted_round_by_round():
+    """Three rounds of two samples: sample 0 repeats its round-1 testbench in round 2 and
+    changes it in round 3; sample 1 has no testbench in round 1 and repeats its round-2
+    one in round 3. An answer without a testbench never counts as a repeat."""
+    info = task_info(fixture_task("mux2"), "verilator rev X")
+    plan = RunPlan(command="c", identity={"mode": "agentic"}, tasks_file="t.jsonl",
+                   tasks_sha256="0", simulator="verilator rev X", coverage_options=[],
+                   overall_metrics=["line"], stop_at_full_coverage=True,
+                   arms=[Arm("m", ArmKind.AGENT, 1, 3)], tasks=[info])
+    hashes = {0: ["h1", "h1", "h2"], 1: [None, "h3", "h3"]}
+    rows = [{"arm": "m", "task_id": info.id, "sample": s, "round": r, "sim_pass": False,
+             "cov_pass": False, "coverage": 0.0, "response": None, "testbench_sha256": h,
+             "prompt_tokens": 1, "completion_tokens": 1, "gen_s": 0.0, "build_s": 0.0,
+             "run_s": 0.0, "observation": {}}
+            for s, hs in hashes.items() for r, h in enumerate(hs)]
+    summary = score(plan, rows)
+    assert summary["arms"]["m"]["repeated_testbench_by_round"] == {
+        "2": {"answers": 2, "repeated": 1}, "3": {"answers": 2, "repeated": 1}}

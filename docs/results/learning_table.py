@@ -10,7 +10,8 @@ the bench's model seconds and the evaluator status of every answer (every round;
 student's testbenches fail: ``rejected`` = no testbench in the answer), then a second
 table counting every answer by :func:`failure_kind` (an agentic bench also round by
 round: its round 1 is direct inference), a third with the bench's per-answer copy checks
-(right module name, instance name, pins), and a fourth with every stage's SFT samples by
+(right module name, instance name, pins; ``repeated``: answers of that round whose
+testbench is the round before's, unchanged), and a fourth with every stage's SFT samples by
 the state they start from (``broken:<kind>``: a planted repair state), exported and
 trained (the rest were longer than the training ``max_length``). With LOSS_PNG,
 the training loss per optimizer step of every trained checkpoint is plotted there
@@ -147,8 +148,8 @@ def copy_checks(run: Path) -> str:
     :mod:`llm4cov.bench.answer_checks`) of every checkpoint, percent of its answers."""
     from llm4cov.bench.answer_checks import CHECKS
 
-    lines = ["| checkpoint | mode | answers | " + " | ".join(CHECKS) + " |",
-             "|" + "---|" * (3 + len(CHECKS))]
+    lines = ["| checkpoint | mode | answers | " + " | ".join(CHECKS) + " | repeated |",
+             "|" + "---|" * (4 + len(CHECKS))]
     for label, mode_dir in _mode_dirs(run):
         summary_file = mode_dir / "summary.json"
         if not summary_file.is_file():
@@ -157,11 +158,14 @@ def copy_checks(run: Path) -> str:
             c = arm.get("answer_checks")
             if name in ("random", "reference") or not c or not c["answers"]:
                 continue
-            parts = [(mode_dir.name, c)] + [(f"{mode_dir.name}, round {k}", rc) for k, rc
-                                            in arm.get("answer_checks_by_round", {}).items()]
-            for mode, counts in parts:
+            repeats = arm.get("repeated_testbench_by_round", {})
+            parts = [(mode_dir.name, c, None)] + [
+                (f"{mode_dir.name}, round {k}", rc, repeats.get(k))
+                for k, rc in arm.get("answer_checks_by_round", {}).items()]
+            for mode, counts, rep in parts:
                 lines.append(f"| {label} | {mode} | {counts['answers']} | " + " | ".join(
-                    f"{100.0 * counts[k] / counts['answers']:.1f}" for k in CHECKS) + " |")
+                    f"{100.0 * counts[k] / counts['answers']:.1f}" for k in CHECKS)
+                    + f" | {rep['repeated'] if rep else '-'} |")
     return "\n".join(lines)
 
 

@@ -112,13 +112,17 @@ def _checks_table(summary: dict[str, Any]) -> Table | None:
 
     rows = []
     for name, c in arms.items():
-        rows.append(row(name, c))
-        rows += [row(f"{name}, round {k}", rc)
-                 for k, rc in summary["arms"][name].get("answer_checks_by_round", {}).items()]
+        repeats = summary["arms"][name].get("repeated_testbench_by_round", {})
+        rows.append([*row(name, c), "-"])
+        for k, rc in summary["arms"][name].get("answer_checks_by_round", {}).items():
+            rep = repeats.get(k)
+            rows.append([*row(f"{name}, round {k}", rc),
+                         f"{rep['repeated']} of {rep['answers']}" if rep else "-"])
     return Table("Answer checks (every answer of every round, then round by round; read "
                  "from the answer's text)",
                  ["arm", "answers", "holds a module", "instantiates the DUT module",
-                  "right instance name", "pins valid", "all pins connected"], rows,
+                  "right instance name", "pins valid", "all pins connected",
+                  "same testbench as the round before"], rows,
                  ["Pins are read on the DUT instance with the right name, else the first "
                   "one; 'pins valid': every named pin is a DUT port and no more positional "
                   "pins than ports."])

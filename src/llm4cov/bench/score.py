@@ -6,8 +6,8 @@ its rounds, or it stopped early because a round reached 100% (``stop_at_full_cov
 the agent's rule); later rounds then carry its final state. Unfinished samples (a
 killed run, a reached budget) are left out and the summary says how many there are.
 All numbers are percent (0-100) unless named ``*_count``. Rows are read in one streaming
-pass that keeps only each row's round and outcome (never its observation or response),
-so scoring memory does not grow with the size of the rows.
+pass that keeps only each row's round, outcome and testbench hash (never its observation
+or response), so scoring memory does not grow with the size of the rows.
 
 Tool failures (rows with ``tool_error``: the simulator itself failed, ``Status.TOOL_ERROR``
 or an infrastructure error) are not the model's failures: a sample whose best state is
@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import asdict, replace
+from itertools import pairwise
 from typing import Any
 
 from llm4cov.bench.answer_checks import CheckCounts, check_answer
@@ -120,6 +121,22 @@ Notes = dict[tuple[str, str], FormalNotes]
 Checks = dict[tuple[str, int], CheckCounts]
 
 
+def repeats_by_round(groups: Groups, arm: str) -> dict[str, dict[str, int]]:
+    """Per round from 2 (keys ``"2"``, ...): the arm's ``answers`` in that round and how
+    many ``repeated`` the testbench of the round before unchanged (the same
+    ``testbench_sha256``): a policy that does not act on the feedback."""
+    out: dict[str, dict[str, int]] = {}
+    for (name, _task, _sample), group in groups.items():
+        if name != arm:
+            continue
+        for before, now in pairwise(group):
+            counts = out.setdefault(str(now["round"] + 1), {"answers": 0, "repeated": 0})
+            counts["answers"] += 1
+            counts["repeated"] += bool(now["testbench_sha256"]) and \
+                now["testbench_sha256"] == before["testbench_sha256"]
+    return dict(sorted(out.items(), key=lambda kv: int(kv[0])))
+
+
 def _scan(rows: Iterable[dict[str, Any]], infos: dict[str, TaskInfo]
           ) -> tuple[Groups, dict[str, _Spent], Notes, Checks]:
     """One streaming pass: per sample its rows reduced to :data:`SCORED_FIELDS` (sorted
@@ -137,7 +154,8 @@ def _scan(rows: Iterable[dict[str, Any]], infos: dict[str, TaskInfo]
                 row["response"], info.dut_module, info.dut_instance, info.dut_ports))
         groups[(row["arm"], row["task_id"], row["sample"])].append(
             {**{k: row.get(k) for k in SCORED_FIELDS},
-             "rtl_error": bool(row["observation"].get("rtl_error"))})
+             "rtl_error": bool(row["observation"].get("rtl_error")),
+             "testbench_sha256": row.get("testbench_sha256")})
         spent[row["arm"]].add(row)
         notes[(row["arm"], row["task_id"])].add(row)
     for group in groups.values():
@@ -242,7 +260,8 @@ def score(
     per-task numbers and what was spent (and, for a tool policy that reports formal
     verdicts, a separate ``formal`` entry; for an arm whose rows hold answers, their
     copy checks, ``answer_checks``, :mod:`llm4cov.bench.answer_checks`, and for a
-    multi-round arm ``answer_checks_by_round``, keyed by round from 1); plus the
+    multi-round arm ``answer_checks_by_round``, keyed by round from 1, and
+    ``repeated_testbench_by_round``, :func:`repeats_by_round`); plus the
     simulator, its coverage metrics and which thresholds were not calibrated for it. Tool
     failures are counted per arm (``tool_failures``) and left out of the metrics unless
     ``include_tool_failures``; RTL errors (``rtl_errors``, ``rtl_error_tasks``) always are."""
@@ -256,6 +275,8 @@ def score(
         if len(rounds) > 1:
             arm["answer_checks_by_round"] = {str(k + 1): checks[(name, k)].as_dict()
                                              for k in rounds}
+        if arm["rounds"] > 1:
+            arm["repeated_testbench_by_round"] = repeats_by_round(groups, name)
     not_calibrated: dict[str, list[str]] = defaultdict(list)
     for info in plan.tasks:
         if info.calibration is not Calibration.THIS_SIMULATOR:
