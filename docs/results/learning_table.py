@@ -114,7 +114,7 @@ def failures(run: Path) -> str:
         done = "" if (mode_dir / "summary.json").is_file() else " (unfinished)"
         rounds = sorted({r["round"] for r in mine})
         groups = [(mode_dir.name, mine)] + ([] if len(rounds) < 2 else [
-            (f"{mode_dir.name}, round {k}", [r for r in mine if r["round"] == k])
+            (f"{mode_dir.name}, round {k + 1}", [r for r in mine if r["round"] == k])
             for k in rounds])
         for mode, rows in groups:
             counts = Counter(failure_kind(r) for r in rows)
