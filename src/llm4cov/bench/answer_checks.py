@@ -121,11 +121,11 @@ class CheckCounts:
         """``{"answers": n, <check>: answers that passed it, ...}``."""
         return dict(self.counts)
 
-    @staticmethod
-    def total(parts: Iterable[CheckCounts]) -> dict[str, int]:
-        """The :meth:`as_dict` of ``parts`` added up."""
-        out = dict.fromkeys(("answers", *CHECKS), 0)
+    @classmethod
+    def total(cls, parts: Iterable[CheckCounts]) -> CheckCounts:
+        """The counts of ``parts`` added up."""
+        out = cls()
         for part in parts:
             for name, n in part.counts.items():
-                out[name] += n
+                out.counts[name] += n
         return out

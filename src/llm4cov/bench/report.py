@@ -103,18 +103,19 @@ def _spent_table(summary: dict[str, Any]) -> Table:
 
 def _checks_table(summary: dict[str, Any]) -> Table | None:
     """The copy checks of every answer, per arm that has answers (percent of answers)."""
-    arms = {n: a["answer_checks"] for n, a in summary["arms"].items() if a.get("answer_checks")}
+    arms = {n: a for n, a in summary["arms"].items() if a.get("answer_checks")}
     if not arms:
         return None
+
     def row(label: str, c: dict[str, int]) -> list[str]:
         return [label, str(c["answers"]),
                 *(_pct(100.0 * c[k] / c["answers"]) if c["answers"] else "-" for k in CHECKS)]
 
     rows = []
-    for name, c in arms.items():
-        repeats = summary["arms"][name].get("repeated_testbench_by_round", {})
-        rows.append([*row(name, c), "-"])
-        for k, rc in summary["arms"][name].get("answer_checks_by_round", {}).items():
+    for name, arm in arms.items():
+        repeats = arm.get("repeated_testbench_by_round", {})
+        rows.append([*row(name, arm["answer_checks"]), "-"])
+        for k, rc in arm.get("answer_checks_by_round", {}).items():
             rep = repeats.get(k)
             rows.append([*row(f"{name}, round {k}", rc),
                          f"{rep['repeated']} of {rep['answers']}" if rep else "-"])

@@ -271,7 +271,7 @@ def score(
     for name, arm in arms.items():
         rounds = sorted(k for a, k in checks if a == name)
         if rounds:
-            arm["answer_checks"] = CheckCounts.total(checks[(name, k)] for k in rounds)
+            arm["answer_checks"] = CheckCounts.total(checks[(name, k)] for k in rounds).as_dict()
         if len(rounds) > 1:
             arm["answer_checks_by_round"] = {str(k + 1): checks[(name, k)].as_dict()
                                              for k in rounds}
