@@ -32,6 +32,7 @@ def _changes(before: str, after: str) -> list[str]:
     (BreakKind.INSTANCE_NAME, ["-  acc_top dut (", "+  acc_top uut ("]),
     (BreakKind.MISSING_PIN, ["-    .valid(valid),"]),  # a data input, never clk or rst_n
     (BreakKind.MISSPELLED_PIN, ["-    .rst_n(rst_n),", "+    .rst_n_i(rst_n),"]),
+    (BreakKind.PIN_CASE, ["-    .rst_n(rst_n),", "+    .RST_N(rst_n),"]),
     (BreakKind.SHORT_RUN, ["+  initial #1 $finish;"]),
     (BreakKind.MISSING_ENDMODULE, ["-endmodule"]),
     (BreakKind.GLUED_DECLARATION, ["-  logic rst_n = '0;", "+  logicrst_n = '0;"]),
@@ -42,6 +43,15 @@ def test_each_kind_plants_one_known_mistake(kind, changes):
     task = example_task("hier_acc")
     tb = random_testbench(task, seed=1, length=10)
     assert _changes(tb, break_testbench(tb, task, kind, seed=3)) == changes
+
+
+def test_a_pin_name_with_capitals_is_written_in_lower_case():
+    """The v3 student's mistake on JC_counter: port ``Q`` connected as ``.q``. Seed 0
+    picks hier_acc's last connection (``.sat``), here spelled ``.Sat``."""
+    task = example_task("hier_acc")
+    tb = random_testbench(task, seed=1, length=10).replace(".sat(sat)", ".Sat(sat)")
+    assert _changes(tb, break_testbench(tb, task, BreakKind.PIN_CASE, seed=0)) == [
+        "-    .Sat(sat)", "+    .sat(sat)"]
 
 
 def test_a_truncated_answer_ends_at_a_whole_line_after_the_dut_instance_begins():
@@ -65,7 +75,7 @@ def test_a_testbench_without_the_dut_instance_has_no_place_for_a_mistake():
 def test_every_kind_is_planted_about_equally_often():
     kinds = list(BreakKind)
     got = [k for n in range(90) for k in repair_kinds(kinds, f"repo{n}", 2)]
-    assert len(kinds) == 9 and all(abs(got.count(k) - 20) <= 7 for k in kinds)
+    assert len(kinds) == 10 and all(abs(got.count(k) - 18) <= 7 for k in kinds)
     assert repair_kinds(kinds, "x", 0) == [] and repair_kinds([], "x", 2) == []
 
 

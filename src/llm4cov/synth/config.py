@@ -131,7 +131,7 @@ class RepairConfig(Settings):
 
     kinds: tuple[BreakKind, ...] = ()
     """Mistakes to plant: module_name, instance_name, missing_pin, misspelled_pin,
-    short_run, missing_endmodule, glued_declaration, missing_semicolon, truncated."""
+    pin_case, short_run, missing_endmodule, glued_declaration, missing_semicolon, truncated."""
     per_repo: int = 2
     """Kinds planted per repo (a rotation of ``kinds`` fixed by the repo id): one
     simulator call each."""

@@ -16,6 +16,9 @@ The kinds (:class:`BreakKind`), all planted with pyslang. On the DUT instantiati
 - ``missing_pin``: the named connection of one input (not a clock or reset) removed;
 - ``misspelled_pin``: one named connection's port name misspelled (``a`` -> ``a_i``,
   ``a_i`` -> ``a``): a compile error;
+- ``pin_case``: one named connection's port name in the wrong case (``Q`` -> ``q``,
+  ``q`` -> ``Q``; SystemVerilog names are case-sensitive): a compile error, seen in the
+  v3 student's answers (``JC_counter``'s ``.q``);
 - ``short_run``: an extra ``initial #1 $finish;``, a run that ends before the reset is
   released.
 
@@ -52,6 +55,7 @@ class BreakKind(StrEnum):
     INSTANCE_NAME = "instance_name"
     MISSING_PIN = "missing_pin"
     MISSPELLED_PIN = "misspelled_pin"
+    PIN_CASE = "pin_case"
     SHORT_RUN = "short_run"
     MISSING_ENDMODULE = "missing_endmodule"
     GLUED_DECLARATION = "glued_declaration"
@@ -170,12 +174,17 @@ def break_testbench(testbench: str, task: Task, kind: BreakKind, seed: int = 0) 
     if kind is BreakKind.MISSING_PIN:
         data_inputs = {p.name for p in Stimulus(task, seed).data}
         conns = [c for c in conns if c.name.valueText in data_inputs]
+    if kind is BreakKind.PIN_CASE:
+        conns = [c for c in conns if c.name.valueText.lower() != c.name.valueText.upper()]
     if not conns:
         return None
     conn = conns[rng.randrange(len(conns))]
-    if kind is BreakKind.MISSPELLED_PIN:
+    if kind in (BreakKind.MISSPELLED_PIN, BreakKind.PIN_CASE):
         name = conn.name.valueText
-        wrong = name[:-2] if name.endswith("_i") and len(name) > 2 else f"{name}_i"
+        if kind is BreakKind.PIN_CASE:
+            wrong = name.lower() if name != name.lower() else name.upper()
+        else:
+            wrong = name[:-2] if name.endswith("_i") and len(name) > 2 else f"{name}_i"
         start, end = _span(conn.name)
         return _replace(testbench, start, end, wrong)
     # MISSING_PIN: remove the connection and the comma that separates it
