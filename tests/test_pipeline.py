@@ -132,6 +132,24 @@ def test_rerun_skips_finished_stages(smoke, monkeypatch):
     assert [r["status"] for r in runs] == ["finished", "finished"]
 
 
+def test_only_the_checkpoints_asked_for_are_benched_and_the_rest_later(tmp_path):
+    """``bench.checkpoints: [2]`` skips checkpoint 1's bench; a rerun without the
+    setting benches checkpoint 1 of the finished stage 0 and nothing else."""
+    out = tmp_path / "last_only"
+    values = smoke_values(out)
+    values["bench"].update(checkpoints=[2], checkpoint0=False)
+    first = run_pipeline(PipelineConfig.model_validate(values))
+    assert first.status == "finished"
+    assert [bool(s["bench"]) for s in first.stages] == [False, True]
+    assert not (out / "stage0/bench").exists()
+    values["bench"].pop("checkpoints")
+    again = run_pipeline(PipelineConfig.model_validate(values))
+    assert again.invocation["steps_run"] == ["stage0/bench:agentic"]
+    assert again.invocation["trained"] == []
+    assert again.stages[0]["bench"]["agentic"]["headline"]["samples"] == TASKS
+    assert again.stages[1]["bench"] == first.stages[1]["bench"]
+
+
 def test_changed_settings_are_refused(smoke):
     values = smoke_values(smoke.out)
     values["stages"][0] = {"train": {"seed": 1}}

@@ -73,6 +73,8 @@ def test_stage_overrides_win_over_top_level_ones(tmp_path):
     ({"student": {"serve": "vllm"}}, "student.serve vllm needs student.base_url"),
     ({"student": {"served_name": "ckpt"}}, "must contain {k}"),
     ({"stages": []}, "stages: give at least one stage"),
+    ({"bench": {"tasks": "t.jsonl", "checkpoints": [0, 4]}},
+     "bench.checkpoints: 0, 4 not trained here; valid: 1 .. 3"),
 ])
 def test_bad_settings_are_refused_with_the_key(tmp_path, changes, message):
     with pytest.raises(PipelineConfigError, match=r"stages\.yaml") as info:
@@ -92,6 +94,8 @@ def test_identity_ignores_budgets_urls_and_workers(tmp_path):
                  sim={"workers": 3}, teacher={"model": "random", "base_url": "http://x/v1"},
                  bench={"tasks": "cvdp_ecov.jsonl", "max_samples": 3, "max_concurrency": 2})
     assert other.global_identity() == base.global_identity()
+    some = load(tmp_path, bench={"tasks": "cvdp_ecov.jsonl", "checkpoints": [3]})
+    assert some.global_identity() == base.global_identity()  # evaluate the rest later
     assert [other.stage_identity(k) for k in range(3)] == [
         base.stage_identity(k) for k in range(3)]
     changed = load(tmp_path, stages=[{"train": {"seed": 1}}, {}, {}])
@@ -106,6 +110,13 @@ def test_shipped_configs_load():
     assert gpu.init == "Qwen/Qwen3-4B-Instruct-2507" and len(gpu.stages) == 3
     assert gpu.teacher.model == "Qwen/Qwen3-Coder-30B-A3B-Instruct"
     assert gpu.student.serve == "vllm" and gpu.train_settings(0)["learning_rate"] == 1e-5
+    runs = {p.stem: load_config(p) for p in (REPO / "examples").glob("pipeline_smollm2_cpu*")}
+    assert sorted(runs) == ["pipeline_smollm2_cpu", "pipeline_smollm2_cpu_v2",
+                            "pipeline_smollm2_cpu_v3", "pipeline_smollm2_cpu_v4_stage0",
+                            "pipeline_smollm2_cpu_v4_stage1"]  # every recorded run's config
+    second = load_config(REPO / "examples" / "pipeline_smollm2_cpu_v4_stage1.yaml")
+    assert (second.stage(0).preset, second.stage(0).limit) == (1, 48)
+    assert second.init == "runs/smollm2v4/stage0/stage0/checkpoint"
 
 
 def test_cli_prints_the_plan_and_refuses_a_bad_file(tmp_path, capsys):

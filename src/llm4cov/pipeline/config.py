@@ -130,6 +130,11 @@ class BenchSpec(BenchSettings):
     checkpoint0: bool = True
     """Progressive mode: also evaluate checkpoint 0 (``init``, the base row) before stage
     0, into ``OUT/base/bench/<mode>/``."""
+    checkpoints: tuple[int, ...] | None = None
+    """Progressive mode: the trained checkpoints to evaluate (k + 1 is stage k's; 1 ..
+    K); None = every one. Not part of the run's identity: a rerun that adds a checkpoint
+    evaluates it, a finished stage's too, so a slow machine can evaluate only the last
+    checkpoint first and the others later."""
 
     @model_validator(mode="after")
     def _valid_modes(self) -> Self:
@@ -208,6 +213,12 @@ class PipelineConfig(Settings):
         for k in range(len(self.stages)):
             self.stage(k)
             self.train_settings(k)
+        wrong = sorted(set(self.bench.checkpoints or ()) - set(range(1, len(self.stages) + 1))
+                       ) if self.bench else []
+        if wrong:
+            raise ValueError(f"bench.checkpoints: {', '.join(map(str, wrong))} not trained "
+                             f"here; valid: 1 .. {len(self.stages)} (checkpoint k + 1 is "
+                             "stage k's; bench.checkpoint0 evaluates checkpoint 0)")
         return self
 
     def stage(self, k: int) -> StagePlan:

@@ -2,7 +2,8 @@
 
 Progressive, for k = 0 .. K-1 (``OUT/stage<k>/``): synthesize ``D(k)`` with checkpoint
 k as the student (``synth/``), export it (``data/sft.jsonl``), train checkpoint k+1
-from checkpoint k (``checkpoint/``), evaluate checkpoint k+1 (``bench/<mode>/``).
+from checkpoint k (``checkpoint/``), evaluate checkpoint k+1 (``bench/<mode>/``; only
+the checkpoints in ``bench.checkpoints`` when it is set).
 Checkpoint 0 is ``init`` (``OUT/init`` when ``init: tiny``); with ``bench.checkpoint0``
 it is evaluated first (``OUT/base/bench/<mode>/``, the base row).
 
@@ -120,16 +121,26 @@ def _base(session: Session) -> bool:
     return _bench_all(session, BASE, model, Path(config.out) / BASE) is not None
 
 
+def _evaluated(config: PipelineConfig, k: int) -> bool:
+    """Whether checkpoint ``k`` (trained by stage k - 1) is to be benched."""
+    wanted = config.bench.checkpoints if config.bench else None
+    return wanted is None or k in wanted
+
+
 def _stage(session: Session, k: int) -> dict[str, Any] | None:
     config, name = session.config, f"stage{k}"
     session.run.begin_stage(name, config.stage_identity(k))
     done = session.run.stage(name)
+    root = Path(config.out) / name
+    following = student_ref(config.student, k + 1, checkpoint(config, k + 1))
     if done is not None:
         session.on_event(f"{name}: finished before, skipped")
-        return done
-    plan, root = config.stage(k), Path(config.out) / name
+        if done["bench"] or not _evaluated(config, k + 1):
+            return done
+        bench = _bench_all(session, name, following, root)  # a checkpoint added later
+        return None if bench is None else {**done, "bench": bench}
+    plan = config.stage(k)
     student = student_ref(config.student, k, checkpoint(config, k))
-    following = student_ref(config.student, k + 1, checkpoint(config, k + 1))
     steps: list[tuple[str, StepFn]] = [
         ("synth", lambda: synth_step(session, plan, student, root / "synth")),
         ("export", lambda: export_step(session, plan, root / "synth", root / "data")),
@@ -141,7 +152,7 @@ def _stage(session: Session, k: int) -> dict[str, Any] | None:
         rows[step] = session.step(name, step, fn)
         if rows[step] is None:
             return None
-    bench = _bench_all(session, name, following, root)
+    bench = _bench_all(session, name, following, root) if _evaluated(config, k + 1) else {}
     if bench is None:
         return None
     row = {"name": name, "stage": k, "preset": plan.preset,
