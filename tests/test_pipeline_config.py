@@ -111,12 +111,15 @@ def test_shipped_configs_load():
     assert gpu.teacher.model == "Qwen/Qwen3-Coder-30B-A3B-Instruct"
     assert gpu.student.serve == "vllm" and gpu.train_settings(0)["learning_rate"] == 1e-5
     runs = {p.stem: load_config(p) for p in (REPO / "examples").glob("pipeline_smollm2_cpu*")}
-    assert sorted(runs) == ["pipeline_smollm2_cpu", "pipeline_smollm2_cpu_v2",
-                            "pipeline_smollm2_cpu_v3", "pipeline_smollm2_cpu_v4_stage0",
-                            "pipeline_smollm2_cpu_v4_stage1"]  # every recorded run's config
+    assert sorted(runs) == [  # every recorded run's config
+        "pipeline_smollm2_cpu", "pipeline_smollm2_cpu_v2",
+        "pipeline_smollm2_cpu_v3", "pipeline_smollm2_cpu_v4_naive",
+        "pipeline_smollm2_cpu_v4_stage0", "pipeline_smollm2_cpu_v4_stage1"]
     second = load_config(REPO / "examples" / "pipeline_smollm2_cpu_v4_stage1.yaml")
     assert (second.stage(0).preset, second.stage(0).limit) == (1, 48)
     assert second.init == "runs/smollm2v4/stage0/stage0/checkpoint"
+    naive = runs["pipeline_smollm2_cpu_v4_naive"]
+    assert naive.mode == "naive" and naive.train_settings(None) == second.train_settings(0)
 
 
 def test_cli_prints_the_plan_and_refuses_a_bad_file(tmp_path, capsys):

@@ -37,11 +37,17 @@ def _statuses(rows: list[dict]) -> str:
 
 
 def _benches(run: Path) -> list[tuple[str, Path]]:
-    """(checkpoint label, bench run dir) in loop order."""
+    """(checkpoint label, bench run dir) in loop order; a stage run with another paper
+    preset than its index (``stages[k].preset`` in ``run.json``) is labelled with it."""
+    config = json.loads((run / "run.json").read_text())["config"] \
+        if (run / "run.json").is_file() else {}
+    presets = [s.get("preset") for s in config.get("stages", [])]
     out = [("ckpt 0 (base)", run / "base")]
     k = 0
     while (run / f"stage{k}").is_dir():
-        out.append((f"ckpt {k + 1} (stage {k} SFT)", run / f"stage{k}"))
+        preset = presets[k] if k < len(presets) else None
+        paper = "" if preset in (None, k) else f", paper stage {preset}"
+        out.append((f"ckpt {k + 1} (stage {k} SFT{paper})", run / f"stage{k}"))
         k += 1
     out.append(("naive (union, one SFT)", run / "naive"))
     return out
