@@ -225,17 +225,21 @@ class Evaluator:
     # -- one simulation ----------------------------------------------------------------
 
     def _precheck(self, task: Task, tb: SourceFile, plan: TestbenchPlan,
-                  workdir: Path) -> list[precheck.Finding]:
-        """The pre-check's sure errors; none if pyslang itself fails (Verilator decides)."""
+                  workdir: Path, sure_only: bool = True) -> list[precheck.Finding]:
+        """The pre-check's sure errors (``sure_only``), else every testbench error
+        pyslang reports (:func:`~llm4cov.sim.precheck.testbench_errors`, the verdict when
+        Verilator crashes); none if pyslang itself fails."""
         src = workdirs.sources(workdir)
         dirs = [src / d for d in search_dirs(task.rtl_files, task.include_dirs)]
         try:
-            return precheck.precheck(task.rtl_files, tb, plan.tb_top, dirs,
-                                     defines=task.defines, compile_files=task.compile_files)
-        except Exception as exc:  # an optimization must never break a call
-            log.warning("pre-check failed (%s: %s); leaving the verdict to Verilator",
+            found = precheck.diagnose(task.rtl_files, tb, plan.tb_top, dirs,
+                                      defines=task.defines, compile_files=task.compile_files)
+        except Exception as exc:  # pyslang must never break a call
+            log.warning("pyslang check failed (%s: %s); leaving the verdict to Verilator",
                         type(exc).__name__, exc)
             return []
+        pick = precheck.sure_errors if sure_only else precheck.testbench_errors
+        return pick(found, tb.name)
 
     def _simulate(self, task: Task, tb: SourceFile, aux: list[SourceFile],
                   plan: TestbenchPlan, workdir: Path, base: dict,
@@ -294,6 +298,17 @@ class Evaluator:
         if build.exceeded:
             return self._over_bound(build.exceeded, build_log, round(build_s, 3), base)
         notes.extend(self.backend.build_notes(build_log, tb, rewrite.nba_lines))
+        invalid = (self._precheck(task, tb, plan, workdir, sure_only=False)
+                   if why is not None and not build.timed_out else [])
+        if invalid:  # Verilator crashed on a testbench that is not valid SystemVerilog
+            codes = ", ".join(sorted({f.code for f in invalid}))
+            notes.append(f"Verilator failed ({why}) on a testbench that pyslang finds "
+                         f"invalid ({codes}): a compile error of the testbench")
+            log_text = precheck.render(invalid, "found by pyslang; Verilator crashed on "
+                                       "this testbench") + "\n" + build_log
+            return Observation(status=Status.COMPILE_ERROR, notes=notes,
+                               log=bound(log_text, self.config.log_limit_chars),
+                               build_s=round(build_s, 3), **base)
         if build.timed_out or build.returncode != 0:
             tool_error = why is not None
             if tool_error:

@@ -167,13 +167,22 @@ def diagnose(
     return findings
 
 
+def testbench_errors(findings: Sequence[Finding], tb_name: str) -> list[Finding]:
+    """Every error pyslang reports in the testbench, outside the exempt constructs;
+    empty when pyslang's view of the design is unreliable (:data:`VETO_CODES`, a parse
+    error in an RTL file). The evaluator's verdict when Verilator gives none (it crashes
+    on the testbench with an internal error): an invalid testbench is then the model's
+    compile error, not a simulator failure."""
+    if any(f.code in VETO_CODES or (f.parse and f.file != tb_name) for f in findings):
+        return []
+    return [f for f in findings if f.file == tb_name and not f.exempt]
+
+
 def sure_errors(
     findings: Sequence[Finding], tb_name: str, sure_codes: frozenset[str] = SURE_CODES
 ) -> list[Finding]:
     """The findings that justify rejecting the testbench (empty = let Verilator decide)."""
-    if any(f.code in VETO_CODES or (f.parse and f.file != tb_name) for f in findings):
-        return []
-    return [f for f in findings if f.file == tb_name and f.code in sure_codes and not f.exempt]
+    return [f for f in testbench_errors(findings, tb_name) if f.code in sure_codes]
 
 
 def precheck(
@@ -189,15 +198,14 @@ def precheck(
     return sure_errors(findings, tb.name)
 
 
-def render(findings: Sequence[Finding]) -> str:
-    """The compile log shown to the model for a pre-check rejection."""
+def render(findings: Sequence[Finding],
+           why: str = "found by the pyslang pre-check; Verilator was not run") -> str:
+    """The compile log shown to the model for a rejection by pyslang's ``findings``;
+    ``why`` closes its last line."""
     shown = [f.render() for f in findings[:MAX_SHOWN]]
     if len(findings) > MAX_SHOWN:
         shown.append(f"[... {len(findings) - MAX_SHOWN} more errors not shown ...]")
-    shown.append(
-        f"%Error: Exiting due to {len(findings)} error(s) "
-        "(found by the pyslang pre-check; Verilator was not run)"
-    )
+    shown.append(f"%Error: Exiting due to {len(findings)} error(s) ({why})")
     return "\n".join(shown)
 
 
