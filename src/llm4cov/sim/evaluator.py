@@ -224,22 +224,19 @@ class Evaluator:
 
     # -- one simulation ----------------------------------------------------------------
 
-    def _precheck(self, task: Task, tb: SourceFile, plan: TestbenchPlan,
-                  workdir: Path, sure_only: bool = True) -> list[precheck.Finding]:
-        """The pre-check's sure errors (``sure_only``), else every testbench error
-        pyslang reports (:func:`~llm4cov.sim.precheck.testbench_errors`, the verdict when
-        Verilator crashes); none if pyslang itself fails."""
+    def _pyslang(self, task: Task, tb: SourceFile, plan: TestbenchPlan,
+                 workdir: Path) -> list[precheck.Finding]:
+        """Every error pyslang reports for ``tb`` with the RTL
+        (:func:`~llm4cov.sim.precheck.diagnose`); none if pyslang itself fails."""
         src = workdirs.sources(workdir)
         dirs = [src / d for d in search_dirs(task.rtl_files, task.include_dirs)]
         try:
-            found = precheck.diagnose(task.rtl_files, tb, plan.tb_top, dirs,
-                                      defines=task.defines, compile_files=task.compile_files)
+            return precheck.diagnose(task.rtl_files, tb, plan.tb_top, dirs,
+                                     defines=task.defines, compile_files=task.compile_files)
         except Exception as exc:  # pyslang must never break a call
             log.warning("pyslang check failed (%s: %s); leaving the verdict to Verilator",
                         type(exc).__name__, exc)
             return []
-        pick = precheck.sure_errors if sure_only else precheck.testbench_errors
-        return pick(found, tb.name)
 
     def _simulate(self, task: Task, tb: SourceFile, aux: list[SourceFile],
                   plan: TestbenchPlan, workdir: Path, base: dict,
@@ -249,7 +246,8 @@ class Evaluator:
         for f in [*task.rtl_files, *aux, tb]:
             _write(src / f.name, f.content)
         self.backend.stage(workdir)
-        found = self._precheck(task, tb, plan, workdir) if self.config.precheck else []
+        findings = self._pyslang(task, tb, plan, workdir) if self.config.precheck else None
+        found = precheck.sure_errors(findings or [], tb.name)
         if found:
             codes = ", ".join(sorted({f.code for f in found}))
             return Observation(
@@ -298,8 +296,9 @@ class Evaluator:
         if build.exceeded:
             return self._over_bound(build.exceeded, build_log, round(build_s, 3), base)
         notes.extend(self.backend.build_notes(build_log, tb, rewrite.nba_lines))
-        invalid = (self._precheck(task, tb, plan, workdir, sure_only=False)
-                   if why is not None and not build.timed_out else [])
+        invalid = [] if why is None or build.timed_out else precheck.testbench_errors(
+            findings if findings is not None else self._pyslang(task, tb, plan, workdir),
+            tb.name)  # the verdict when Verilator crashes: pyslang's, on the same run
         if invalid:  # Verilator crashed on a testbench that is not valid SystemVerilog
             codes = ", ".join(sorted({f.code for f in invalid}))
             notes.append(f"Verilator failed ({why}) on a testbench that pyslang finds "
