@@ -148,6 +148,10 @@ def test_only_the_checkpoints_asked_for_are_benched_and_the_rest_later(tmp_path)
     assert again.invocation["trained"] == []
     assert again.stages[0]["bench"]["agentic"]["headline"]["samples"] == TASKS
     assert again.stages[1]["bench"] == first.stages[1]["bench"]
+    recorded = [(r["name"], r["revision"], sorted(r["bench"])) for r in
+                iter_jsonl(out / "stages.jsonl")]
+    assert recorded == [("stage0", 0, []), ("stage1", 0, ["agentic"]),
+                        ("stage0", 1, ["agentic"])]
 
 
 def test_changed_settings_are_refused(smoke):

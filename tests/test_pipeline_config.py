@@ -103,6 +103,15 @@ def test_identity_ignores_budgets_urls_and_workers(tmp_path):
     assert changed.stage_identity(1) == base.stage_identity(1)
 
 
+def test_stages_can_read_disjoint_repos_of_one_file(tmp_path):
+    base = load(tmp_path)
+    split = load(tmp_path, stages=[{"limit": 80}, {"skip": 80}, {}])
+    assert [(split.stage(k).skip, split.stage(k).limit) for k in range(3)] == [
+        (0, 80), (80, None), (0, None)]
+    assert split.stage_identity(1) == {**base.stage_identity(1), "skip": 80}
+    assert split.stage_identity(2) == base.stage_identity(2)  # skip 0: the old identity
+
+
 def test_shipped_configs_load():
     smoke = load_config(REPO / "examples" / "pipeline_smoke.yaml")
     assert (smoke.init, len(smoke.stages), smoke.teacher.model) == ("tiny", 2, "random")
@@ -114,10 +123,16 @@ def test_shipped_configs_load():
     assert sorted(runs) == [  # every recorded run's config
         "pipeline_smollm2_cpu", "pipeline_smollm2_cpu_v2",
         "pipeline_smollm2_cpu_v3", "pipeline_smollm2_cpu_v4_naive",
-        "pipeline_smollm2_cpu_v4_stage0", "pipeline_smollm2_cpu_v4_stage1"]
+        "pipeline_smollm2_cpu_v4_stage0", "pipeline_smollm2_cpu_v4_stage1",
+        "pipeline_smollm2_cpu_v5"]
     second = load_config(REPO / "examples" / "pipeline_smollm2_cpu_v4_stage1.yaml")
     assert (second.stage(0).preset, second.stage(0).limit) == (1, 48)
     assert second.init == "runs/smollm2v4/stage0/stage0/checkpoint"
+    split = runs["pipeline_smollm2_cpu_v5"]
+    assert [(split.stage(k).preset, split.stage(k).skip, split.stage(k).limit)
+            for k in range(2)] == [(0, 0, 80), (1, 80, None)]
+    assert split.stage(1).synth == second.stage(0).synth  # v4's stage-1 settings
+    assert split.stage(0).synth == runs["pipeline_smollm2_cpu_v4_stage0"].stage(0).synth
     naive = runs["pipeline_smollm2_cpu_v4_naive"]
     assert naive.mode == "naive" and naive.train_settings(None) == second.train_settings(0)
 

@@ -30,8 +30,14 @@ def tb(body: str, inst: str = DUT) -> SourceFile:
 USED_BEFORE_DECLARED = tb("  initial begin n = 1; $finish; end\n  integer n;\n")
 
 
+def rejected_by(rtl, testbench: SourceFile, top: str, *args, **kwargs) -> list:
+    """The evaluator's pre-check rule: pyslang's findings, then the sure ones."""
+    return precheck.sure_errors(precheck.diagnose(rtl, testbench, top, *args, **kwargs),
+                                testbench.name)
+
+
 def found(testbench: SourceFile, rtl=TASK.rtl_files, **kwargs) -> list[tuple[str, int, int]]:
-    return [(f.code, f.line, f.column) for f in precheck.precheck(rtl, testbench, "tb", **kwargs)]
+    return [(f.code, f.line, f.column) for f in rejected_by(rtl, testbench, "tb", **kwargs)]
 
 
 #: Broken testbenches: (testbench, the one sure error as (code, line, column)).
@@ -55,7 +61,7 @@ def test_sure_errors_are_rejected_at_their_location(case):
 
 def test_rejection_log_reads_like_verilators():
     testbench, _ = BROKEN["undeclared identifier"]
-    assert precheck.render(precheck.precheck(TASK.rtl_files, testbench, "tb")) == (
+    assert precheck.render(rejected_by(TASK.rtl_files, testbench, "tb")) == (
         "%Error: tb.sv:4:17: use of undeclared identifier 'c'\n"
         "    4 |   initial begin c = 1; $finish; end\n"
         "      |                 ^\n"
@@ -186,7 +192,7 @@ def test_no_reference_testbench_is_rejected(tmp_path):
                 (work / f.name).write_text(f.content)
             top = plan_testbench(task.rtl_files, testbench, task.dut_module_name, None).tb_top
             dirs = [work / d for d in search_dirs(task.rtl_files, task.include_dirs)]
-            if precheck.precheck(task.rtl_files, testbench, top, dirs, defines=task.defines):
+            if rejected_by(task.rtl_files, testbench, top, dirs, defines=task.defines):
                 rejected.append(task.id)
             checked += 1
     assert (checked, rejected) == (71, [])

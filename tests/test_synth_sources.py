@@ -9,6 +9,7 @@ from collections import Counter
 import pytest
 
 from conftest import EXAMPLES, shared_path
+from llm4cov.synth.launch import RepoSource
 from llm4cov.synth.sources import iter_repos, rtl_from_answer
 
 ONE = "module inv(input a, output y); assign y = ~a; endmodule"
@@ -44,6 +45,19 @@ def test_codev_records_and_skip_reasons(tmp_path):
     assert first.rtl_files[0].content.strip() == ONE
     assert first.spec_files[0].content == "An inverter."
     assert second.dut_module_name == "beta"
+
+
+def test_skip_and_limit_split_one_file_into_disjoint_stages(tmp_path):
+    path = _write_jsonl(tmp_path / "codev.jsonl", [
+        {"problem_id": n, "question": "An inverter.", "answer": ONE} for n in range(1, 8)])
+    first, rest = RepoSource(path, limit=3), RepoSource(path, skip=3)
+    assert [i.repo_id for i in first.items()] == ["codev/1", "codev/2", "codev/3"]
+    assert [i.repo_id for i in rest.items()] == [f"codev/{n}" for n in range(4, 8)]
+    assert (first.count(), rest.count()) == (3, 4)
+    middle = RepoSource(path, limit=2, skip=5)
+    assert ([i.repo_id for i in middle.items()], middle.count()) == (["codev/6", "codev/7"], 2)
+    past_the_end = RepoSource(path, limit=2, skip=9)
+    assert (list(past_the_end.items()), past_the_end.count()) == ([], 0)
 
 
 def test_rtl_from_unfenced_answer():

@@ -103,7 +103,10 @@ def synth(
                                           "for the contamination filter (repeatable)."),
     config_file: Path = CONFIG,
     overrides: list[str] = SET,
-    limit: int = typer.Option(None, "--limit", min=1, help="Only the first N repos."),
+    limit: int = typer.Option(None, "--limit", min=1, help="Only the first N repos (after "
+                              "--skip)."),
+    skip: int = typer.Option(0, "--skip", min=0, help="Leave out the first N repos (file "
+                             "order), e.g. those another stage used."),
     quiet: bool = common.QUIET,
     show: bool = PRINT_CONFIG,
     makers: dict[str, PolicyMaker] | None = None,
@@ -135,7 +138,7 @@ def synth(
     if repos is None or out is None:
         raise common.fail("give --stage, --repos and --out (or a subcommand: export, config)")
     policies = role_policies(cfg.trace_type, makers or {})
-    _run(ctx, out, cfg, policies, sim, RepoSource(repos, repos_format, limit),
+    _run(ctx, out, cfg, policies, sim, RepoSource(repos, repos_format, limit, skip),
          benchmarks or [], quiet)
 
 

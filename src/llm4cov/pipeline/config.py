@@ -108,7 +108,12 @@ class StageSpec(Settings):
     repos: str | None = None
     """Synthesis repos of this stage; None = the top-level ``repos``."""
     limit: int | None = Field(None, ge=1)
-    """Only the first N repos in this stage; None = the top-level ``limit``."""
+    """Only the first N repos in this stage (after ``skip``); None = the top-level
+    ``limit``."""
+    skip: int = Field(0, ge=0)
+    """Leave out the first N repos (file order, before the contamination filter): with
+    the same ``repos``, stage 0 ``limit: 80`` and stage 1 ``skip: 80`` read disjoint
+    designs, so the student's stage-1 states come from designs it has not trained on."""
     synth: dict[str, Any] = Field(default_factory=dict)
     export: dict[str, Any] = Field(default_factory=dict)
     train: dict[str, Any] = Field(default_factory=dict)
@@ -238,7 +243,7 @@ class PipelineConfig(Settings):
         export = merge(merge(export_preset(preset), self.export, "export"), spec.export,
                        f"{where}.export")
         return StagePlan(k, preset, spec.repos or self.repos, synth, export,
-                         spec.limit or self.limit)
+                         spec.limit or self.limit, spec.skip)
 
     def train_settings(self, k: int | None) -> dict[str, Any]:
         """TrainConfig settings of stage ``k`` (None: the top-level ones, used by mode
@@ -264,6 +269,7 @@ class PipelineConfig(Settings):
         refused); budgets, concurrency, URLs and workers are left out."""
         plan = self.stage(k)
         return {"preset": plan.preset, "repos": plan.repos, "limit": plan.limit,
+                **({"skip": plan.skip} if plan.skip else {}),
                 "synth": plan.synth.identity(),
                 "export": to_mapping(plan.export), "train": self.train_settings(k)}
 
@@ -282,8 +288,8 @@ class PipelineConfig(Settings):
 
 @dataclass(frozen=True)
 class StagePlan:
-    """Stage ``k`` resolved: the paper preset used, its repos (the first ``limit``; None =
-    all), synth and export settings."""
+    """Stage ``k`` resolved: the paper preset used, its repos (``limit`` of them after the
+    first ``skip``; limit None = all), synth and export settings."""
 
     k: int
     preset: int
@@ -291,6 +297,7 @@ class StagePlan:
     synth: SynthConfig
     export: ExportConfig
     limit: int | None = None
+    skip: int = 0
 
 
 def load_config(path: Path | str | None = None, overrides: Iterable[str] = (),

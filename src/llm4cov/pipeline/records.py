@@ -6,7 +6,9 @@
 - ``steps.jsonl``: one row per finished step, key ``(name, step)``: ``name`` is
   ``stage<k>`` or ``naive``, ``step`` is ``synth``, ``export``, ``union``, ``train`` or
   ``bench:<mode>``; the row holds the step's counts and its ``wall_s``.
-- ``stages.jsonl``: one row per finished stage, key ``name``: its steps together.
+- ``stages.jsonl``: one row per finished stage, key ``(name, revision)``: its steps
+  together. A stage whose checkpoint is benched after it finished (``bench.checkpoints``
+  set, then widened) gets a new revision holding that bench; the last revision counts.
 
 Rows are written through :class:`~llm4cov.util.jsonl.ResultLog` (append + fsync), so
 a killed pipeline loses at most the step in flight, which resumes from its own run
@@ -60,7 +62,7 @@ class PipelineDir:
         self.data["config"] = _plain(config)
         self._save()
         self.steps = ResultLog(self.path / "steps.jsonl", ("name", "step"))
-        self.stages = ResultLog(self.path / "stages.jsonl", ("name",))
+        self.stages = ResultLog(self.path / "stages.jsonl", ("name", "revision"))
         self._steps = {self.steps.key(r): r for r in self.steps.rows()}
 
     def _load(self) -> dict[str, Any] | None:
@@ -100,13 +102,17 @@ class PipelineDir:
         return row
 
     def stage(self, name: str) -> dict[str, Any] | None:
-        """The row of a finished stage, or None."""
-        return next((r for r in self.stages.rows() if r["name"] == name), None)
+        """The last revision of a finished stage's row, or None."""
+        return next(reversed(self._revisions(name)), None)
 
     def record_stage(self, row: dict[str, Any]) -> dict[str, Any]:
-        row = _plain(row)
+        """Append ``row`` (a dict with ``name``) as the next revision of its stage."""
+        row = _plain({**row, "revision": len(self._revisions(row["name"]))})
         self.stages.append(row)
         return row
+
+    def _revisions(self, name: str) -> list[dict[str, Any]]:
+        return [r for r in self.stages.rows() if r["name"] == name]
 
     def add_invocation(self, record: dict[str, Any]) -> None:
         self.data["invocations"].append(_plain(record))

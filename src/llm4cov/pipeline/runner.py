@@ -138,7 +138,10 @@ def _stage(session: Session, k: int) -> dict[str, Any] | None:
         if done["bench"] or not _evaluated(config, k + 1):
             return done
         bench = _bench_all(session, name, following, root)  # a checkpoint added later
-        return None if bench is None else {**done, "bench": bench}
+        if bench is None:
+            return None
+        return session.run.record_stage({**done, "bench": bench,
+                                         "wall_s": round(done["wall_s"] + _wall({}, bench), 1)})
     plan = config.stage(k)
     student = student_ref(config.student, k, checkpoint(config, k))
     steps: list[tuple[str, StepFn]] = [

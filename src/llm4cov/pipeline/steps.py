@@ -110,7 +110,8 @@ def synth_step(session: Session, plan: StagePlan, student: ModelRef, run_dir: Pa
     executor = session.executor()
     run = synth_run(run_dir, plan.synth, policies, executor.simulate,
                     session.config.benchmarks, command=f"{session.command} (stage {plan.k})")
-    items = RepoSource(plan.repos, session.config.repos_format, plan.limit).items()
+    items = RepoSource(plan.repos, session.config.repos_format, plan.limit,
+                       plan.skip).items()
     before = executor.calls
     try:
         outcome = asyncio.run(run.run(items))

@@ -185,19 +185,6 @@ def sure_errors(
     return [f for f in testbench_errors(findings, tb_name) if f.code in sure_codes]
 
 
-def precheck(
-    rtl_files: Sequence[SourceFile],
-    tb: SourceFile,
-    top: str,
-    include_dirs: Iterable[Path] = (),
-    defines: Mapping[str, str] | None = None,
-    compile_files: Sequence[str] = (),
-) -> list[Finding]:
-    """The errors to reject ``tb`` with before Verilator runs; empty when unsure."""
-    findings = diagnose(rtl_files, tb, top, include_dirs, defines, compile_files)
-    return sure_errors(findings, tb.name)
-
-
 def render(findings: Sequence[Finding],
            why: str = "found by the pyslang pre-check; Verilator was not run") -> str:
     """The compile log shown to the model for a rejection by pyslang's ``findings``;

@@ -45,19 +45,24 @@ def role_policies(trace_type: TraceType, makers: Mapping[str, PolicyMaker]
 @dataclass(frozen=True)
 class RepoSource:
     """The repos of a run: a file or directory (:func:`~llm4cov.synth.iter_repos`), its
-    format, and at most ``limit`` of them (None = all)."""
+    format, and at most ``limit`` of them (None = all) after the first ``skip`` (in file
+    order, before the contamination filter): two stages that skip and limit the same
+    file read disjoint repos."""
 
     path: Path | str
     format: RepoFormat = RepoFormat.AUTO
     limit: int | None = None
+    skip: int = 0
 
     def items(self) -> Iterator[RepoItem]:
         """The repos, read lazily."""
-        return islice(iter_repos(self.path, self.format), self.limit)
+        stop = None if self.limit is None else self.skip + self.limit
+        return islice(iter_repos(self.path, self.format), self.skip, stop)
 
     def count(self) -> int:
         """How many repos :meth:`items` yields."""
-        return min(count_repos(self.path), self.limit or sys.maxsize)
+        left = max(0, count_repos(self.path) - self.skip)
+        return min(left, self.limit or sys.maxsize)
 
 
 def synth_run(out: Path | str, config: SynthConfig, policies: dict[Role, Policy],
