@@ -179,15 +179,23 @@ def break_testbench(testbench: str, task: Task, kind: BreakKind, seed: int = 0) 
     if not conns:
         return None
     conn = conns[rng.randrange(len(conns))]
-    if kind in (BreakKind.MISSPELLED_PIN, BreakKind.PIN_CASE):
-        name = conn.name.valueText
-        if kind is BreakKind.PIN_CASE:
-            wrong = name.lower() if name != name.lower() else name.upper()
-        else:
-            wrong = name[:-2] if name.endswith("_i") and len(name) > 2 else f"{name}_i"
-        start, end = _span(conn.name)
-        return _replace(testbench, start, end, wrong)
-    # MISSING_PIN: remove the connection and the comma that separates it
+    if kind is BreakKind.MISSING_PIN:
+        return _without_connection(testbench, conn)
+    start, end = _span(conn.name)
+    return _replace(testbench, start, end, _wrong_pin(conn.name.valueText, kind))
+
+
+def _wrong_pin(name: str, kind: BreakKind) -> str:
+    """Pin ``name`` written wrong: in the other case (``pin_case``), else with ``_i``
+    added or removed (``misspelled_pin``)."""
+    if kind is BreakKind.PIN_CASE:
+        return name.lower() if name != name.lower() else name.upper()
+    return name[:-2] if name.endswith("_i") and len(name) > 2 else f"{name}_i"
+
+
+def _without_connection(testbench: str, conn) -> str:
+    """``testbench`` without the named connection ``conn`` and the comma that separates
+    it from its neighbour."""
     start, end = _span(conn)
     data = testbench.encode("utf-8", errors="surrogateescape")
     after = data[end:].lstrip()
