@@ -135,6 +135,22 @@ def test_finished_stage_is_reused_and_a_changed_one_refused(stages, work, data):
         train_stage(config.model_copy(update={"seed": 1}))
 
 
+def test_interrupted_stage_resumes_from_its_last_save(work, data, init):
+    """A stage killed after step 1 of 3 (only ``checkpoint-1`` on disk) trains steps 2-3
+    and ends with the uninterrupted run's weights and step-1 loss."""
+    import shutil
+
+    whole = train_stage(small(data, init, work / "whole", save_steps=1, keep_checkpoints=3))
+    assert whole.resumed_from_step is None and whole.steps == 3
+    killed = work / "killed"
+    shutil.copytree(work / "whole" / "checkpoint-1", killed / "checkpoint-1")
+    resumed = train_stage(small(data, init, killed, save_steps=1))
+    assert (resumed.resumed_from_step, resumed.steps) == (1, 3)
+    assert resumed.final_fingerprint == whole.final_fingerprint
+    assert [r.step for r in resumed.losses] == [1, 2, 3]
+    assert resumed.losses[0].loss == whole.losses[0].loss
+
+
 def test_loss_goes_down_on_a_repeated_batch(work, init):
     two = work / "two.jsonl"
     two.write_text("".join(json.dumps(r) + "\n" for r in ROWS[:2]), encoding="utf-8")

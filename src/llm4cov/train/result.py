@@ -26,7 +26,11 @@ class TrainResult(BaseModel):
     ``tokens``/``loss_tokens``: tokens of the kept samples per epoch, all and inside the
     assistant turn (the loss). ``init_fingerprint``/``final_fingerprint``: SHA-256 of the
     weights before and after training (None in multi-process runs), so a stage chain can
-    prove that stage k+1 started from stage k's weights.
+    prove that stage k+1 started from stage k's weights. ``resumed_from_step``: the
+    optimizer step of the in-stage checkpoint (``save_steps``) an interrupted stage
+    resumed from, None when it trained from its start; ``losses`` then still holds every
+    step (restored from that checkpoint), while ``wall_s`` and ``train_loss`` (mean loss
+    per step, transformers' ``training_loss``) cover only the steps run after it.
     """
 
     schema_version: int = SCHEMA_VERSION
@@ -45,6 +49,7 @@ class TrainResult(BaseModel):
     train_loss: float
     init_fingerprint: str | None = None
     final_fingerprint: str | None = None
+    resumed_from_step: int | None = None
     wall_s: float
     versions: dict[str, str] = Field(default_factory=dict)
 

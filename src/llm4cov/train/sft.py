@@ -13,6 +13,7 @@ import hashlib
 import logging
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from llm4cov.train.config import NOT_DECIDING, TrainConfig
@@ -238,9 +239,15 @@ def train_stage(config: TrainConfig) -> TrainResult:
         train_loss=output.training_loss,
         init_fingerprint=stage.init_fingerprint,
         final_fingerprint=fingerprint(model) if stage.devices == 1 else None,
+        resumed_from_step=_checkpoint_step(resume),
         wall_s=round(time.monotonic() - start, 3),
         versions=_versions(),
     )
     if stage.trainer.is_world_process_zero():
         result.save()
     return result
+
+
+def _checkpoint_step(path: str | None) -> int | None:
+    """The optimizer step of a transformers checkpoint dir ``.../checkpoint-<step>``."""
+    return None if path is None else int(Path(path).name.rsplit("-", 1)[1])
