@@ -134,7 +134,9 @@ def test_shipped_configs_load():
     assert split.stage(1).synth == second.stage(0).synth  # v4's stage-1 settings
     assert split.stage(0).synth == runs["pipeline_smollm2_cpu_v4_stage0"].stage(0).synth
     naive = runs["pipeline_smollm2_cpu_v4_naive"]
-    assert naive.mode == "naive" and naive.train_settings(None) == second.train_settings(0)
+    resumable = {**second.train_settings(0), "save_steps": 11}  # saves change no weight
+    assert naive.mode == "naive" and naive.train_settings(None) == resumable
+    assert split.train_settings(1) == resumable
 
 
 def test_cli_prints_the_plan_and_refuses_a_bad_file(tmp_path, capsys):

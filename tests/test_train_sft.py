@@ -135,13 +135,15 @@ def test_finished_stage_is_reused_and_a_changed_one_refused(stages, work, data):
         train_stage(config.model_copy(update={"seed": 1}))
 
 
-def test_interrupted_stage_resumes_from_its_last_save(work, data, init):
+def test_interrupted_stage_resumes_from_its_last_save(stages, work, data, init):
     """A stage killed after step 1 of 3 (only ``checkpoint-1`` on disk) trains steps 2-3
-    and ends with the uninterrupted run's weights and step-1 loss."""
+    and ends with the uninterrupted run's weights and step-1 loss; saving itself changes
+    no weight (the same stage without saves, ``ckpt1``)."""
     import shutil
 
     whole = train_stage(small(data, init, work / "whole", save_steps=1, keep_checkpoints=3))
     assert whole.resumed_from_step is None and whole.steps == 3
+    assert whole.final_fingerprint == stages[0].final_fingerprint
     killed = work / "killed"
     shutil.copytree(work / "whole" / "checkpoint-1", killed / "checkpoint-1")
     resumed = train_stage(small(data, init, killed, save_steps=1))
