@@ -131,6 +131,7 @@ def test_finished_stage_is_reused_and_a_changed_one_refused(stages, work, data):
     first, _ = stages
     config = small(data, first.config["init"], work / "ckpt1")
     assert train_stage(config) == first
+    assert train_stage(config.model_copy(update={"save_steps": 2})) == first  # no weight
     with pytest.raises(FileExistsError, match="another config"):
         train_stage(config.model_copy(update={"seed": 1}))
 
