@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 from pathlib import Path
 
 import pytest
@@ -140,8 +141,6 @@ def test_interrupted_stage_resumes_from_its_last_save(stages, work, data, init):
     """A stage killed after step 1 of 3 (only ``checkpoint-1`` on disk) trains steps 2-3
     and ends with the uninterrupted run's weights and step-1 loss; saving itself changes
     no weight (the same stage without saves, ``ckpt1``)."""
-    import shutil
-
     whole = train_stage(small(data, init, work / "whole", save_steps=1, keep_checkpoints=3))
     assert whole.resumed_from_step is None and whole.steps == 3
     assert whole.final_fingerprint == stages[0].final_fingerprint

@@ -193,7 +193,7 @@ def _wrong_pin(name: str, kind: BreakKind) -> str:
     return name[:-2] if name.endswith("_i") and len(name) > 2 else f"{name}_i"
 
 
-def _without_connection(testbench: str, conn) -> str:
+def _without_connection(testbench: str, conn: syntax.NamedPortConnectionSyntax) -> str:
     """``testbench`` without the named connection ``conn`` and the comma that separates
     it from its neighbour."""
     start, end = _span(conn)

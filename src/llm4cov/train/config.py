@@ -25,8 +25,8 @@ REQUIRED = ("data", "init", "out")
 LATER_FIELDS = {"trainable_layers": None, "keep_checkpoints": 1}
 """Fields newer than the first recorded runs, with their defaults."""
 NOT_DECIDING = ("keep_checkpoints", "save_steps")
-"""Fields that do not change the trained weights (saving none: tests/test_train_sft.py,
-the resume test): a finished stage is reused whatever their value."""
+"""Fields that do not change the trained weights (for ``save_steps``: the resume test in
+tests/test_train_sft.py): a finished stage is reused whatever their value."""
 
 
 class TrainConfig(Settings):
