@@ -124,7 +124,8 @@ def test_shipped_configs_load():
         "pipeline_smollm2_cpu", "pipeline_smollm2_cpu_v2",
         "pipeline_smollm2_cpu_v3", "pipeline_smollm2_cpu_v4_naive",
         "pipeline_smollm2_cpu_v4_stage0", "pipeline_smollm2_cpu_v4_stage1",
-        "pipeline_smollm2_cpu_v5", "pipeline_smollm2_cpu_v5_naive"]
+        "pipeline_smollm2_cpu_v5", "pipeline_smollm2_cpu_v5_naive",
+        "pipeline_smollm2_cpu_v5_stage1"]
     second = load_config(REPO / "examples" / "pipeline_smollm2_cpu_v4_stage1.yaml")
     assert (second.stage(0).preset, second.stage(0).limit) == (1, 48)
     assert second.init == "runs/smollm2v4/stage0/stage0/checkpoint"
@@ -137,6 +138,11 @@ def test_shipped_configs_load():
     resumable = {**second.train_settings(0), "save_steps": 11}  # saves change no weight
     assert naive.mode == "naive" and naive.train_settings(None) == resumable
     assert split.train_settings(1) == resumable
+    cut = runs["pipeline_smollm2_cpu_v5_stage1"]  # v5's stage 1 on repos 81-95, alone
+    assert (cut.stage(0).preset, cut.stage(0).skip, cut.stage(0).limit) == (1, 80, 15)
+    assert cut.stage(0).synth == split.stage(1).synth
+    assert cut.init == "runs/smollm2v5/stage0/checkpoint"
+    assert cut.train_settings(0) == resumable
     naive5 = runs["pipeline_smollm2_cpu_v5_naive"]  # v4 naive's settings on v5's data
     assert naive5.mode == "naive" and naive5.train_settings(None) == resumable
     assert naive5.naive.datasets == tuple(f"runs/smollm2v5_data/d{k}/sft.jsonl"
