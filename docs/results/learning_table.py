@@ -27,6 +27,9 @@ from pathlib import Path
 
 
 def _rows(path: Path):
+    """The JSONL rows of ``path``; none while a bench has not written its first row."""
+    if not path.is_file():
+        return []
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
