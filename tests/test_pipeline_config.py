@@ -125,7 +125,7 @@ def test_shipped_configs_load():
         "pipeline_smollm2_cpu_v3", "pipeline_smollm2_cpu_v4_naive",
         "pipeline_smollm2_cpu_v4_stage0", "pipeline_smollm2_cpu_v4_stage1",
         "pipeline_smollm2_cpu_v5", "pipeline_smollm2_cpu_v5_naive",
-        "pipeline_smollm2_cpu_v5_stage1"]
+        "pipeline_smollm2_cpu_v5_stage1", "pipeline_smollm2_cpu_v6"]
     second = load_config(REPO / "examples" / "pipeline_smollm2_cpu_v4_stage1.yaml")
     assert (second.stage(0).preset, second.stage(0).limit) == (1, 48)
     assert second.init == "runs/smollm2v4/stage0/stage0/checkpoint"
@@ -143,11 +143,19 @@ def test_shipped_configs_load():
     assert cut.stage(0).synth == split.stage(1).synth
     assert cut.init == "runs/smollm2v5/stage0/checkpoint"
     assert cut.train_settings(0) == resumable
+    assert split.stage_identity(1)["train"] == second.stage_identity(0)["train"]  # saves
     naive5 = runs["pipeline_smollm2_cpu_v5_naive"]  # v4 naive's settings on v5's data
     assert naive5.mode == "naive" and naive5.train_settings(None) == resumable
     assert naive5.naive.datasets == tuple(f"runs/smollm2v5_data/d{k}/sft.jsonl"
                                           for k in range(2))
     assert naive5.bench == naive.bench
+    v6 = runs["pipeline_smollm2_cpu_v6"]  # v5 with a stage 1 that can anneal
+    assert v6.stage_identity(0) == split.stage_identity(0)  # stage 0 is v5's exactly
+    assert (v6.stage(1).skip, v6.stage(1).limit) == (80, 30)
+    assert v6.stage(1).synth == split.stage(1).synth
+    assert v6.train_settings(1) == {**resumable, "learning_rate": 5e-5, "warmup_ratio": 0.1,
+                                    "max_length": 2048}
+    assert v6.bench.checkpoints == (2,) and v6.bench.identity() == split.bench.identity()
 
 
 def test_cli_prints_the_plan_and_refuses_a_bad_file(tmp_path, capsys):

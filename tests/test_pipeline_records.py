@@ -31,3 +31,18 @@ def test_another_global_identity_is_refused_with_the_changed_key(tmp_path):
     PipelineDir(tmp_path, IDENTITY, {})
     with pytest.raises(PipelineDirError, match="changed: limit"):
         PipelineDir(tmp_path, {"global": {"init": "base", "limit": 3}}, {})
+
+
+def test_a_stage_resumes_when_only_its_saves_changed(tmp_path):
+    """Identities recorded before saves were left out hold ``save_steps``: a resume
+    without it, or with another value, is the same stage; a learning rate is not."""
+    run = PipelineDir(tmp_path, IDENTITY, {})
+    run.begin_stage("stage0", {"preset": 0, "train": {"learning_rate": 2e-4, "save_steps": 11,
+                                                      "keep_checkpoints": 1}})
+    again = PipelineDir(tmp_path, IDENTITY, {})
+    again.begin_stage("stage0", {"preset": 0, "train": {"learning_rate": 2e-4}})
+    again.begin_stage("stage0", {"preset": 0, "train": {"learning_rate": 2e-4,
+                                                        "save_steps": 5}})
+    with pytest.raises(PipelineDirError, match=r"changed: train\)"):
+        again.begin_stage("stage0", {"preset": 0, "train": {"learning_rate": 5e-5,
+                                                            "save_steps": 11}})

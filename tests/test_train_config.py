@@ -13,6 +13,7 @@ from llm4cov.policies import get_policy
 from llm4cov.train import DatasetError, TrainConfig, configs_dir
 from llm4cov.train.data import read_chat_jsonl
 from llm4cov.train.llamafactory import DATASET, stage_yaml
+from llm4cov.train.schedule import schedule_warning
 
 FIXTURE = Path(__file__).parent / "fixtures" / "train" / "stage.jsonl"
 REQUIRED = {"data": "d.jsonl", "init": "m", "out": "ckpt"}
@@ -128,3 +129,19 @@ def test_cli_train_reports_a_bad_data_line(tmp_path, capsys):
     code = main(["train", "--data", str(data), "--init", "m", "--out", str(tmp_path / "o")])
     assert code == 2
     assert "d.jsonl:1" in capsys.readouterr().err
+
+
+def test_a_schedule_that_ends_near_its_peak_is_warned_about():
+    """v5's stage 1: 2 steps, the first the warm-up at lr 0, the last at the peak 2e-4."""
+    warning = schedule_warning([0.0, 2e-4], "cosine", 2e-4)
+    assert "2 optimizer step(s), 1 of them warm-up" in warning
+    assert "100 % of the peak learning rate 0.0002" in warning
+    # cosine, 1 warm-up then 3 decay steps: the last at 0.5 * (1 + cos(2 pi / 3)) = 25 %
+    assert "at 25 % of" in schedule_warning([0.0, 1.0, 0.75, 0.25], "cosine", 1.0)
+
+
+def test_an_annealed_or_constant_schedule_is_not_warned_about():
+    # 4 decay steps: the last at 0.5 * (1 + cos(3 pi / 4)) = 14.6 % of the peak
+    assert schedule_warning([0.0, 1.0, 0.854, 0.5, 0.146], "cosine", 1.0) is None
+    assert schedule_warning([1.0, 1.0], "constant", 1.0) is None  # constant by design
+    assert schedule_warning([], "cosine", 1.0) is None

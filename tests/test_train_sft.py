@@ -30,6 +30,7 @@ from llm4cov.train import (
     prepare_stage,
     train_stage,
 )
+from llm4cov.train.schedule import planned_learning_rates
 from llm4cov.train.sft import fingerprint
 from llm4cov.train.tiny import IM_END, build_tiny_checkpoint, texts_of
 
@@ -128,6 +129,19 @@ def test_stage_two_starts_from_stage_one(stages, work, init):
     assert saved == qwen3_instruct_2507_chat_template  # not TRL's training variant
 
 
+def test_each_step_records_its_learning_rate_and_a_short_schedule_warns(stages, work, data,
+                                                                         init):
+    """3 steps, cosine, warm-up ceil(3% x 3) = 1: lr 0, the peak 1e-3, then half of it; the
+    last step at 50 % of the peak does not anneal, so the stage warns before training."""
+    first, _ = stages
+    assert [r.learning_rate for r in first.losses] == pytest.approx([0.0, 1e-3, 5e-4])
+    assert all(r.grad_norm > 0 for r in first.losses)
+    [warning] = first.warnings
+    assert "3 optimizer step(s), 1 of them warm-up" in warning and "at 50 % of" in warning
+    args = prepare_stage(small(data, init, work / "plan")).trainer.args
+    assert planned_learning_rates(args, 3) == [r.learning_rate for r in first.losses]
+
+
 def test_finished_stage_is_reused_and_a_changed_one_refused(stages, work, data):
     first, _ = stages
     config = small(data, first.config["init"], work / "ckpt1")
@@ -161,6 +175,7 @@ def test_loss_goes_down_on_a_repeated_batch(work, init):
     losses = [r.loss for r in result.losses]
     vocab = len(AutoTokenizer.from_pretrained(init))
     assert len(losses) == 8
+    assert result.warnings == []  # a constant schedule: never warned about
     assert abs(losses[0] - math.log(vocab)) < 0.1  # a random init predicts ~uniformly
     assert losses[-1] < losses[0] - 1.0
 

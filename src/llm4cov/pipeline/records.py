@@ -22,6 +22,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from llm4cov.train.config import NOT_DECIDING
 from llm4cov.util.jsonl import ResultLog
 
 SCHEMA_VERSION = 1
@@ -34,6 +35,13 @@ class PipelineDirError(ValueError):
 
 def _plain(value: Any) -> Any:
     return json.loads(json.dumps(value))
+
+
+def _deciding(identity: dict[str, Any]) -> dict[str, Any]:
+    """A stage identity without the train settings that change no weight: identities
+    recorded before they were left out still hold them."""
+    train = {k: v for k, v in identity.get("train", {}).items() if k not in NOT_DECIDING}
+    return {**identity, "train": train} if "train" in identity else identity
 
 
 class PipelineDir:
@@ -83,10 +91,11 @@ class PipelineDir:
         """
         stages = self.data["identity"]["stages"]
         wanted = _plain(identity)
-        if name in stages and stages[name] != wanted:
+        if name in stages and _deciding(stages[name]) != _deciding(wanted):
             raise PipelineDirError(
                 f"{self.path}: {name} started with other settings "
-                f"({_diff(stages[name], wanted)}); use another out, or restore them")
+                f"({_diff(_deciding(stages[name]), _deciding(wanted))}); use another out, "
+                "or restore them")
         if name not in stages:
             stages[name] = wanted
             self._save()

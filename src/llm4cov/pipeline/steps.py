@@ -184,6 +184,7 @@ def train_step(session: Session, data: str, init: str, out: Path,
         "last_loss": losses[-1] if losses else None, "devices": result.devices,
         "init_fingerprint": result.init_fingerprint,
         "final_fingerprint": result.final_fingerprint, "train_wall_s": result.wall_s,
+        "warnings": result.warnings,
     }
 
 

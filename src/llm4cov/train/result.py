@@ -14,10 +14,15 @@ SCHEMA_VERSION = 1
 
 
 class LossRecord(BaseModel):
-    """Mean training loss (nats per loss token) over the logging window ending at ``step``."""
+    """Mean training loss (nats per loss token) over the logging window ending at ``step``,
+    with the learning rate of that step (the one its optimizer update used, as
+    transformers logs it; 0 on a first warm-up step) and the gradient norm before
+    clipping. Both are None in reports written before they were recorded."""
 
     step: int
     loss: float
+    learning_rate: float | None = None
+    grad_norm: float | None = None
 
 
 class TrainResult(BaseModel):
@@ -31,6 +36,8 @@ class TrainResult(BaseModel):
     resumed from, None when it trained from its start; ``losses`` then still holds every
     step (restored from that checkpoint), while ``wall_s`` and ``train_loss`` (mean loss
     per step, transformers' ``training_loss``) cover only the steps run after it.
+    ``warnings``: what the stage warned about when it began (:mod:`llm4cov.train.schedule`:
+    a decaying schedule too short to anneal).
     """
 
     schema_version: int = SCHEMA_VERSION
@@ -50,6 +57,7 @@ class TrainResult(BaseModel):
     init_fingerprint: str | None = None
     final_fingerprint: str | None = None
     resumed_from_step: int | None = None
+    warnings: list[str] = Field(default_factory=list)
     wall_s: float
     versions: dict[str, str] = Field(default_factory=dict)
 

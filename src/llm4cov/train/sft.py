@@ -19,6 +19,7 @@ from typing import Any
 from llm4cov.train.config import NOT_DECIDING, TrainConfig
 from llm4cov.train.data import DatasetError, LengthSplit, load_split
 from llm4cov.train.result import REPORT_NAME, LossRecord, TrainResult
+from llm4cov.train.schedule import schedule_check
 
 log = logging.getLogger(__name__)
 
@@ -219,6 +220,8 @@ def train_stage(config: TrainConfig) -> TrainResult:
     from transformers.trainer_utils import get_last_checkpoint
 
     resume = get_last_checkpoint(str(config.out)) if config.out.is_dir() else None
+    check = schedule_check()
+    stage.trainer.add_callback(check)
     output = stage.trainer.train(resume_from_checkpoint=resume)
     model = _save(stage)
     state = stage.trainer.state
@@ -234,12 +237,14 @@ def train_stage(config: TrainConfig) -> TrainResult:
         grad_accumulation=stage.grad_accumulation,
         precision=stage.precision,
         steps=state.global_step,
-        losses=[LossRecord(step=r["step"], loss=r["loss"]) for r in state.log_history
-                if "loss" in r],
+        losses=[LossRecord(step=r["step"], loss=r["loss"], learning_rate=r.get("learning_rate"),
+                           grad_norm=r.get("grad_norm"))
+                for r in state.log_history if "loss" in r],
         train_loss=output.training_loss,
         init_fingerprint=stage.init_fingerprint,
         final_fingerprint=fingerprint(model) if stage.devices == 1 else None,
         resumed_from_step=_checkpoint_step(resume),
+        warnings=[check.warning] if check.warning else [],
         wall_s=round(time.monotonic() - start, 3),
         versions=_versions(),
     )
