@@ -125,7 +125,8 @@ def test_shipped_configs_load():
         "pipeline_smollm2_cpu_v3", "pipeline_smollm2_cpu_v4_naive",
         "pipeline_smollm2_cpu_v4_stage0", "pipeline_smollm2_cpu_v4_stage1",
         "pipeline_smollm2_cpu_v5", "pipeline_smollm2_cpu_v5_naive",
-        "pipeline_smollm2_cpu_v5_stage1", "pipeline_smollm2_cpu_v6"]
+        "pipeline_smollm2_cpu_v5_stage1", "pipeline_smollm2_cpu_v6",
+        "pipeline_smollm2_cpu_v6_stage1"]
     second = load_config(REPO / "examples" / "pipeline_smollm2_cpu_v4_stage1.yaml")
     assert (second.stage(0).preset, second.stage(0).limit) == (1, 48)
     assert second.init == "runs/smollm2v4/stage0/stage0/checkpoint"
@@ -156,6 +157,11 @@ def test_shipped_configs_load():
     assert v6.train_settings(1) == {**resumable, "learning_rate": 5e-5, "warmup_ratio": 0.1,
                                     "max_length": 2048}
     assert v6.bench.checkpoints == (2,) and v6.bench.identity() == split.bench.identity()
+    full = runs["pipeline_smollm2_cpu_v6_stage1"]  # v6's stage 1 on all 70 new repos
+    assert (full.stage(0).preset, full.stage(0).skip, full.stage(0).limit) == (1, 80, None)
+    assert full.stage(0).synth == v6.stage(1).synth
+    assert full.train_settings(0) == v6.train_settings(1)
+    assert full.init == "runs/smollm2v6/stage0/checkpoint" and full.bench == split.bench
 
 
 def test_cli_prints_the_plan_and_refuses_a_bad_file(tmp_path, capsys):
