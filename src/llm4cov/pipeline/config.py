@@ -32,8 +32,8 @@ from llm4cov.synth.config import (
     stage_preset,
 )
 from llm4cov.synth.sources import RepoFormat
-from llm4cov.train.config import NOT_DECIDING
 from llm4cov.train.config import REQUIRED as TRAIN_SET_BY_PIPELINE
+from llm4cov.train.config import deciding
 from llm4cov.util.settings import (
     ConfigError,
     Settings,
@@ -271,11 +271,11 @@ class PipelineConfig(Settings):
         train settings that change no weight (``NOT_DECIDING``: saves), so a run can be
         made resumable after it started."""
         plan = self.stage(k)
-        train = {k_: v for k_, v in self.train_settings(k).items() if k_ not in NOT_DECIDING}
         return {"preset": plan.preset, "repos": plan.repos, "limit": plan.limit,
                 **({"skip": plan.skip} if plan.skip else {}),
                 "synth": plan.synth.identity(),
-                "export": to_mapping(plan.export), "train": train}
+                "export": to_mapping(plan.export),
+                "train": deciding(self.train_settings(k))}
 
     def global_identity(self) -> dict[str, Any]:
         return {

@@ -22,7 +22,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from llm4cov.train.config import NOT_DECIDING
+from llm4cov.train.config import deciding
 from llm4cov.util.jsonl import ResultLog
 
 SCHEMA_VERSION = 1
@@ -38,10 +38,11 @@ def _plain(value: Any) -> Any:
 
 
 def _deciding(identity: dict[str, Any]) -> dict[str, Any]:
-    """A stage identity without the train settings that change no weight: identities
-    recorded before they were left out still hold them."""
-    train = {k: v for k, v in identity.get("train", {}).items() if k not in NOT_DECIDING}
-    return {**identity, "train": train} if "train" in identity else identity
+    """A stage identity without the train settings that change no weight
+    (:func:`llm4cov.train.config.deciding`): identities recorded before they were left
+    out still hold them."""
+    return {**identity, "train": deciding(identity["train"])} if "train" in identity \
+        else identity
 
 
 class PipelineDir:

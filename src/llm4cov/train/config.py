@@ -29,6 +29,13 @@ NOT_DECIDING = ("keep_checkpoints", "save_steps")
 tests/test_train_sft.py): a finished stage is reused whatever their value."""
 
 
+def deciding(values: dict[str, Any]) -> dict[str, Any]:
+    """Train settings ``values`` (a :meth:`TrainConfig.as_dict` mapping or part of one)
+    without the fields that change no weight (:data:`NOT_DECIDING`): what a finished stage
+    is compared on."""
+    return {k: v for k, v in values.items() if k not in NOT_DECIDING}
+
+
 class TrainConfig(Settings):
     """Settings of one SFT stage ``theta(k+1) = SFT(theta(k), D(k))``.
 
@@ -162,4 +169,5 @@ class TrainConfig(Settings):
         return cls.from_mapping(values, source=str(path) if path else "config")
 
 
-__all__ = ["REQUIRED", "SCHEDULERS", "Precision", "Scheduler", "TrainConfig"]
+__all__ = ["NOT_DECIDING", "REQUIRED", "SCHEDULERS", "Precision", "Scheduler",
+           "TrainConfig", "deciding"]

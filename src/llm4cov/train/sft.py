@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from llm4cov.train.config import NOT_DECIDING, TrainConfig
+from llm4cov.train.config import TrainConfig, deciding
 from llm4cov.train.data import DatasetError, LengthSplit, load_split
 from llm4cov.train.result import REPORT_NAME, LossRecord, TrainResult
 from llm4cov.train.schedule import schedule_check
@@ -192,10 +192,6 @@ def _versions() -> dict[str, str]:
                                               "accelerate", "datasets")}
 
 
-def _deciding(values: dict) -> dict:
-    return {k: v for k, v in values.items() if k not in NOT_DECIDING}
-
-
 def train_stage(config: TrainConfig) -> TrainResult:
     """Run one SFT stage and write ``config.out`` (model, tokenizer, ``train_report.json``).
 
@@ -209,7 +205,7 @@ def train_stage(config: TrainConfig) -> TrainResult:
     """
     if (config.out / REPORT_NAME).is_file():
         done = TrainResult.load(config.out)
-        if _deciding(done.config) != _deciding(config.as_dict()):
+        if deciding(done.config) != deciding(config.as_dict()):
             raise FileExistsError(
                 f"{config.out} holds a finished stage with another config; choose another --out"
             )
