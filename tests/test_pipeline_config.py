@@ -126,7 +126,7 @@ def test_shipped_configs_load():
         "pipeline_smollm2_cpu_v4_stage0", "pipeline_smollm2_cpu_v4_stage1",
         "pipeline_smollm2_cpu_v5", "pipeline_smollm2_cpu_v5_naive",
         "pipeline_smollm2_cpu_v5_stage1", "pipeline_smollm2_cpu_v6",
-        "pipeline_smollm2_cpu_v6_stage1"]
+        "pipeline_smollm2_cpu_v6_naive", "pipeline_smollm2_cpu_v6_stage1"]
     second = load_config(REPO / "examples" / "pipeline_smollm2_cpu_v4_stage1.yaml")
     assert (second.stage(0).preset, second.stage(0).limit) == (1, 48)
     assert second.init == "runs/smollm2v4/stage0/stage0/checkpoint"
@@ -162,6 +162,12 @@ def test_shipped_configs_load():
     assert full.stage(0).synth == v6.stage(1).synth
     assert full.train_settings(0) == v6.train_settings(1)
     assert full.init == "runs/smollm2v6/stage0/checkpoint" and full.bench == split.bench
+    naive6 = runs["pipeline_smollm2_cpu_v6_naive"]  # v6's D(0) and D(1), one SFT
+    assert naive6.mode == "naive" and naive6.init == "smollm2-135m"
+    assert naive6.train_settings(None) == {**resumable, "max_length": 2048}  # stage 1's
+    assert naive6.naive.datasets == tuple(f"runs/smollm2v6_data/d{k}/sft.jsonl"
+                                          for k in range(2))
+    assert naive6.bench == full.bench
 
 
 def test_cli_prints_the_plan_and_refuses_a_bad_file(tmp_path, capsys):

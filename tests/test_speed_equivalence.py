@@ -28,7 +28,11 @@ def fast(tmp_path_factory) -> Evaluator:
     return Evaluator(SimConfig(cache_dir=str(tmp_path_factory.mktemp("llm4cov-cache"))))
 
 
-@pytest.mark.parametrize("design", ["alu_comb", "hier_acc", "param_shift", "traffic_fsm"])
+@pytest.mark.parametrize("design", [
+    # two designs in the fast suite (a hierarchy, which the split-unit and runtime-reuse
+    # levers see, and an FSM); the other two with -m slow: each costs ~25 s on 2 cores
+    pytest.param("alu_comb", marks=pytest.mark.slow), "hier_acc",
+    pytest.param("param_shift", marks=pytest.mark.slow), "traffic_fsm"])
 def test_levers_do_not_change_the_observation(fast, design):
     task = example_task(design)
     tb = random_testbench(task, seed=0, length=40)

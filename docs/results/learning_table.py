@@ -40,8 +40,10 @@ def _statuses(rows: list[dict]) -> str:
 
 
 def _benches(run: Path) -> list[tuple[str, Path]]:
-    """(checkpoint label, bench run dir) in loop order; a stage run with another paper
-    preset than its index (``stages[k].preset`` in ``run.json``) is labelled with it."""
+    """(checkpoint label, bench run dir) in loop order. A stage run with another paper
+    preset than its index (``stages[k].preset`` in ``run.json``, e.g. a run started from
+    an earlier run's checkpoint) is numbered by the preset: paper stage p makes
+    checkpoint p + 1, whatever the stage's index in this run."""
     config = json.loads((run / "run.json").read_text())["config"] \
         if (run / "run.json").is_file() else {}
     presets = [s.get("preset") for s in config.get("stages", [])]
@@ -49,8 +51,9 @@ def _benches(run: Path) -> list[tuple[str, Path]]:
     k = 0
     while (run / f"stage{k}").is_dir():
         preset = presets[k] if k < len(presets) else None
-        paper = "" if preset in (None, k) else f", paper stage {preset}"
-        out.append((f"ckpt {k + 1} (stage {k} SFT{paper})", run / f"stage{k}"))
+        label = f"ckpt {k + 1} (stage {k} SFT)" if preset in (None, k) else \
+            f"ckpt {preset + 1} (paper stage {preset} SFT; this run's stage {k})"
+        out.append((label, run / f"stage{k}"))
         k += 1
     out.append(("naive (union, one SFT)", run / "naive"))
     return out
