@@ -126,7 +126,8 @@ def test_shipped_configs_load():
         "pipeline_smollm2_cpu_v4_stage0", "pipeline_smollm2_cpu_v4_stage1",
         "pipeline_smollm2_cpu_v5", "pipeline_smollm2_cpu_v5_naive",
         "pipeline_smollm2_cpu_v5_stage1", "pipeline_smollm2_cpu_v6",
-        "pipeline_smollm2_cpu_v6_naive", "pipeline_smollm2_cpu_v6_stage1"]
+        "pipeline_smollm2_cpu_v6_naive", "pipeline_smollm2_cpu_v6_stage1",
+        "pipeline_smollm2_cpu_v7_stage0"]
     second = load_config(REPO / "examples" / "pipeline_smollm2_cpu_v4_stage1.yaml")
     assert (second.stage(0).preset, second.stage(0).limit) == (1, 48)
     assert second.init == "runs/smollm2v4/stage0/stage0/checkpoint"
@@ -168,6 +169,13 @@ def test_shipped_configs_load():
     assert naive6.naive.datasets == tuple(f"runs/smollm2v6_data/d{k}/sft.jsonl"
                                           for k in range(2))
     assert naive6.bench == full.bench
+    v7 = runs["pipeline_smollm2_cpu_v7_stage0"]  # v3/v4's D(0), its direct points twice
+    assert v7.mode == "naive" and v7.init == "smollm2-135m"
+    assert v7.train_settings(None) == {
+        **runs["pipeline_smollm2_cpu_v4_stage0"].train_settings(0), "save_steps": 11}
+    assert v7.naive.datasets == ("runs/smollm2v7_data/d0/sft.jsonl",
+                                 "runs/smollm2v7_data/d0/direct.jsonl")
+    assert v7.bench == naive6.bench
 
 
 def test_cli_prints_the_plan_and_refuses_a_bad_file(tmp_path, capsys):
