@@ -127,6 +127,7 @@ def test_shipped_configs_load():
         "pipeline_smollm2_cpu_v5", "pipeline_smollm2_cpu_v5_naive",
         "pipeline_smollm2_cpu_v5_stage1", "pipeline_smollm2_cpu_v6",
         "pipeline_smollm2_cpu_v6_naive", "pipeline_smollm2_cpu_v6_stage1",
+        "pipeline_smollm2_cpu_v6r_stage0", "pipeline_smollm2_cpu_v6r_stage1",
         "pipeline_smollm2_cpu_v7_stage0"]
     second = load_config(REPO / "examples" / "pipeline_smollm2_cpu_v4_stage1.yaml")
     assert (second.stage(0).preset, second.stage(0).limit) == (1, 48)
@@ -176,6 +177,20 @@ def test_shipped_configs_load():
     assert v7.naive.datasets == ("runs/smollm2v7_data/d0/sft.jsonl",
                                  "runs/smollm2v7_data/d0/direct.jsonl")
     assert v7.bench == naive6.bench
+    rebuilt0 = runs["pipeline_smollm2_cpu_v6r_stage0"]  # v6's stage 0 again, from D(0)
+    assert rebuilt0.mode == "naive" and rebuilt0.init == "smollm2-135m"
+    assert rebuilt0.train_settings(None) == split.train_settings(0)
+    assert rebuilt0.naive.datasets == ("runs/smollm2v6_data/d0/sft.jsonl",)
+    rebuilt1 = runs["pipeline_smollm2_cpu_v6r_stage1"]  # v6's stage 1 again, from D(1)
+    assert rebuilt1.init == "runs/smollm2v6r_stage0/naive/checkpoint"
+    assert rebuilt1.train_settings(None) == v6.train_settings(1)
+    assert rebuilt1.naive.datasets == ("runs/smollm2v6_data/d1/sft.jsonl",)
+    agentic = rebuilt0.bench.model_dump()
+    assert (agentic.pop("modes"), agentic.pop("rounds")) == (("agentic",), 3)
+    direct = naive6.bench.model_dump()
+    assert direct.pop("modes") == ("direct",)
+    direct.pop("rounds")
+    assert agentic == direct and rebuilt1.bench == rebuilt0.bench
 
 
 def test_cli_prints_the_plan_and_refuses_a_bad_file(tmp_path, capsys):
