@@ -127,7 +127,8 @@ def test_shipped_configs_load():
         "pipeline_smollm2_cpu_v5", "pipeline_smollm2_cpu_v5_naive",
         "pipeline_smollm2_cpu_v5_stage1", "pipeline_smollm2_cpu_v6",
         "pipeline_smollm2_cpu_v6_naive", "pipeline_smollm2_cpu_v6_stage1",
-        "pipeline_smollm2_cpu_v6r_stage0", "pipeline_smollm2_cpu_v6r_stage1",
+        "pipeline_smollm2_cpu_v6r_naive", "pipeline_smollm2_cpu_v6r_stage0",
+        "pipeline_smollm2_cpu_v6r_stage1", "pipeline_smollm2_cpu_v6r_stage2",
         "pipeline_smollm2_cpu_v7_stage0"]
     second = load_config(REPO / "examples" / "pipeline_smollm2_cpu_v4_stage1.yaml")
     assert (second.stage(0).preset, second.stage(0).limit) == (1, 48)
@@ -191,6 +192,17 @@ def test_shipped_configs_load():
     assert direct.pop("modes") == ("direct",)
     direct.pop("rounds")
     assert agentic == direct and rebuilt1.bench == rebuilt0.bench
+    naive6r = runs["pipeline_smollm2_cpu_v6r_naive"]  # v6 naive again, benched agentic
+    assert naive6r.model_dump(exclude={"out", "bench"}) == naive6.model_dump(
+        exclude={"out", "bench"}) and naive6r.bench == rebuilt0.bench
+    third = runs["pipeline_smollm2_cpu_v6r_stage2"]  # self-sampling after v6's stage 1
+    assert third.init == "runs/smollm2v6r_stage1/naive/checkpoint"
+    assert (third.stage(0).preset, third.stage(0).skip, third.stage(0).limit) == (2, 80, 40)
+    assert third.stage(0).synth.trace_type == "self_sampling"
+    assert not third.stage(0).synth.direct_points  # agentic data only
+    assert third.stage(0).synth.selection == full.stage(0).synth.selection  # stage 1's
+    assert third.train_settings(0) == v6.train_settings(1)
+    assert third.bench.modes == ("direct", "agentic")
 
 
 def test_cli_prints_the_plan_and_refuses_a_bad_file(tmp_path, capsys):

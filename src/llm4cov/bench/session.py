@@ -31,6 +31,7 @@ from llm4cov.tasks.model import Task, TaskError
 from llm4cov.util.budget import Budget
 from llm4cov.util.jsonl import ResultLog, iter_jsonl
 from llm4cov.util.progress import ProgressSink
+from llm4cov.util.rundir import exclusive
 
 RESULTS_FILE = "results.jsonl"
 
@@ -112,8 +113,16 @@ def run(
         ValueError: a model without a base URL.
         ExecutorError: the executor cannot be set up (e.g. no Ray cluster at the address).
         RunDirError: ``run_dir`` holds another configuration.
+        RunDirBusy: another process is running a bench in ``run_dir``
+            (:func:`llm4cov.util.rundir.exclusive`).
         ToolchainError, PolicyError, WorkerLost: infrastructure failures.
     """
+    with exclusive(run_dir):
+        return _run(config, tasks, run_dir, estimator, progress, plots)
+
+
+def _run(config: BenchConfig, tasks: list[Task], run_dir: Path, estimator: Estimator,
+         progress: ProgressSink | None, plots: bool) -> dict[str, Any]:
     policies = make_policies(config)
     backend = open_backend(config.sim_config())
     simulator = backend.simulator

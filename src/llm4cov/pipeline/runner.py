@@ -40,6 +40,7 @@ from llm4cov.pipeline.steps import (
     train_step,
 )
 from llm4cov.util.jsonl import iter_jsonl
+from llm4cov.util.rundir import exclusive
 
 NAIVE = "naive"
 BASE = "base"
@@ -258,11 +259,17 @@ def open_run(config: PipelineConfig, command: str = "") -> tuple[PipelineDir, li
     """
     dump = config.model_dump(mode="json")
     if config.mode != NAIVE:
-        return PipelineDir(config.out, {"global": config.global_identity()}, dump, command), []
+        return PipelineDir(run_path(config), {"global": config.global_identity()}, dump,
+                           command), []
     datasets = naive_datasets(config)
     identity = {**config.global_identity(), "train": config.train_settings(None),
                 "datasets": [_sha256(p) for p in datasets]}
-    return PipelineDir(Path(config.out) / NAIVE, {"global": identity}, dump, command), datasets
+    return PipelineDir(run_path(config), {"global": identity}, dump, command), datasets
+
+
+def run_path(config: PipelineConfig) -> Path:
+    """The run directory of ``config``: ``out``, or ``out/naive`` in mode naive."""
+    return Path(config.out) / NAIVE if config.mode == NAIVE else Path(config.out)
 
 
 def run_pipeline(config: PipelineConfig, command: str = "",
@@ -271,6 +278,8 @@ def run_pipeline(config: PipelineConfig, command: str = "",
 
     Raises:
         PipelineDirError, PipelineError: see :func:`open_run` and the steps.
+        RunDirBusy: another process is running the same run directory
+            (:func:`llm4cov.util.rundir.exclusive`).
         ToolchainError: the simulator toolchain is missing.
         PolicyError: a model server failed (``ServerNotReady``: a served checkpoint did
             not appear in time); finished work is kept and a rerun resumes.
@@ -278,6 +287,12 @@ def run_pipeline(config: PipelineConfig, command: str = "",
     from llm4cov.sim.backends import open_backend
 
     open_backend(config.sim.sim_config())
+    with exclusive(run_path(config)):
+        return _run(config, command, on_event)
+
+
+def _run(config: PipelineConfig, command: str, on_event: Callable[[str], None]
+         ) -> PipelineResult:
     run, datasets = open_run(config, command)
     session = Session(config, run, on_event, command or "llm4cov pipeline")
     started, t0 = datetime.now(UTC).isoformat(timespec="seconds"), time.monotonic()

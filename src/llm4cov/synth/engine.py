@@ -67,6 +67,7 @@ from llm4cov.util.aio import bounded_map
 from llm4cov.util.budget import Budget
 from llm4cov.util.jsonl import ResultLog, iter_jsonl
 from llm4cov.util.progress import NullProgress, ProgressSink
+from llm4cov.util.rundir import exclusive
 
 log = logging.getLogger(__name__)
 
@@ -191,9 +192,15 @@ class SynthRun:
         lazily from ``items``.
 
         Raises:
+            RunDirBusy: another process is running a synthesis in this directory
+                (:func:`llm4cov.util.rundir.exclusive`).
             PolicyError, ToolchainError, WorkerLost: infrastructure failures (after the
                 repos in flight finish); rows written so far stay and a rerun resumes.
         """
+        with exclusive(self.out):
+            return await self._run(items)
+
+    async def _run(self, items: Iterable[RepoItem]) -> RunOutcome:
         outcome = RunOutcome()
 
         async def one(item: RepoItem) -> None:
