@@ -197,7 +197,7 @@ def test_shipped_configs_load():
         exclude={"out", "bench"}) and naive6r.bench == rebuilt0.bench
     third = runs["pipeline_smollm2_cpu_v6r_stage2"]  # self-sampling after v6's stage 1
     assert third.init == "runs/smollm2v6r_stage1/naive/checkpoint"
-    assert (third.stage(0).preset, third.stage(0).skip, third.stage(0).limit) == (2, 80, 40)
+    assert (third.stage(0).preset, third.stage(0).skip, third.stage(0).limit) == (2, 80, 20)
     assert third.stage(0).synth.trace_type == "self_sampling"
     assert not third.stage(0).synth.direct_points  # agentic data only
     assert third.stage(0).synth.selection == full.stage(0).synth.selection  # stage 1's
