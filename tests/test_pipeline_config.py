@@ -201,7 +201,7 @@ def test_shipped_configs_load():
     assert third.stage(0).synth.trace_type == "self_sampling"
     assert not third.stage(0).synth.direct_points  # agentic data only
     assert third.stage(0).synth.selection == full.stage(0).synth.selection  # stage 1's
-    assert third.train_settings(0) == v6.train_settings(1)
+    assert third.train_settings(0) == {**v6.train_settings(1), "warmup_ratio": 0.0}
     assert third.bench.modes == ("direct", "agentic")
 
 

@@ -140,6 +140,14 @@ def test_a_schedule_that_ends_near_its_peak_is_warned_about():
     assert "at 25 % of" in schedule_warning([0.0, 1.0, 0.75, 0.25], "cosine", 1.0)
 
 
+def test_a_schedule_that_is_all_warm_up_is_warned_about():
+    """v6 stage 2: 1 step, warm-up ceil(10 % x 1) = 1, so its only step ran at lr 0."""
+    for scheduler in ("cosine", "constant_with_warmup"):
+        warning = schedule_warning([0.0], scheduler, 5e-5)
+        assert "1 optimizer step(s), all of them warm-up at learning rate 0" in warning
+    assert "all of them warm-up" in schedule_warning([0.0, 0.0], "linear", 1.0)
+
+
 def test_an_annealed_or_constant_schedule_is_not_warned_about():
     # 4 decay steps: the last at 0.5 * (1 + cos(3 pi / 4)) = 14.6 % of the peak
     assert schedule_warning([0.0, 1.0, 0.854, 0.5, 0.146], "cosine", 1.0) is None

@@ -30,6 +30,7 @@ from llm4cov.train import (
     prepare_stage,
     train_stage,
 )
+from llm4cov.train.result import UNCHANGED
 from llm4cov.train.schedule import planned_learning_rates
 from llm4cov.train.sft import fingerprint
 from llm4cov.train.tiny import IM_END, build_tiny_checkpoint, texts_of
@@ -140,6 +141,17 @@ def test_each_step_records_its_learning_rate_and_a_short_schedule_warns(stages, 
     assert "3 optimizer step(s), 1 of them warm-up" in warning and "at 50 % of" in warning
     args = prepare_stage(small(data, init, work / "plan")).trainer.args
     assert planned_learning_rates(args, 3) == [r.learning_rate for r in first.losses]
+
+
+def test_a_stage_whose_only_step_is_warm_up_warns_that_it_changed_nothing(work, data, init):
+    """6 samples in one batch of 8: one optimizer step, and warm-up ceil(3 % x 1) = 1
+    makes it run at lr 0 (v6 stage 2's case), so the weights stay as they were."""
+    idle = train_stage(small(data, init, work / "idle", effective_batch_size=8))
+    assert idle.steps == 1 and [r.learning_rate for r in idle.losses] == [0.0]
+    assert idle.final_fingerprint == idle.init_fingerprint
+    assert len(idle.warnings) == 2
+    assert "all of them warm-up at learning rate 0" in idle.warnings[0]
+    assert idle.warnings[1] == UNCHANGED
 
 
 def test_finished_stage_is_reused_and_a_changed_one_refused(stages, work, data):

@@ -11,6 +11,10 @@ from llm4cov.train.data import DroppedSample
 
 REPORT_NAME = "train_report.json"
 SCHEMA_VERSION = 1
+UNCHANGED = ("its final weights equal its initial ones (same fingerprint): the stage "
+             "trained nothing; see its learning rates")
+"""The warning of a stage whose optimizer steps changed no weight (e.g. every step at
+learning rate 0)."""
 
 
 class LossRecord(BaseModel):
@@ -37,7 +41,8 @@ class TrainResult(BaseModel):
     step (restored from that checkpoint), while ``wall_s`` and ``train_loss`` (mean loss
     per step, transformers' ``training_loss``) cover only the steps run after it.
     ``warnings``: what the stage warned about when it began (:mod:`llm4cov.train.schedule`:
-    a decaying schedule too short to anneal).
+    a decaying schedule too short to anneal, or one that is all warm-up at lr 0), and
+    after it ended: :data:`UNCHANGED` when its final weights equal its initial ones.
     """
 
     schema_version: int = SCHEMA_VERSION

@@ -7,7 +7,7 @@ can still run near the peak learning rate, so nothing anneals the update. Measur
 lr 0, the warm-up; the second at the peak 2e-4) took SmolLM2-135M from Sim Pass 28 % to
 0 %. :func:`schedule_check` computes the schedule when training begins, with the trainer's
 own step count and transformers' own scheduler, and warns (:func:`schedule_warning`)
-when it does not anneal.
+when it does not anneal, or when it is all warm-up (no step updates the weights).
 """
 
 from __future__ import annotations
@@ -70,12 +70,19 @@ def schedule_check() -> Any:
 
 
 def schedule_warning(rates: list[float], scheduler: str, peak: float) -> str | None:
-    """A one-line warning when a decaying schedule (:data:`DECAYING`) ends at or above
-    :data:`ANNEALED_FRACTION` of ``peak`` (so its last update is not annealed), else None.
+    """A one-line warning when every step runs at learning rate 0 (a warm-up of
+    ``ceil(warmup_ratio x steps)`` steps that takes them all: the weights cannot change;
+    measured in the results' "v6 stage 2": 1 step, 10 % warm-up), or when a decaying
+    schedule (:data:`DECAYING`) ends at or above :data:`ANNEALED_FRACTION` of ``peak``
+    (so its last update is not annealed); else None.
 
     ``rates``: the learning rate of each step (:func:`planned_learning_rates`); ``peak``:
     the configured peak learning rate (> 0).
     """
+    if rates and max(rates) <= 0:
+        return (f"this stage trains {len(rates)} optimizer step(s), all of them warm-up at "
+                "learning rate 0, so its weights will not change: lower warmup_ratio, or "
+                "train on more samples")
     if scheduler not in DECAYING or not rates or rates[-1] < ANNEALED_FRACTION * peak:
         return None
     warmup = next((i for i, rate in enumerate(rates) if rate >= peak), len(rates))

@@ -18,7 +18,7 @@ from typing import Any
 
 from llm4cov.train.config import TrainConfig, deciding
 from llm4cov.train.data import DatasetError, LengthSplit, load_split
-from llm4cov.train.result import REPORT_NAME, LossRecord, TrainResult
+from llm4cov.train.result import REPORT_NAME, UNCHANGED, LossRecord, TrainResult
 from llm4cov.train.schedule import schedule_check
 
 log = logging.getLogger(__name__)
@@ -244,6 +244,9 @@ def train_stage(config: TrainConfig) -> TrainResult:
         wall_s=round(time.monotonic() - start, 3),
         versions=_versions(),
     )
+    if result.final_fingerprint == result.init_fingerprint and result.steps:
+        result.warnings.append(UNCHANGED)
+        log.warning("%s: %s", config.out, UNCHANGED)
     if stage.trainer.is_world_process_zero():
         result.save()
     return result
