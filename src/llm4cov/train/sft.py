@@ -244,7 +244,8 @@ def train_stage(config: TrainConfig) -> TrainResult:
         wall_s=round(time.monotonic() - start, 3),
         versions=_versions(),
     )
-    if result.final_fingerprint == result.init_fingerprint and result.steps:
+    if result.steps and result.final_fingerprint is not None \
+            and result.final_fingerprint == result.init_fingerprint:  # None: multi-process
         result.warnings.append(UNCHANGED)
         log.warning("%s: %s", config.out, UNCHANGED)
     if stage.trainer.is_world_process_zero():

@@ -9,9 +9,9 @@ The lock is a POSIX record lock (``fcntl.lockf``) on ``RUN_DIR/.lock``, which ho
 owner's pid. Record locks belong to the process: the kernel drops them when it exits,
 however it ends (a killed run never leaves a stale lock), and the simulation workers it
 forks do not inherit them (an ``flock`` would stay held by them after the owner let go).
-Nested use on the same directory in one process is allowed (the pipeline's steps run in
-its process). The owner must not open ``.lock`` itself while it holds it: closing any
-descriptor of the file drops a record lock (POSIX).
+The owner must not open ``.lock`` again while it holds it: closing any descriptor of
+the file drops a record lock (POSIX). So nested use of one directory in one process does
+not reopen it; it is allowed and holds nothing more.
 """
 
 from __future__ import annotations
