@@ -129,7 +129,7 @@ def test_shipped_configs_load():
         "pipeline_smollm2_cpu_v6_naive", "pipeline_smollm2_cpu_v6_stage1",
         "pipeline_smollm2_cpu_v6r_naive", "pipeline_smollm2_cpu_v6r_stage0",
         "pipeline_smollm2_cpu_v6r_stage1", "pipeline_smollm2_cpu_v6r_stage2",
-        "pipeline_smollm2_cpu_v7_stage0"]
+        "pipeline_smollm2_cpu_v6r_stage2_all", "pipeline_smollm2_cpu_v7_stage0"]
     second = load_config(REPO / "examples" / "pipeline_smollm2_cpu_v4_stage1.yaml")
     assert (second.stage(0).preset, second.stage(0).limit) == (1, 48)
     assert second.init == "runs/smollm2v4/stage0/stage0/checkpoint"
@@ -203,6 +203,12 @@ def test_shipped_configs_load():
     assert third.stage(0).synth.selection == full.stage(0).synth.selection  # stage 1's
     assert third.train_settings(0) == {**v6.train_settings(1), "warmup_ratio": 0.0}
     assert third.bench.modes == ("direct", "agentic")
+    wide = runs["pipeline_smollm2_cpu_v6r_stage2_all"]  # stage 2 on all of stage 1's repos
+    assert (wide.stage(0).skip, wide.stage(0).limit) == (80, 76)
+    assert wide.stage(0).synth == third.stage(0).synth  # repos 81-100 reuse third's rows
+    assert wide.init == third.init and wide.bench == third.bench
+    assert wide.train_settings(0) == {**v6.train_settings(1), "effective_batch_size": 2,
+                                      "save_steps": 4}
 
 
 def test_cli_prints_the_plan_and_refuses_a_bad_file(tmp_path, capsys):
