@@ -204,7 +204,7 @@ def test_shipped_configs_load():
     assert third.train_settings(0) == {**v6.train_settings(1), "warmup_ratio": 0.0}
     assert third.bench.modes == ("direct", "agentic")
     wide = runs["pipeline_smollm2_cpu_v6r_stage2_all"]  # stage 2 on all of stage 1's repos
-    assert (wide.stage(0).skip, wide.stage(0).limit) == (80, 76)
+    assert (wide.stage(0).skip, wide.stage(0).limit) == (80, 60)
     assert wide.stage(0).synth == third.stage(0).synth  # repos 81-100 reuse third's rows
     assert wide.init == third.init and wide.bench == third.bench
     assert wide.train_settings(0) == {**v6.train_settings(1), "effective_batch_size": 2,
