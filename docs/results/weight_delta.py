@@ -39,10 +39,15 @@ def _norm(tensors: dict[str, torch.Tensor]) -> float:
     return sum(float(t.norm() ** 2) for t in tensors.values()) ** 0.5
 
 
+def _step(before: Path, after: Path) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
+    """BEFORE's tensors and the stage's step ``after - before``, tensor by tensor."""
+    a, b = _load(before), _load(after)
+    return a, {k: b[k] - a[k] for k in a}
+
+
 def stats(before: Path, after: Path, lr: float) -> None:
     """Print the step-size statistics described in the module docstring."""
-    a, b = _load(before), _load(after)
-    deltas = {k: b[k] - a[k] for k in a}
+    a, deltas = _step(before, after)
     total = sum(d.numel() for d in deltas.values())
     unchanged = sum(int((d == 0).sum()) for d in deltas.values())
     in_band = sum(int(((d.abs() > 0.5 * lr) & (d.abs() < 1.5 * lr)).sum()) for d in deltas.values())
@@ -61,11 +66,11 @@ def stats(before: Path, after: Path, lr: float) -> None:
 
 def sign_control(before: Path, after: Path, out: Path, seed: int = 0) -> None:
     """Write the random-direction control checkpoint described in the module docstring."""
-    a, b = _load(before), _load(after)
+    a, step = _step(before, after)
     g = torch.Generator().manual_seed(seed)
     moved = {}
     for k in a:
-        size = (b[k] - a[k]).abs()
+        size = step[k].abs()
         sign = torch.randint(0, 2, size.shape, generator=g).float() * 2 - 1
         moved[k] = (a[k] + sign * size).contiguous()
     skip = shutil.ignore_patterns("checkpoint-*", "train_report.json", "training_args.bin")
@@ -73,7 +78,7 @@ def sign_control(before: Path, after: Path, out: Path, seed: int = 0) -> None:
     save_file(moved, out / "model.safetensors", metadata={"format": "pt"})
     control = {k: moved[k] - a[k] for k in a}
     print(f"wrote {out}: ||delta|| = {_norm(control):.6f} "
-          f"(the stage's: {_norm({k: b[k] - a[k] for k in a}):.6f})")
+          f"(the stage's: {_norm(step):.6f})")
 
 
 if __name__ == "__main__":
