@@ -393,3 +393,49 @@ def test_the_process_tree_bounds_kill_the_whole_tree(tmp_path, cmd, limits, boun
     run = run_limited(cmd, cwd=str(tmp_path), env={"PATH": os.environ["PATH"]},
                       timeout_s=120, limits=Limits(**limits))
     assert (run.exceeded, run.timed_out, run.returncode) == (bound, False, -9)
+
+
+@pytest.mark.requires_verilator
+@pytest.mark.parametrize("order", [(2, 1), (1, 2)])
+def test_a_bound_verdict_does_not_depend_on_the_build_parallelism(tmp_path, order):
+    """Issue 40, kind 4: ``build_jobs`` is outside the result key, so the verdict of a
+    bound may not depend on it. At a CPU bound below what this build needs, whichever
+    parallelism builds first, the cached verdict equals what a fresh build with the
+    other parallelism gives (before the fix: jobs=1 rejected at 0.5 s, jobs=2
+    succeeded at 2 x 0.5 s, and the first run fixed the verdict for the other)."""
+    tb = TB.replace("#200", "#201")  # a key no other test warmed
+    # without the build store (speed-only levers): four fresh cache dirs build no runtime
+    plain = {"build_cpu_limit_s": 0.5, "runtime_pch": False, "reuse_runtime": False}
+    shared, fresh = {}, {}
+    for jobs in order:
+        config = SimConfig(cache_dir=str(tmp_path / "shared"), build_jobs=jobs, **plain)
+        shared[jobs] = Evaluator(config).evaluate(TASK, tb)
+        own = SimConfig(cache_dir=str(tmp_path / f"own{jobs}"), build_jobs=jobs, **plain)
+        fresh[jobs] = Evaluator(own).evaluate(TASK, tb).status
+    assert shared[order[1]].cached
+    assert shared[order[1]].status is fresh[order[1]] is fresh[order[0]]
+
+
+def test_a_parallel_build_past_a_bound_is_built_again_serially(monkeypatch, tmp_path):
+    """The rule behind that verdict (``build.run_build``): a make that ran in parallel
+    and passed a bound is not the verdict; the serial build (one job) is. The two
+    builds are recorded, not run."""
+    from llm4cov.sim.backends.verilator import build
+    from llm4cov.sim.process import ProcessResult
+
+    seen = []
+
+    def fake_build(cmd, workdir, env, config, store, toolchain, deadline):
+        seen.append(config.jobs())
+        over = "memory" if config.jobs() > 1 else None
+        result = ProcessResult(returncode=-9 if over else 0, output="", timed_out=False,
+                               wall_s=0.0, output_bytes=0, exceeded=over)
+        return build._Built(result, deadline + 1.0, parallel=config.jobs() > 1)
+
+    monkeypatch.setattr(build, "_build", fake_build)
+    got = build.run_build(["verilator"], tmp_path, {}, SimConfig(build_jobs=4), None)
+    assert seen == [4, 1] and got.exceeded is None and got.returncode == 0
+    seen.clear()
+    build.run_build(["verilator"], tmp_path, {}, SimConfig(build_jobs=1), None)
+    assert seen == [1]
+    assert build._Budget(SimConfig(build_cpu_limit_s=7.0), 0.0).limits().tree_cpu_s == 7.0

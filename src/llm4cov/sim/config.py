@@ -49,11 +49,12 @@ class SimConfig:
     run_file_bytes: int = 256 * 1024**2
     run_dir_bytes: int = 1024**3
     build_cpu_limit_s: float = 240.0
-    """CPU seconds a build step may use over all its processes together, per job it runs
-    in parallel (Verilator one, make ``build_jobs``): below ``compile_timeout_s``, so
-    an elaboration that explodes is stopped by it, ``rejected`` and cached like any
-    verdict (a wall-clock timeout is not). Kept by polling the step's process tree
-    (:mod:`~llm4cov.sim.process`)."""
+    """CPU seconds a build step may use over all its processes together, whatever its
+    parallelism (``build_jobs`` changes no verdict: a parallel make past a bound is built
+    again serially, :mod:`~llm4cov.sim.backends.verilator.build`): below
+    ``compile_timeout_s``, so an elaboration that explodes is stopped by it,
+    ``rejected`` and cached like any verdict (a wall-clock timeout is not). Kept by
+    polling the step's process tree (:mod:`~llm4cov.sim.process`)."""
     build_memory_bytes: int = 8 * 1024**3
     """Resident memory of all the build's processes together; past it: ``rejected``."""
     build_processes: int = 256

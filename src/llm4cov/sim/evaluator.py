@@ -374,7 +374,7 @@ class Evaluator:
                     ) -> Observation:
         """The ``rejected`` observation of a build past a per-call bound."""
         cfg = self.config
-        limit = {"cpu": f"{cfg.build_cpu_limit_s:g} s of CPU per parallel job",
+        limit = {"cpu": f"{cfg.build_cpu_limit_s:g} s of CPU",
                  "memory": f"{cfg.build_memory_bytes >> 20} MiB of memory",
                  "processes": f"{cfg.build_processes} processes"}.get(which, which)
         why = (f"the build passed its {BOUND_NAMES.get(which, which)} bound ({limit}, all "

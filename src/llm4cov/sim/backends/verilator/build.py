@@ -42,11 +42,16 @@ The work dir's link to that header is removed when the build ends: the simulatio
 never sees the store.
 
 Bounds per call (``SimConfig.build_cpu_limit_s``, ``build_memory_bytes``,
-``build_processes``): the CPU time of each step over all its processes (per job it
-runs in parallel: Verilator one, make ``build_jobs``), their memory together and their
-count, polled on the process tree (no cgroup; :mod:`~llm4cov.sim.process`), with
-per-process rlimits as the backstop. A build past one ends with
-``ProcessResult.exceeded`` set.
+``build_processes``): the CPU time of each step over all its processes, their memory
+together and their count, polled on the process tree (no cgroup;
+:mod:`~llm4cov.sim.process`), with per-process rlimits as the backstop. A build past one
+ends with ``ProcessResult.exceeded`` set. The verdict does not depend on the build's
+parallelism (``build_jobs``, a speed-only setting outside the result key): the bounds
+are not scaled by it, and a parallel make that passes one is built again from
+Verilator on as the canonical serial build (one job, one translation unit), whose
+verdict is the call's. A parallel build uses at least the serial build's CPU time,
+memory and processes, so a parallel pass implies a serial pass, and only a serial
+build rejects (``docs/evaluator_speed.md``, "What the result cache replays").
 
 Large designs, for which Verilator splits its output itself (``VM_PARALLEL_BUILDS =
 1``), would force-include its own precompiled header after ours: make is told not to
@@ -185,14 +190,14 @@ def _make_list(text: str, name: str) -> list[str]:
 
 class _Budget:
     """The per-call bounds of one build (``SimConfig.build_*``) and its deadline: each
-    step may use ``build_cpu_limit_s`` CPU seconds per job it runs in parallel
-    (Verilator one, make ``jobs``), and the memory and process bounds."""
+    step may use ``build_cpu_limit_s`` CPU seconds over all its processes, whatever its
+    parallelism, and the memory and process bounds."""
 
     def __init__(self, config: SimConfig, deadline: float) -> None:
         self.config, self.deadline = config, deadline
 
-    def limits(self, jobs: int = 1) -> Limits:
-        cpu = self.config.build_cpu_limit_s * max(1, jobs)
+    def limits(self) -> Limits:
+        cpu = self.config.build_cpu_limit_s
         return Limits(
             cpu_s=int(cpu) + 10,  # backstop of one process; the tree bound acts first
             memory_bytes=PROCESS_MEMORY_BYTES,
@@ -220,16 +225,44 @@ def run_build(
     ``returncode`` is the failing step's (Verilator's or make's); ``timed_out`` when the
     two steps together exceeded ``config.compile_timeout_s`` (the store's own builds of
     its entries, :data:`STORE_TIMEOUT_S`, do not count); ``exceeded`` when a step passed
-    a per-call bound (:class:`_Budget`).
+    a per-call bound (:class:`_Budget`) in the serial build (a parallel make past one
+    is built again serially, by the same deadline: the module docstring).
     """
+    deadline = time.monotonic() + config.compile_timeout_s
+    built = _build(verilate_cmd, workdir, env, config, store, toolchain, deadline)
+    if built.exceeded and built.parallel:
+        log.info("a parallel build passed a bound (%s); building it serially", built.exceeded)
+        serial = dataclasses.replace(config, build_jobs=1)
+        return _build(verilate_cmd, workdir, env, serial, store, toolchain, built.deadline).result
+    return built.result
+
+
+@dataclasses.dataclass
+class _Built:
+    result: ProcessResult
+    deadline: float
+    """The call's deadline after the store's own work was added to it."""
+    parallel: bool = False
+    """The result is a make step's that ran more than one job."""
+
+    @property
+    def exceeded(self) -> str | None:
+        return self.result.exceeded
+
+
+def _build(
+    verilate_cmd: list[str], workdir: Path, env: dict[str, str], config: SimConfig,
+    store: ArtifactStore | None, toolchain: Toolchain | None, deadline: float,
+) -> _Built:
+    """One build of :func:`run_build` at ``config.jobs()`` by ``deadline``."""
     sandbox = build_sandbox(toolchain) if toolchain else None
     env, make_sandbox = _with_ccache(env, config, sandbox)
-    budget = _Budget(config, time.monotonic() + config.compile_timeout_s)
+    budget = _Budget(config, deadline)
     shutil.rmtree(workdir / "obj", ignore_errors=True)  # nothing from an earlier build
     verilated = _step(verilate_cmd, workdir, env, config, budget.limits(), budget, sandbox,
                       cwd=sources(workdir))
     if verilated.timed_out or verilated.returncode != 0 or verilated.exceeded:
-        return _say_signal(verilated)
+        return _Built(_say_signal(verilated), budget.deadline)
     mark_no_model_pch(workdir / "obj")
     jobs = config.jobs()
     units = split_units(workdir / "obj") if config.split_units and jobs >= 2 else []
@@ -249,13 +282,12 @@ def run_build(
             make_sandbox, readonly=[*make_sandbox.readonly, entry]
         )
     try:
-        made = _step(make, workdir, env, config, budget.limits(jobs), budget,
-                     make_sandbox)
+        made = _step(make, workdir, env, config, budget.limits(), budget, make_sandbox)
     finally:
         if pch.is_symlink():  # the simulation never gets a link into the store
             pch.unlink()
     log.debug("build reused %d stored objects", len(reused))
-    return ProcessResult(
+    return _Built(ProcessResult(
         returncode=made.returncode,
         output=verilated.output + made.output,
         timed_out=made.timed_out,
@@ -263,7 +295,7 @@ def run_build(
         output_bytes=verilated.output_bytes + made.output_bytes,
         exceeded=made.exceeded,
         cpu_s=verilated.cpu_s + made.cpu_s,
-    )
+    ), budget.deadline, parallel=jobs > 1)
 
 
 def _say_signal(verilated: ProcessResult) -> ProcessResult:
