@@ -3,6 +3,11 @@
 The model sees the full repository (spec + RTL), the instruction, and, after the first
 round, the current full testbench and its observation (status, coverage summary,
 uncovered items, log). Earlier rounds are never shown (paper, "memoryless").
+
+Every text of a testbench, a model or a task reaches the prompt through the prompt
+rules of :mod:`llm4cov.util.escape` (a fence it cannot close, one line that starts no
+block, a code span, prose that starts no heading), so only this module writes the
+prompt's ``##`` sections; for benign texts the prompt is what it always was.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from pathlib import Path
 from llm4cov.sim.functional import functional_lines
 from llm4cov.sim.observation import CoverageReport, Observation, overall_percent
 from llm4cov.tasks.model import Task
+from llm4cov.util.escape import md_code, prompt_block, prompt_line, prompt_prose
 
 SYSTEM_PROMPT = (
     "You are an expert hardware verification engineer. You write SystemVerilog stimulus "
@@ -28,17 +34,14 @@ def syntax_rules() -> str:
     return SYNTAX_RULES_FILE.read_text(encoding="utf-8").strip()
 
 
-def _fence(text: str, lang: str = "systemverilog") -> str:
-    return f"```{lang}\n{text.rstrip()}\n```"
-
-
 def render_repo(task: Task) -> str:
     """The repository as prompt text: spec files, then RTL files, each fenced."""
     parts = []
     for f in task.spec_files:
-        parts.append(f"### Spec file `{f.name}`\n{_fence(f.content, 'text')}")
+        parts.append(f"### Spec file {md_code(f.name)}\n{prompt_block(f.content, 'text')}")
     for f in task.rtl_files:
-        parts.append(f"### RTL file `{f.name}`\n{_fence(f.content)}")
+        parts.append(f"### RTL file {md_code(f.name)}\n"
+                     f"{prompt_block(f.content, 'systemverilog')}")
     return "\n\n".join(parts)
 
 
@@ -50,21 +53,22 @@ def render_observation(obs: Observation, task: Task) -> str:
         per = ", ".join(
             f"{m} {c.covered}/{c.total} ({c.pct:.1f}%)" for m, c in rep.metrics.items()
         )
-        lines.append(f"Coverage of `{rep.dut_hier}`: overall {rep.overall:.2f}% - {per}")
+        lines.append(f"Coverage of {md_code(rep.dut_hier)}: overall {rep.overall:.2f}% - {per}")
         lines.extend(_instance_lines(rep))
         if not obs.sim_pass:
             lines.append("(The simulation did not pass, so this coverage scores 0.)")
     lines.extend(functional_lines(obs.functional))
     for t in task.targets:
-        lines.append(f"Target: {t.metric} coverage of `{t.inst_name}` >= {t.target_percentage}%")
+        lines.append(f"Target: {prompt_line(t.metric)} coverage of {md_code(t.inst_name)} "
+                     f">= {t.target_percentage}%")
     if obs.tb_error_count:
         lines.append(f"The testbench reported {obs.tb_error_count} $error/assertion failure(s).")
-    lines.extend(f"Note: {n}" for n in obs.notes)
+    lines.extend(f"Note: {prompt_line(n)}" for n in obs.notes)
     if obs.uncovered:
         lines.append("Uncovered items (most important first):")
-        lines.extend(f"- {u.render()}" for u in obs.uncovered)
+        lines.extend(f"- {prompt_line(u.render())}" for u in obs.uncovered)
     if obs.log.strip():
-        lines.append("Log:\n" + _fence(obs.log, "text"))
+        lines.append("Log:\n" + prompt_block(obs.log, "text"))
     return "\n".join(lines)
 
 
@@ -79,7 +83,7 @@ def _instance_lines(rep: CoverageReport) -> list[str]:
         return []
     scored = sorted((overall_percent(m), inst) for inst, m in rep.per_instance.items())
     out = ["Coverage per instance (its own points; IMC per-instance view):"]
-    out += [f"- `{inst}`: {pct:.1f}%" for pct, inst in scored[:MAX_INSTANCE_LINES]]
+    out += [f"- {md_code(inst)}: {pct:.1f}%" for pct, inst in scored[:MAX_INSTANCE_LINES]]
     if len(scored) > MAX_INSTANCE_LINES:
         out.append(f"- ... {len(scored) - MAX_INSTANCE_LINES} more instances")
     return out
@@ -97,9 +101,10 @@ def build_messages(
     optional extra section (generation-time syntax rules) that callers must not store
     in training data.
     """
-    sections = [f"## Task\n{task.instruction}", f"## Repository\n{render_repo(task)}"]
+    sections = [f"## Task\n{prompt_prose(task.instruction)}",
+                f"## Repository\n{render_repo(task)}"]
     if testbench is not None:
-        shown = _fence(testbench) if testbench.strip() else (
+        shown = prompt_block(testbench, "systemverilog") if testbench.strip() else (
             "(none: the previous answer contained no testbench code block)"
         )
         sections.append(f"## Current testbench\n{shown}")

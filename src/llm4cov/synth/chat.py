@@ -11,6 +11,7 @@ from llm4cov.agent.prompt import build_messages, syntax_rules
 from llm4cov.policies.base import AgentState
 from llm4cov.synth.records import StateInfo
 from llm4cov.tasks.model import Task
+from llm4cov.util.escape import prompt_block
 
 
 class ContaminatedPromptError(ValueError):
@@ -33,8 +34,9 @@ def policy_state(state: StateInfo) -> AgentState:
 
 
 def assistant_message(testbench: str) -> dict[str, str]:
-    """The answer as one ``systemverilog`` fenced block (no reasoning, no prose)."""
-    return {"role": "assistant", "content": f"```systemverilog\n{testbench.rstrip()}\n```"}
+    """The answer as one ``systemverilog`` fenced block (no reasoning, no prose), fenced
+    as the prompt fences a testbench (:func:`llm4cov.util.escape.prompt_block`)."""
+    return {"role": "assistant", "content": prompt_block(testbench, "systemverilog")}
 
 
 def training_messages(task: Task, state: StateInfo, testbench: str) -> list[dict[str, str]]:

@@ -16,10 +16,15 @@ The set excludes everything make, a shell or a SystemVerilog string gives a mean
 (``$ ( ) % : ; # * ? [ ] ~ ' " \\`` white space, control characters) and non-ASCII
 letters; it keeps what real repositories use, names that look like tool options
 (``-o.sv``, ``+define+X=1.sv``) included.
+
+Output paths built from a task id follow one rule too, :func:`task_path_part`: a task id
+keeps ``/``, ``.``, ``:``, ``%`` and case (:func:`llm4cov.tasks.model.safe_task_id`), so
+it is never a path component itself.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Iterable
 from pathlib import PurePosixPath
@@ -79,3 +84,31 @@ def name_errors(what: str, names: Iterable[str], taken: Iterable[str] = ()) -> l
                if n in mine or any(m.startswith(n + "/") for m in mine)]
     return errors
 
+
+
+#: The longest readable part of a :func:`task_path_part` name (the id's hash follows).
+TASK_SLUG_CHARS = 64
+#: Hex digits of the id's SHA-256 that end every :func:`task_path_part` name.
+TASK_HASH_CHARS = 16
+_NOT_IN_SLUG = re.compile(r"[^A-Za-z0-9_-]+")
+
+
+def task_path_part(task_id: str) -> str:
+    """The one file or folder name an output written for ``task_id`` gets (today: the
+    task's folder of ``bench --coverage-html``, ``RUN/coverage/<name>/``).
+
+    ``<slug>-<hash>``: the slug is the id with every run of characters outside
+    ``A-Z a-z 0-9 _ -`` made one ``_``, cut to :data:`TASK_SLUG_CHARS` characters,
+    without leading ``-`` (not an option to a tool), ``_`` when nothing is left (to
+    read; ``local/mux2`` -> ``local_mux2``, ``..`` -> ``_``); the hash is the first
+    :data:`TASK_HASH_CHARS` hex digits of the SHA-256 of the exact id (UTF-8), so
+    distinct ids give distinct names (64 bits: ids that differ only by ``/`` vs ``_``,
+    by case, or past the slug's cut, as well), also on a case-insensitive file system
+    (the hash is lowercase and differs). The name is never empty, ``.`` or ``..``, has
+    no ``/``, ``.`` or ``%`` (nothing for a shell, a URL or make to read), is at most 81
+    characters, and always ends in ``-`` + 16 hex digits, which no name the tool writes
+    itself has (``links.json``, ``index.html``, ...): it cannot take one's place.
+    """
+    slug = _NOT_IN_SLUG.sub("_", task_id)[:TASK_SLUG_CHARS].lstrip("-") or "_"
+    digest = hashlib.sha256(task_id.encode("utf-8", "surrogatepass")).hexdigest()
+    return f"{slug}-{digest[:TASK_HASH_CHARS]}"
