@@ -9,7 +9,14 @@ import typer
 from llm4cov.cli import common
 from llm4cov.cli.errors import FAILED, CliError
 from llm4cov.models.registry import REGISTRY
-from llm4cov.models.server import API_KEY_ENV, MAX_BODY_BYTES, make_server
+from llm4cov.models.server import (
+    API_KEY_ENV,
+    MAX_BODY_BYTES,
+    MAX_CONNECTIONS,
+    ConnectionLimits,
+    fit_open_files,
+    make_server,
+)
 from llm4cov.util.progress import Phase
 
 model_app = typer.Typer(help="Models usable by name (--model NAME, --init NAME): fetch "
@@ -63,6 +70,32 @@ def list_models() -> None:
         print(f"{name}\t{spec.license}\t{where}\t{spec.description}")
 
 
+def _local_policy(name: str, served_name: str | None, batch_size: int, dtype: str):
+    """The policy ``model serve NAME`` serves and its served name."""
+    from llm4cov.models import resolve_model
+    from llm4cov.policies.local_transformers import DTYPES, LocalTransformersPolicy, is_dtype
+
+    if not is_dtype(dtype):
+        raise CliError(f"--dtype {dtype!r}: choose one of {', '.join(DTYPES)}")
+    try:
+        path = resolve_model(name.removeprefix("local:"))
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
+    if not Path(path, "config.json").is_file():
+        raise CliError(f"{name}: not a registered model nor a checkpoint directory")
+    served = served_name or (name if name in REGISTRY else Path(path).resolve().name)
+    return LocalTransformersPolicy(path, name=served, batch_size=batch_size, dtype=dtype), served
+
+
+def _connection_limits(max_connections: int) -> ConnectionLimits:
+    """``--max-connections``, lowered (with a note) where the open-file limit is lower."""
+    limits = fit_open_files(ConnectionLimits(max_connections=max_connections))
+    if limits.max_connections < max_connections:
+        typer.echo(f"--max-connections {max_connections}: the open-file limit (ulimit -n) "
+                   f"allows {limits.max_connections}", err=True)
+    return limits
+
+
 @model_app.command("serve")
 def serve(
     name: str = typer.Argument(..., help="Registered model name, local:PATH or a checkpoint."),
@@ -81,32 +114,26 @@ def serve(
                                      "environment variable keeps it out of `ps`."),
     max_body_mb: float = typer.Option(MAX_BODY_BYTES / 1024**2, "--max-body-mb", min=0.001,
                                       help="Largest request body, MiB (413 beyond)."),
+    max_connections: int = typer.Option(MAX_CONNECTIONS, "--max-connections", min=1,
+                                        help="Most open client connections (beyond: the "
+                                             "oldest idle one is closed, else 503)."),
 ) -> None:
     """Serve a local model with an OpenAI-compatible API (/v1/models, /v1/chat/completions).
 
     Answers only requests addressed to this machine's loopback address (Host, Origin),
     with a JSON body below --max-body-mb and, with --api-key, the key; max_tokens is
     clamped to the model's context. The served name of a checkpoint directory is its
-    folder name (answers never show a path).
+    folder name (answers never show a path). At most --max-connections connections;
+    one silent for 5 s is closed, a request head must arrive within 10 s and its body
+    within 60 s.
 
     Example: llm4cov model serve smollm2-135m --port 8001, then
     llm4cov gen examples/traffic_fsm --model smollm2-135m --base-url http://127.0.0.1:8001/v1
     """
-    from llm4cov.models import resolve_model
-    from llm4cov.policies.local_transformers import DTYPES, LocalTransformersPolicy, is_dtype
-
-    if not is_dtype(dtype):
-        raise CliError(f"--dtype {dtype!r}: choose one of {', '.join(DTYPES)}")
-    try:
-        path = resolve_model(name.removeprefix("local:"))
-    except ValueError as exc:
-        raise CliError(str(exc)) from None
-    if not Path(path, "config.json").is_file():
-        raise CliError(f"{name}: not a registered model nor a checkpoint directory")
-    served = served_name or (name if name in REGISTRY else Path(path).resolve().name)
-    policy = LocalTransformersPolicy(path, name=served, batch_size=batch_size, dtype=dtype)
+    policy, served = _local_policy(name, served_name, batch_size, dtype)
+    limits = _connection_limits(max_connections)
     server = make_server(policy, served, host, port, api_key=api_key or None,
-                         max_body_bytes=int(max_body_mb * 1024**2))
+                         max_body_bytes=int(max_body_mb * 1024**2), limits=limits)
     bound = server.server_address[1]
     typer.echo(f"serving {served} at http://{host}:{bound}/v1 (Ctrl-C stops)", err=True)
     print(f"http://{host}:{bound}/v1", flush=True)

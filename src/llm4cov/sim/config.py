@@ -116,6 +116,10 @@ class SimConfig:
     static_check: bool = True
     """Reject unsafe testbench text before compiling (``static_check.py``). False only for
     tests of the OS sandbox itself."""
+    stimulus_only: bool = True
+    """Reject a testbench that writes into the DUT or changes its parameters before
+    compiling (``stimulus_only.py``, ``docs/stimulus.md``): the score is the stimulus's
+    own. False scores such a testbench anyway (a legacy testbench, studied by hand)."""
     exclusions: tuple[str, ...] = ()
     """Coverage exclusion rules, one per entry (:mod:`~llm4cov.sim.exclusions`, the
     ``--exclude FILE`` format): matching points are left out of every count and reported

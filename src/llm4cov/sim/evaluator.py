@@ -35,7 +35,7 @@ from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 
 from llm4cov.sim import coverage as cov
-from llm4cov.sim import hints, isolation, precheck, rtl_check, workdirs
+from llm4cov.sim import hints, isolation, precheck, rtl_check, stimulus_only, workdirs
 from llm4cov.sim.backends import SimBackend, check_supported, open_backend
 from llm4cov.sim.cache import ResultCache, cache_root, cacheable, result_key
 from llm4cov.sim.call import SimCall
@@ -49,7 +49,7 @@ from llm4cov.sim.observation import Observation, Status
 from llm4cov.sim.process import BOUND_NAMES
 from llm4cov.sim.static_check import Inspection, Preprocessed, inspect_testbench, new_findings
 from llm4cov.sim.structure import StructureError, TestbenchPlan, plan_testbench
-from llm4cov.tasks.hdl import COMPILED_SUFFIXES, search_dirs
+from llm4cov.tasks.hdl import COMPILED_SUFFIXES, ParseLimitError, search_dirs
 from llm4cov.tasks.model import SourceFile, Task
 from llm4cov.tasks.names import RESERVED_PREFIX, name_errors, unsafe_chars
 
@@ -58,6 +58,11 @@ log = logging.getLogger(__name__)
 NO_SANDBOX_NOTE = (
     "built and run WITHOUT the OS sandbox (--no-sandbox): only the static check stood "
     "between this testbench and the host"
+)
+STIMULUS_ONLY_NOTE = (
+    "rejected: the testbench writes into the DUT (force, hierarchical assignment, a "
+    "DUT subroutine call, a bound output) or changes its parameters; drive the DUT "
+    "through its ports and with the task's parameters (docs/stimulus.md)"
 )
 #: Generated code for a call: SystemVerilog to append to the testbench as compiled,
 #: made from the call's structure plan (a waveform dumper, say; ``report/capture.py``).
@@ -193,6 +198,16 @@ class Evaluator:
                                   view=inspection.view)
         except StructureError as exc:
             return Observation(status=Status.COMPILE_ERROR, log=str(exc), **base)
+        forged = self._dut_writes(task, tb, plan, inspection.view)
+        if forged:
+            return Observation(
+                status=Status.REJECTED,
+                log="Rejected before compiling: only the stimulus may reach the DUT's "
+                    "coverage (drive its ports, read its signals), and the testbench "
+                    "writes into the DUT or changes its parameters:\n" + "\n".join(forged),
+                notes=[STIMULUS_ONLY_NOTE],
+                **base,
+            )
         workdir = workdirs.create(self.config.workdir_root)
         try:
             return self._simulate(task, tb, aux, plan, workdir, base, inspection.view,
@@ -207,6 +222,22 @@ class Evaluator:
             )
         finally:
             workdirs.release(workdir, keep=self.config.keep_workdir)
+
+    def _dut_writes(self, task: Task, tb: SourceFile, plan: TestbenchPlan,
+                    view: Preprocessed | None) -> list[str]:
+        """Why the testbench's coverage would not be its stimulus's own
+        (:func:`~llm4cov.sim.stimulus_only.check`, on Verilator's view of the sources);
+        empty when it is, or when ``SimConfig.stimulus_only`` is off."""
+        if not self.config.stimulus_only:
+            return []
+        tb_text, rtl_text = (view.tb_part(), view.rtl_part()) if view else (
+            tb.content, "\n".join(f.content for f in task.rtl_files))
+        rtl = plan.modules.rtl if plan.modules else frozenset()
+        try:
+            return stimulus_only.check(tb_text, tb.name, rtl_text, rtl,
+                                       task.dut_module_name, plan.dut_hier, task.parameters)
+        except ParseLimitError as exc:
+            return [str(exc)]
 
     def _phase(self, step: str) -> None:
         """Tell a live display which step runs (``SimConfig.progress_file``); best effort."""

@@ -1,0 +1,529 @@
+"""The score is the stimulus's own: a testbench may drive the DUT's ports and read any
+DUT signal, never write into the DUT from outside (issue 40; ``docs/stimulus.md``).
+
+Code coverage measures what the *stimulus* made the design do. Sign-off practice does
+not accept coverage reached by force: a point covered because the testbench forced a
+register, wrote a state variable through a hierarchical name or re-parameterized the
+DUT (a generate branch pruned out of the denominator) says nothing about the design
+under its real inputs. So a testbench is ``rejected``, before any build, with one reason
+per construct naming its file and line, when it
+
+- writes a name inside the DUT (a path through an instance of an RTL module, from the
+  testbench's own modules, ``$root`` or an upward module name): as the target of a
+  blocking, non-blocking or compound assignment, ``++``/``--``, a continuous ``assign``
+  or ``alias``, a procedural ``assign``/``force``/``deassign``/``release``, or an output
+  argument of a system task (``$readmemh``, ``$fscanf``, ``$value$plusargs``, ...);
+- calls a task or function of the DUT through a hierarchical name (it may write the
+  DUT's state);
+- connects an ``output``/``inout``/``ref`` port of one of its own modules to a DUT name,
+  including every port of a module it ``bind``s into the DUT (a bound module's
+  connections are names of the DUT's scope), or binds an RTL module into the DUT (its
+  points would count as the DUT's);
+- changes a DUT parameter with ``defparam``; or elaborates the measured DUT instance
+  with parameter values other than the task's (``Task.parameters``, else the
+  declaration's defaults): :func:`parameter_changes`, on pyslang's elaboration.
+
+Reading DUT signals (``$display(dut.state)``, ``@(posedge dut.done)``, assertions on
+internals) stays allowed, as does anything the testbench does to its own modules,
+interfaces and variables (``force`` on its own net, a ``force`` into its own bus model).
+
+Everything is read from the testbench's part of Verilator's preprocessed view (the
+static check's one view of the sources), so what is checked is what Verilator compiles.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import pyslang
+from pyslang import ast, syntax
+
+from llm4cov.tasks.hdl import VIRTUAL_ROOT, Design, ModuleDecl, parse_tree
+
+SK = syntax.SyntaxKind
+
+#: Assignment operators (IEEE 1800 11.4.1) and the non-blocking one.
+_ASSIGNMENTS = frozenset(k for k in SK.__members__.values()
+                         if k.name.endswith("AssignmentExpression")
+                         and k.name != "AssignmentPatternExpression")
+_INCREMENTS = frozenset({SK.UnaryPreincrementExpression, SK.UnaryPredecrementExpression,
+                         SK.PostincrementExpression, SK.PostdecrementExpression})
+#: System tasks and the arguments they write: ``(first, last)`` indexes, None: to the end.
+OUTPUT_ARGUMENTS: Mapping[str, tuple[int, int | None]] = {
+    "$readmemh": (1, 1), "$readmemb": (1, 1), "$fread": (0, 0), "$fgets": (0, 0),
+    "$fscanf": (2, None), "$sscanf": (2, None), "$value$plusargs": (1, 1),
+    "$cast": (0, 0), "$sformat": (0, 0), "$swrite": (0, 0), "$swriteb": (0, 0),
+    "$swriteo": (0, 0), "$swriteh": (0, 0), "$random": (0, 0), "$urandom": (0, 0),
+    "$dist_uniform": (0, 0), "$dist_normal": (0, 0), "$dist_exponential": (0, 0),
+    "$dist_poisson": (0, 0), "$dist_chi_square": (0, 0), "$dist_t": (0, 0),
+    "$dist_erlang": (0, 0),
+}
+_WRITING_DIRECTIONS = frozenset({"output", "inout", "ref"})
+
+
+@dataclass(frozen=True)
+class Hierarchy:
+    """What the check knows of the design: the RTL's module names; per testbench
+    module its instances (name -> module type), its ports' directions in order, and
+    ``driven``: its names connected to an output/inout/ref port of an RTL instance.
+
+    Verilator collapses such a port with the testbench's variable, so a procedural
+    write to the testbench's side writes the DUT's own variable (seen with the pinned
+    Verilator: ``q = 9`` on a counter's output reached its ``q == 9`` branch); IEEE 1800
+    (6.5) makes that write an error, a variable driven by a port being continuously
+    assigned."""
+
+    rtl_modules: frozenset[str]
+    instances: Mapping[str, Mapping[str, str]]
+    ports: Mapping[str, tuple[tuple[str, str], ...]]
+    driven: Mapping[str, frozenset[str]] = dataclasses.field(default_factory=dict)
+
+    @classmethod
+    def of(cls, rtl_modules: Iterable[str], tb_decls: Iterable[ModuleDecl],
+           tb_tree: syntax.SyntaxTree,
+           rtl_ports: Mapping[str, tuple[tuple[str, str], ...]] | None = None) -> Hierarchy:
+        """From the RTL's module names (and port directions, ``rtl_ports``) and the
+        testbench's declarations and tree."""
+        tb = list(tb_decls)
+        rtl = frozenset(rtl_modules) - {d.name for d in tb}
+        return cls(rtl, {d.name: {name: mtype for mtype, name in d.instances} for d in tb},
+                   _port_directions(tb_tree, {d.name for d in tb}),
+                   _driven_by_rtl(tb_tree, {m: p for m, p in (rtl_ports or {}).items()
+                                            if m in rtl}))
+
+    def reaches(self, scopes: list[str]) -> set[str]:
+        """The module types a hierarchical name whose scope components are ``scopes``
+        may lie in (see :meth:`reaches_rtl`); empty when it is no hierarchy path."""
+        if scopes[:1] == ["$root"]:
+            scopes = scopes[1:]
+        if not scopes:
+            return set()
+        first = scopes[0]
+        here = {m[first] for m in self.instances.values() if first in m}
+        if first in self.rtl_modules or first in self.instances:
+            here.add(first)
+        for name in scopes[1:]:
+            if here & self.rtl_modules:
+                return here
+            below = {self.instances[t][name] for t in here
+                     if t in self.instances and name in self.instances[t]}
+            here = below or here
+        return here
+
+    def writes_dut(self, path: list[str], module: str | None) -> bool:
+        """Whether writing the name ``path`` from ``module`` writes into the DUT: it lies
+        inside an RTL instance, or it is a testbench name an RTL output drives."""
+        if len(path) == 1:
+            return module is not None and path[0] in self.driven.get(module, ())
+        here = self.reaches(path[:-1])
+        return bool(here & self.rtl_modules) or any(
+            path[-1] in self.driven.get(t, ()) for t in here)
+
+    def reaches_rtl(self, scopes: list[str]) -> bool:
+        """Whether a hierarchical name whose scope components are ``scopes`` (the last
+        name left out) lies inside an instance of an RTL module. A component that is not
+        an instance of the module reached so far (a generate or named block) is passed
+        through; a first component that names neither an instance of a testbench module
+        nor a module is no hierarchy path (a class handle, a struct, an interface
+        port)."""
+        return bool(self.reaches(scopes) & self.rtl_modules)
+
+
+def dut_writes(tb_tree: syntax.SyntaxTree, hierarchy: Hierarchy) -> list[str]:
+    """Reasons (``file:line: ...``, in source order) for every construct of the
+    testbench tree ``tb_tree`` (its part of Verilator's view, parsed alone) that writes
+    into the DUT or changes its parameters by ``defparam`` (see the module docstring).
+    Empty: the testbench only drives ports and reads."""
+    found: list[tuple[int, str]] = []
+    sm = tb_tree.sourceManager
+    inside_statement: set[int] = set()  # assignments of a force/assign already reported
+    module: list[str | None] = [None]  # the module declaration being walked
+
+    def say(node: Any, what: str) -> None:
+        loc = node.sourceRange.start
+        name = sm.getFileName(loc).removeprefix(VIRTUAL_ROOT + "/")
+        found.append((loc.offset, f"{name}:{sm.getLineNumber(loc)}: {what}"))
+
+    def written(node: Any, target: Any, what: str, procedural: bool = True) -> None:
+        for path in _lvalue_paths(target):
+            if not hierarchy.writes_dut(path, module[0] if procedural else None):
+                continue
+            driven = " (a DUT output port drives it)" if len(path) == 1 else ""
+            say(node, f"{what} `{'.'.join(path)}` writes into the DUT{driven}")
+
+    def visit(node: object) -> bool:
+        if not isinstance(node, syntax.SyntaxNode):
+            return True
+        kind: Any = node.kind
+        n: Any = node
+        if isinstance(n, syntax.ModuleDeclarationSyntax) and \
+                n.header.name.valueText != module[0]:
+            outer, module[0] = module[0], n.header.name.valueText
+            n.visit(visit)
+            module[0] = outer
+            return False
+        if kind == SK.ContinuousAssign:  # a second driver of a port: Verilator's own check
+            for expr in n.assignments:
+                if isinstance(expr, syntax.ExpressionSyntax) and hasattr(expr, "left"):
+                    inside_statement.add(expr.sourceRange.start.offset)
+                    written(n, expr.left, "the continuous assignment to", procedural=False)
+        elif kind in _ASSIGNMENTS:
+            if n.sourceRange.start.offset not in inside_statement:
+                written(n, n.left, "the assignment to")
+        elif kind in _INCREMENTS:
+            written(n, n.operand, "the increment of")
+        elif kind in (SK.ProceduralForceStatement, SK.ProceduralAssignStatement):
+            inside_statement.add(n.expr.sourceRange.start.offset)
+            written(n, n.expr.left if hasattr(n.expr, "left") else n.expr,
+                    f"`{n.keyword.valueText}` of")
+        elif kind in (SK.ProceduralReleaseStatement, SK.ProceduralDeassignStatement):
+            written(n, n.variable, f"`{n.keyword.valueText}` of")
+        elif kind == SK.NetAlias:
+            for expr in n.nets:
+                if isinstance(expr, syntax.ExpressionSyntax):
+                    written(n, expr, "the `alias` of")
+        elif kind == SK.DefParamAssignment:
+            path = _path(n.name)
+            if path and hierarchy.reaches_rtl(path[:-1]):
+                say(n, f"`defparam {'.'.join(path)}` changes a DUT parameter (the task "
+                       "sets the DUT's parameters)")
+        elif kind == SK.InvocationExpression:
+            _call(n, hierarchy, say, written)
+        elif kind == SK.HierarchyInstantiation:
+            _instantiation(n, hierarchy, say, written, bound=False)
+        elif kind == SK.BindDirective:
+            target = _path(n.target) or []
+            if target and (target[0] in hierarchy.rtl_modules
+                           or hierarchy.reaches_rtl(target)):
+                _instantiation(n.instantiation, hierarchy, say, written, bound=True)
+            return False
+        return True
+
+    tb_tree.root.visit(visit)
+    return list(dict.fromkeys(reason for _, reason in sorted(found, key=lambda f: f[0])))
+
+
+def _call(n: Any, hierarchy: Hierarchy, say, written) -> None:
+    """A call: a hierarchical one into the DUT, or a system task's output arguments."""
+    callee = _path(n.left)
+    args = _arguments(n)
+    if callee and len(callee) > 1 and hierarchy.reaches_rtl(callee[:-1]):
+        say(n, f"the call of `{'.'.join(callee)}` runs a subroutine of the DUT (it may "
+               "write the DUT's state)")
+    name = n.left.systemIdentifier.valueText if n.left.kind == SK.SystemName else ""
+    if name in OUTPUT_ARGUMENTS:
+        first, last = OUTPUT_ARGUMENTS[name]
+        for arg in args[first:None if last is None else last + 1]:
+            written(n, arg, f"the {name} output")
+
+
+def _instantiation(n: Any, hierarchy: Hierarchy, say, written, bound: bool) -> None:
+    """A module instantiation in the testbench: its output/inout/ref connections to DUT
+    names; with ``bound`` (a ``bind`` into the DUT), every such connection, and the
+    binding of an RTL module."""
+    mtype = n.type.valueText
+    if bound and mtype in hierarchy.rtl_modules:
+        say(n, f"`bind` of the RTL module `{mtype}` into the DUT (its points would count "
+               "as the DUT's)")
+        return
+    ports = hierarchy.ports.get(mtype)
+    if ports is None:
+        return
+    directions = dict(ports)
+    for inst in n.instances:
+        if not isinstance(inst, syntax.HierarchicalInstanceSyntax):
+            continue
+        for i, conn in enumerate(_connections(inst)):
+            if isinstance(conn, syntax.WildcardPortConnectionSyntax):
+                writes = [p for p, d in ports if d in _WRITING_DIRECTIONS]
+                if bound and writes:
+                    kinds = "/".join(sorted({directions[p] for p in writes}))
+                    say(conn, f"`.*` connects the {kinds} port(s) {', '.join(writes)} of "
+                              f"`{mtype}` to DUT names")
+                continue
+            if isinstance(conn, syntax.NamedPortConnectionSyntax):
+                port, expr = conn.name.valueText, conn.expr
+            elif isinstance(conn, syntax.OrderedPortConnectionSyntax):
+                port, expr = (ports[i][0] if i < len(ports) else ""), conn.expr
+            else:
+                continue
+            direction = directions.get(port, "")
+            if expr is None or direction not in _WRITING_DIRECTIONS:
+                continue
+            if bound:
+                say(conn, f"the {direction} port `{port}` of `{mtype}`, bound into the DUT, "
+                          "drives a DUT name")
+            else:
+                written(conn, expr, f"the {direction} port `{port}` of `{mtype}` connected to")
+
+
+def _connections(inst: Any) -> list[Any]:
+    """An instance's port connections in order (without the commas between them)."""
+    return [c for c in inst.connections if isinstance(c, syntax.SyntaxNode)]
+
+
+def _arguments(n: Any) -> list[Any]:
+    """The argument expressions of a call, in order (named ones in their order)."""
+    if n.arguments is None:
+        return []
+    out = []
+    for arg in n.arguments.parameters:
+        expr = getattr(arg, "expr", None)
+        if expr is not None:
+            out.append(expr)
+    return out
+
+
+def _lvalue_paths(expr: Any) -> list[list[str]]:
+    """The names an lvalue expression writes: its base names through selects,
+    concatenations and parentheses, each as its path components."""
+    if expr is None:
+        return []
+    kind = expr.kind
+    if kind in (SK.ElementSelectExpression, SK.MemberAccessExpression):
+        base = expr.left
+        if kind == SK.MemberAccessExpression:
+            inner = _lvalue_paths(base)
+            return [[*p, expr.name.valueText] for p in inner]
+        return _lvalue_paths(base)
+    if kind == SK.ParenthesizedExpression:
+        return _lvalue_paths(expr.expression)
+    if kind in (SK.SimplePropertyExpr, SK.SimpleSequenceExpr):  # a call's argument
+        return _lvalue_paths(expr.expr)
+    if kind in (SK.ConcatenationExpression, SK.StreamingConcatenationExpression):
+        out = []
+        for item in expr.expressions:
+            if isinstance(item, syntax.ExpressionSyntax):
+                out += _lvalue_paths(item)
+            elif hasattr(item, "expression"):
+                out += _lvalue_paths(item.expression)
+        return out
+    path = _path(expr)
+    return [path] if path else []
+
+
+def _path(name: Any) -> list[str] | None:
+    """The components of a hierarchical name (``tb.dut.acc[3]`` -> tb, dut, acc), or
+    None when it is no such name (a ``::`` scope, a literal, an expression)."""
+    if name is None:
+        return None
+    kind = name.kind
+    if kind in (SK.IdentifierName, SK.IdentifierSelectName):
+        return [name.identifier.valueText]
+    if kind == SK.SystemName:
+        return [name.systemIdentifier.valueText]
+    if kind == SK.RootScope:
+        return ["$root"]
+    if kind == SK.ScopedName:
+        if name.separator.valueText != ".":
+            return None
+        left, right = _path(name.left), _path(name.right)
+        return [*left, *right] if left is not None and right is not None else None
+    return None
+
+
+def _port_directions(tree: syntax.SyntaxTree, modules: set[str]
+                     ) -> dict[str, tuple[tuple[str, str], ...]]:
+    """Per testbench module, its ports and their directions in order (ANSI headers and
+    non-ANSI port declarations; a port without one inherits the one before, IEEE 1800
+    23.2.2.3, and the first defaults to ``inout``)."""
+    out: dict[str, tuple[tuple[str, str], ...]] = {}
+
+    def visit(node: object) -> bool:
+        if isinstance(node, syntax.ModuleDeclarationSyntax) and \
+                node.header.name.valueText in modules:
+            out[node.header.name.valueText] = tuple(_module_ports(node))
+        return True
+
+    tree.root.visit(visit)
+    return out
+
+
+@functools.lru_cache(maxsize=8)
+def rtl_port_directions(rtl_text: str) -> dict[str, tuple[tuple[str, str], ...]]:
+    """Per module of the RTL part of Verilator's view, its ports' directions in order
+    (remembered per text: the later calls of a design repeat it)."""
+    tree = parse_tree(rtl_text, "llm4cov_rtl.sv")
+    out: dict[str, tuple[tuple[str, str], ...]] = {}
+
+    def visit(node: object) -> bool:
+        if isinstance(node, syntax.ModuleDeclarationSyntax):
+            out.setdefault(node.header.name.valueText, tuple(_module_ports(node)))
+        return True
+
+    tree.root.visit(visit)
+    return out
+
+
+def _driven_by_rtl(tree: syntax.SyntaxTree, rtl_ports: Mapping[str, tuple[tuple[str, str], ...]]
+                   ) -> dict[str, frozenset[str]]:
+    """Per testbench module, the names it connects to an output, inout or ref port of
+    an instance of an RTL module (named, positional, ``.name`` and ``.*`` connections)."""
+    out: dict[str, set[str]] = {}
+    module: list[str] = [""]
+
+    def visit(node: object) -> bool:
+        if isinstance(node, syntax.ModuleDeclarationSyntax):
+            module[0] = node.header.name.valueText
+        elif isinstance(node, syntax.HierarchyInstantiationSyntax) and \
+                node.type.valueText in rtl_ports:
+            ports = rtl_ports[node.type.valueText]
+            writes = {p for p, d in ports if d in _WRITING_DIRECTIONS}
+            names = out.setdefault(module[0], set())
+            for inst in node.instances:
+                if isinstance(inst, syntax.HierarchicalInstanceSyntax):
+                    names |= _connected(inst, ports, writes)
+        return True
+
+    tree.root.visit(visit)
+    return {m: frozenset(n) for m, n in out.items()}
+
+
+def _connected(inst: Any, ports: tuple[tuple[str, str], ...], writes: set[str]) -> set[str]:
+    """The base names an instance connects to the ports ``writes``."""
+    names: set[str] = set()
+    for i, conn in enumerate(_connections(inst)):
+        if isinstance(conn, syntax.WildcardPortConnectionSyntax):
+            names |= writes
+        elif isinstance(conn, syntax.NamedPortConnectionSyntax):
+            if conn.name.valueText in writes:
+                names |= ({p[0] for p in _lvalue_paths(conn.expr) if len(p) == 1}
+                          if conn.expr is not None else {conn.name.valueText})
+        elif isinstance(conn, syntax.OrderedPortConnectionSyntax) and i < len(ports) and \
+                ports[i][0] in writes:
+            names |= {p[0] for p in _lvalue_paths(conn.expr) if len(p) == 1}
+    return names
+
+
+def _module_ports(module: Any) -> list[tuple[str, str]]:
+    ports: list[tuple[str, str]] = []
+    plist = module.header.ports
+    direction = "inout"
+    if isinstance(plist, syntax.AnsiPortListSyntax):
+        for port in plist.ports:
+            header = getattr(port, "header", None)
+            tok = getattr(header, "direction", None)
+            if tok is not None and tok.valueText:
+                direction = tok.valueText
+            decl = getattr(port, "declarator", None)
+            if decl is not None:
+                ports.append((decl.name.valueText, direction))
+        return ports
+    declared: dict[str, str] = {}
+    for member in module.members:
+        if isinstance(member, syntax.PortDeclarationSyntax):
+            tok = getattr(member.header, "direction", None)
+            for decl in member.declarators:
+                if isinstance(decl, syntax.DeclaratorSyntax):
+                    declared[decl.name.valueText] = tok.valueText if tok else "inout"
+    if isinstance(plist, syntax.NonAnsiPortListSyntax):
+        for port in plist.ports:
+            name = str(port).strip()
+            if name.isidentifier():
+                ports.append((name, declared.get(name, "inout")))
+    return ports
+
+
+# -- parameters, on the elaboration ------------------------------------------------------
+
+
+def parameter_changes(rtl_text: str, tb_text: str, tb_name: str, dut_module: str,
+                      dut_hier: str, task_parameters: Mapping[str, str]) -> list[str]:
+    """Reasons when the measured DUT instance ``dut_hier`` of Verilator's view (its RTL
+    part ``rtl_text`` and testbench part ``tb_text``) is elaborated with parameter values
+    other than the task's: ``task_parameters`` over the declaration's defaults (IEEE
+    1800 23.10), compared value by value on pyslang's elaboration of both. Every
+    parameter of the DUT module counts, local ones included (they follow from the
+    others). Empty when they agree or when pyslang cannot find the instance (the build
+    then decides)."""
+    actual = _instance_parameters([rtl_text, tb_text], dut_hier)
+    overrides = ", ".join(f".{k}({v})" for k, v in task_parameters.items())
+    top = (f"module llm4cov_parameter_reference;\n  {dut_module} "
+           f"{'#(' + overrides + ') ' if overrides else ''}u ();\nendmodule\n")
+    expected = _instance_parameters([rtl_text, top], "llm4cov_parameter_reference.u")
+    if actual is None or expected is None:
+        return []
+    changed = [f"{name} = {value} (the task's: {expected[name]})"
+               for name, value in actual.items()
+               if name in expected and value != expected[name]]
+    if not changed:
+        return []
+    return [f"{tb_name}: the DUT `{dut_hier}` is elaborated with parameters other than "
+            f"the task's: {'; '.join(changed)}; instantiate it with the task's parameters"]
+
+
+def _instance_parameters(texts: list[str], hier: str) -> dict[str, str] | None:
+    """``{parameter: value}`` of the instance at ``hier`` in the elaboration of
+    ``texts`` (one compilation, no file is ever opened), None when not found."""
+    sm = pyslang.SourceManager()
+    comp = ast.Compilation()
+    for i, text in enumerate(texts):
+        comp.addSyntaxTree(parse_tree(text, f"llm4cov_part{i}.sv", sm))
+    found: list[Any] = []
+
+    def visit(sym: Any) -> bool:
+        if found:
+            return False
+        if isinstance(sym, ast.InstanceSymbol) and sym.hierarchicalPath == hier:
+            found.append(sym)
+            return False
+        return True
+
+    comp.getRoot().visit(visit)
+    if not found:
+        return None
+    return {p.name: _value(p) for p in found[0].body.parameters}
+
+
+def _value(param: Any) -> str:
+    """A parameter's value for comparison: an integral value as its integer (so
+    ``8``, ``32'd8`` and ``'h8`` agree), anything else as pyslang writes it."""
+    value = getattr(param, "value", None)
+    if value is None:
+        return str(getattr(param, "name", ""))
+    text = str(value)
+    digits = text.split("'")[-1].lstrip("sS")
+    base = {"d": 10, "h": 16, "b": 2, "o": 8}.get(digits[:1].lower())
+    try:
+        return str(int(digits[1:].replace("_", ""), base)) if base and "'" in text \
+            else str(int(text))
+    except ValueError:
+        return text
+
+
+def check(tb_text: str, tb_name: str, rtl_text: str, rtl_modules: Iterable[str],
+          dut_module: str, dut_hier: str, task_parameters: Mapping[str, str]) -> list[str]:
+    """Every reason the testbench's score would not be its stimulus's own (empty: none):
+    :func:`dut_writes` on the testbench's part ``tb_text`` of Verilator's view, then,
+    when the task sets parameters or the testbench overrides a parameter of a DUT-module
+    instance, :func:`parameter_changes` on the view (``rtl_text``: its RTL part).
+
+    Raises:
+        ParseLimitError: pyslang cannot parse the testbench (nesting too deep).
+    """
+    tree = parse_tree(tb_text, tb_name)
+    hierarchy = Hierarchy.of(rtl_modules, Design(tree, VIRTUAL_ROOT).decls(), tree,
+                             rtl_port_directions(rtl_text))
+    reasons = dut_writes(tree, hierarchy)
+    if reasons or not (task_parameters or _overrides(tree, dut_module)):
+        return reasons
+    return parameter_changes(rtl_text, tb_text, tb_name, dut_module, dut_hier,
+                             task_parameters)
+
+
+def _overrides(tree: syntax.SyntaxTree, dut_module: str) -> bool:
+    """Whether the tree instantiates ``dut_module`` with a parameter value assignment."""
+    found = []
+
+    def visit(node: object) -> bool:
+        if isinstance(node, syntax.HierarchyInstantiationSyntax) and \
+                node.type.valueText == dut_module and node.parameters is not None:
+            found.append(node)
+        return not found
+
+    tree.root.visit(visit)
+    return bool(found)
