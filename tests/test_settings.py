@@ -7,6 +7,7 @@ import dataclasses
 from pathlib import Path
 
 import pytest
+import typer
 import yaml
 
 from conftest import EXAMPLES, REPO
@@ -104,8 +105,10 @@ def _flagged_commands():
             getattr(callback, "__wrapped__", None), "flags", None)
         if settings is not None:
             found.append((path, command, *settings))
-        for name, sub in getattr(command, "commands", {}).items():
-            walk(sub, [*path, name])
+        if hasattr(command, "list_commands"):  # a group (the root one is lazy)
+            ctx = typer.Context(command)
+            for name in command.list_commands(ctx):
+                walk(command.get_command(ctx, name), [*path, name])
 
     walk(root, [])
     return found

@@ -15,7 +15,6 @@ import typer
 from llm4cov.cli import interrupt
 from llm4cov.cli.errors import FAILED, CliError, classify
 from llm4cov.cli.options import Flag, flag, parameter_source, with_options
-from llm4cov.exec import ExecutorKind, SimExecutor, get_executor
 from llm4cov.sim.backends import open_backend
 from llm4cov.sim.config import SimConfig
 from llm4cov.tasks.hdl import module_decls
@@ -26,6 +25,7 @@ from llm4cov.util.progress import NullProgress, RunProgress, TerminalConsole
 
 if TYPE_CHECKING:
     from llm4cov.bench.config import BenchConfig
+    from llm4cov.exec import ExecutorKind, SimExecutor
     from llm4cov.policies import Policy
 
 console = TerminalConsole(stderr=True)
@@ -339,6 +339,8 @@ def open_executor(kind: ExecutorKind, workers: int | None, config: SimConfig,
             the address, ...; exit 2).
     """
     open_backend(config)
+    from llm4cov.exec import get_executor  # process pools, Ray: only when a command runs
+
     return get_executor(kind, workers, config, address)
 
 

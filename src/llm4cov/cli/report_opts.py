@@ -17,12 +17,9 @@ from pathlib import Path
 
 import typer
 
-from llm4cov.agent.loop import state_key
 from llm4cov.cli import common
 from llm4cov.report.capture import TRACE_FORMATS, Capture, capture, fst_headers_missing
 from llm4cov.report.data import ReportData, TestRow, build_report_data
-from llm4cov.report.html import write_html
-from llm4cov.report.lcov import lcov_text, mark_unreachable_ucis, write_ucis_xml
 from llm4cov.sim.call import Simulate
 from llm4cov.sim.config import SimConfig
 from llm4cov.sim.coverage import dut_points
@@ -155,6 +152,9 @@ def write_reports(
     Raises:
         OSError: an output cannot be written.
     """
+    from llm4cov.report.html import write_html  # jinja2, pygments: only for a report
+    from llm4cov.report.lcov import lcov_text, mark_unreachable_ucis, write_ucis_xml
+
     rules = request.rules()
     sources = {f.name: f.content for f in task.rtl_files}
     data = build_report_data(cap.points, cap.dut_hier, sources, rules, cap.modules,
@@ -219,6 +219,8 @@ class BestRun:
         (the best one is kept here)."""
         async def keeping(task: Task, testbench: str) -> Observation:
             obs = await simulate(task, testbench)
+            from llm4cov.agent.loop import state_key  # asyncio: not at start-up
+
             if self.observation is None or (state_key(obs, task)
                                             > state_key(self.observation, task)):
                 self.testbench, self.observation = testbench, obs

@@ -5,6 +5,8 @@ Every long command (gen, bench, synth) submits simulations through a
 (docs/scale.md).
 """
 
+from typing import TYPE_CHECKING
+
 from llm4cov.exec.base import (
     ExecutorError,
     ExecutorKind,
@@ -12,7 +14,20 @@ from llm4cov.exec.base import (
     WorkerLost,
 )
 from llm4cov.exec.factory import get_executor
-from llm4cov.exec.local import LocalExecutor
+
+if TYPE_CHECKING:
+    from llm4cov.exec.local import LocalExecutor
+
+
+def __getattr__(name: str) -> "type[LocalExecutor]":
+    """``LocalExecutor`` is imported when first used (process pools and asyncio are
+    not needed to start a command)."""
+    if name == "LocalExecutor":
+        from llm4cov.exec.local import LocalExecutor
+
+        return LocalExecutor
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = ["ExecutorError", "ExecutorKind", "LocalExecutor", "SimExecutor", "WorkerLost",
            "get_executor"]

@@ -39,7 +39,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from llm4cov.report.data import line_span
-from llm4cov.report.ucis_functional import add_covergroups
 from llm4cov.sim.backends import CoverageFormat
 from llm4cov.sim.coverage import DesignModules, Point, dut_points
 from llm4cov.sim.exclusions import Rule, split_points
@@ -148,6 +147,8 @@ def write_ucis_xml(coverage_dat: Path, out: Path, fmt: CoverageFormat) -> int:
         with contextlib.redirect_stdout(chatter):
             db = rgy.getDatabaseDesc(fmt.ucis_format).fmt_if().read(str(clean))
             try:
+                from llm4cov.report.ucis_functional import add_covergroups  # pyucis: slow
+
                 add_covergroups(db, fmt.read(clean))
                 rgy.getDatabaseDesc("xml").fmt_if().write(db, str(out))
             finally:

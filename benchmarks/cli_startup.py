@@ -1,0 +1,128 @@
+"""How fast the command line starts, and what a later ``llm4cov sim`` call costs as a
+process, against plain Verilator and against the same call inside one process.
+
+Measured in one run, interleaved call by call (the order rotating):
+
+- ``llm4cov --version`` and ``llm4cov --help`` as processes (start-up alone);
+- a later ``llm4cov sim DESIGN --tb NEW.sv --no-cache`` as a process (a new testbench
+  each time, so no cache serves it; the build store is warm);
+- plain Verilator on the same design and a new testbench: ``python -m verilator
+  --binary --coverage`` then the binary (no sandbox, no checks, no build store: what a
+  user would type);
+- the same evaluator call inside one process (``Evaluator.evaluate``, result cache off).
+
+Reported: each side's median and p90 in seconds, and the ratios of the medians.
+
+    python benchmarks/cli_startup.py --calls 8 --out docs/results/cli_startup.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+DESIGN = """module counter(input logic clk, input logic rst, input logic en,
+               output logic [7:0] q);
+  always_ff @(posedge clk) if (rst) q <= '0; else if (en) q <= q + 8'd1;
+endmodule
+"""
+TB = """module tb;
+  logic clk = 0, rst = 1, en = 0; logic [7:0] q;
+  counter dut(.clk(clk), .rst(rst), .en(en), .q(q));
+  always #5 clk = ~clk;
+  initial begin #12 rst = 0; repeat ({n}) begin @(negedge clk); en = ~en; end $finish; end
+endmodule
+"""
+LLM4COV = [sys.executable, "-c", "from llm4cov.cli.app import main; raise SystemExit(main())"]
+
+
+def timed(cmd: list[str], cwd: Path | None = None) -> float:
+    t0 = time.monotonic()
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                   cwd=cwd)
+    return time.monotonic() - t0
+
+
+def plain_verilator(root: Path, tb: Path) -> float:
+    """``python -m verilator --binary --coverage`` and the run, in a fresh dir."""
+    work = Path(tempfile.mkdtemp(dir=root))
+    t0 = time.monotonic()
+    subprocess.run([sys.executable, "-m", "verilator", "--binary", "--coverage", "--timing",
+                    "-Wno-fatal", "--top-module", "tb", str(root / "counter.sv"), str(tb),
+                    "--Mdir", str(work / "obj")], check=True, cwd=work,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    subprocess.run([str(work / "obj" / "Vtb")], check=True, cwd=work,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    elapsed = time.monotonic() - t0
+    shutil.rmtree(work, ignore_errors=True)
+    return elapsed
+
+
+def stats(values: list[float]) -> str:
+    ordered = sorted(values)
+    p90 = ordered[min(len(ordered) - 1, int(0.9 * len(ordered)))]
+    return f"{statistics.median(values):.3f} | {p90:.3f}"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--calls", type=int, default=8)
+    ap.add_argument("--out", type=Path, default=None)
+    args = ap.parse_args()
+    from llm4cov.sim.config import SimConfig
+    from llm4cov.sim.evaluator import Evaluator
+    from llm4cov.tasks.loaders import task_from_paths
+
+    root = Path(tempfile.mkdtemp(prefix="llm4cov-startup-"))
+    (root / "counter.sv").write_text(DESIGN)
+    task = task_from_paths([root / "counter.sv"], top="counter")
+    evaluator = Evaluator(SimConfig(result_cache=False))
+    counter = iter(range(1000, 100000))
+
+    def new_tb() -> Path:
+        n = next(counter)
+        path = root / f"tb_{n}.sv"
+        path.write_text(TB.format(n=n))
+        return path
+
+    sides = {
+        "llm4cov --version": lambda: timed([*LLM4COV, "--version"]),
+        "llm4cov --help": lambda: timed([*LLM4COV, "--help"]),
+        "llm4cov sim (process, later call)": lambda: timed(
+            [*LLM4COV, "sim", str(root / "counter.sv"), "--tb", str(new_tb()), "--no-cache"]),
+        "Evaluator.evaluate (in process)": lambda: _in_process(evaluator, task, new_tb()),
+        "plain Verilator (build + run)": lambda: plain_verilator(root, new_tb()),
+    }
+    for side in sides.values():  # warm-up: the build store, the page cache
+        side()
+    times: dict[str, list[float]] = {name: [] for name in sides}
+    names = list(sides)
+    for i in range(args.calls):
+        for name in names[i % len(names):] + names[:i % len(names)]:
+            times[name].append(sides[name]())
+    shutil.rmtree(root, ignore_errors=True)
+    sim = statistics.median(times["llm4cov sim (process, later call)"])
+    rows = ["| what | median s | p90 s | llm4cov sim / this |", "|---|---|---|---|"]
+    for name, values in times.items():
+        rows.append(f"| {name} | {stats(values)} | {sim / statistics.median(values):.2f} |")
+    text = "\n".join(rows) + "\n"
+    print(text)
+    if args.out:
+        args.out.write_text(text)
+    return 0
+
+
+def _in_process(evaluator, task, tb: Path) -> float:
+    t0 = time.monotonic()
+    evaluator.evaluate(task, tb.read_text())
+    return time.monotonic() - t0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
