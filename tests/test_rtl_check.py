@@ -51,7 +51,11 @@ def test_gen_stops_with_bad_input_when_the_rtl_does_not_compile(tmp_path: Path, 
 def test_rtl_errors_a_testbench_causes_do_not_stop_the_agent(tmp_path: Path):
     (tmp_path / "w.sv").write_text(WIDE)
     task = task_from_dir(tmp_path)
-    evaluator = Evaluator(SimConfig(result_cache=False))
+    # the testbench's W = 32 is a parameter change the evaluator refuses by default (the
+    # score is the stimulus's own: docs/stimulus.md); the RTL blame is checked without it
+    refused = Evaluator(SimConfig(result_cache=False)).evaluate(task, WIDE_TB)
+    assert refused.status is Status.REJECTED and "W = 32 (the task's: 8)" in refused.log
+    evaluator = Evaluator(SimConfig(result_cache=False, stimulus_only=False))
     calls: list[str] = []
 
     async def simulate(task: Task, testbench: str) -> Observation:

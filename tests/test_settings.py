@@ -7,7 +7,6 @@ import dataclasses
 from pathlib import Path
 
 import pytest
-import typer
 import yaml
 
 from conftest import EXAMPLES, REPO

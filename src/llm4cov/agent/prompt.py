@@ -63,6 +63,9 @@ def render_observation(obs: Observation, task: Task) -> str:
                      f">= {t.target_percentage}%")
     if obs.tb_error_count:
         lines.append(f"The testbench reported {obs.tb_error_count} $error/assertion failure(s).")
+    if obs.tb_error_prints:
+        lines.append(f"The testbench printed {obs.tb_error_prints} line(s) starting with "
+                     "ERROR/FAIL (its own check failed; the coverage figure is unchanged).")
     lines.extend(f"Note: {prompt_line(n)}" for n in obs.notes)
     if obs.uncovered:
         lines.append("Uncovered items (most important first):")

@@ -35,7 +35,7 @@ from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 
 from llm4cov.sim import coverage as cov
-from llm4cov.sim import hints, isolation, precheck, rtl_check, stimulus_only, workdirs
+from llm4cov.sim import fidelity, hints, isolation, precheck, rtl_check, stimulus_only, workdirs
 from llm4cov.sim.backends import SimBackend, check_supported, open_backend
 from llm4cov.sim.cache import ResultCache, cache_root, cacheable, result_key
 from llm4cov.sim.call import SimCall
@@ -45,10 +45,11 @@ from llm4cov.sim.feedback_terms import sim_time_text
 from llm4cov.sim.functional import functional_coverage
 from llm4cov.sim.instances import plan_per_instance
 from llm4cov.sim.logs import bound, clean_build_log, scrub_paths
-from llm4cov.sim.observation import Observation, Status
+from llm4cov.sim.observation import EndReason, Observation, Status
 from llm4cov.sim.process import BOUND_NAMES
 from llm4cov.sim.static_check import Inspection, Preprocessed, inspect_testbench, new_findings
 from llm4cov.sim.structure import StructureError, TestbenchPlan, plan_testbench
+from llm4cov.sim.vlex import SourceMap
 from llm4cov.tasks.hdl import COMPILED_SUFFIXES, ParseLimitError, search_dirs
 from llm4cov.tasks.model import SourceFile, Task
 from llm4cov.tasks.names import RESERVED_PREFIX, name_errors, unsafe_chars
@@ -210,8 +211,9 @@ class Evaluator:
             )
         workdir = workdirs.create(self.config.workdir_root)
         try:
-            return self._simulate(task, tb, aux, plan, workdir, base, inspection.view,
-                                  extend(plan) if extend else "")
+            obs = self._simulate(task, tb, aux, plan, workdir, base, inspection.view,
+                                 extend(plan) if extend else "")
+            return self._fidelity_noted(obs, task, tb, plan, inspection.view)
         except OSError as exc:  # fork/exec failure, disk full: infrastructure, not the TB
             log.warning("evaluator infrastructure error: %s", exc)
             return Observation(
@@ -238,6 +240,36 @@ class Evaluator:
                                        task.dut_module_name, plan.dut_hier, task.parameters)
         except ParseLimitError as exc:
             return [str(exc)]
+
+    # -- fidelity notes (issue 45; sim/fidelity.py, docs/fidelity.md) ------------------
+
+    def _fidelity_noted(self, obs: Observation, task: Task, tb: SourceFile,
+                        plan: TestbenchPlan, view: Preprocessed | None) -> Observation:
+        """``obs`` of a run, with a note per DUT input whose time-0 edge Verilator's
+        two-state start removes (:func:`~llm4cov.sim.fidelity.time0_edge_notes`, on the
+        view the other checks read); the run itself is unchanged. Best effort: a parse
+        problem never breaks a call."""
+        if obs.end_reason is EndReason.NOT_RUN:
+            return obs
+        top, _, inst = plan.dut_hier.partition(".")
+        if top != plan.tb_top or not inst or "." in inst:
+            return obs  # only a DUT instance directly in the testbench's top
+        if view is not None:
+            tb_text, rtl_text = view.tb_part(), view.rtl_part()
+            smap = SourceMap(view.text, view.markers, view.name)
+            def where(offset: int) -> str:
+                return smap.where(view.tb_offset + offset)
+        else:
+            tb_text, rtl_text = tb.content, "\n".join(f.content for f in task.rtl_files)
+            def where(offset: int) -> str:
+                return f"{tb.name}:{tb_text.count(chr(10), 0, offset) + 1}"
+        try:
+            notes = fidelity.time0_edge_notes(rtl_text, tb_text, task.dut_module_name,
+                                              plan.tb_top, inst, where, tb.name)
+        except Exception as exc:  # a refinement: it never breaks a call
+            log.warning("time-0 edge check failed (%s: %s)", type(exc).__name__, exc)
+            return obs
+        return obs.model_copy(update={"notes": [*obs.notes, *notes]}) if notes else obs
 
     def _phase(self, step: str) -> None:
         """Tell a live display which step runs (``SimConfig.progress_file``); best effort."""
@@ -448,6 +480,8 @@ class Evaluator:
         )
         if more:
             notes.append(f"{more} more uncovered items not listed")
+        if outcome.sim_time_ps == 0:  # issue 45: a run that simulated nothing says so
+            notes.append(fidelity.TIME0_NOTE)
         log_text = "\n".join(
             part for part in (
                 "== build ==\n" + build_log if build_log.strip() else "",
@@ -463,10 +497,12 @@ class Evaluator:
             uncovered=uncovered,
             notes=notes,
             tb_error_count=outcome.tb_errors,
+            tb_error_prints=fidelity.error_prints(outcome.output),
             build_s=round(build_s, 3),
             run_s=round(outcome.process.wall_s, 3),
             sim_time=("" if outcome.sim_seconds is None
                       else sim_time_text(outcome.sim_seconds, tb.content)),
+            sim_time_ps=outcome.sim_time_ps,
             **base,
         )
 

@@ -13,9 +13,11 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from llm4cov.sim.functional import FunctionalCoverage
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 """2: ``CoverageReport.constant``; expression terms named from their own row.
-3: ``Observation.functional`` (testbench covergroups)."""
+3: ``Observation.functional`` (testbench covergroups).
+4: ``Observation.tb_error_prints``, ``Observation.sim_time_ps``; the fidelity notes
+(time-0 edge, a run that ended at time 0; ``sim/fidelity.py``)."""
 
 #: Metrics that enter ``overall`` when they have points (IMC "Overall Average").
 OVERALL_METRICS = ("line", "branch", "expr", "toggle", "fsm")
@@ -237,6 +239,10 @@ class Observation(BaseModel):
     uncovered: list[UncoveredItem] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
     tb_error_count: int = 0
+    """``$error`` calls and failed assertions the run reported (never fatal)."""
+    tb_error_prints: int = 0
+    """Lines of the run's output that start with ``ERROR``/``FAIL`` (any case): the
+    testbench's own error prints (:func:`llm4cov.sim.fidelity.error_prints`)."""
     tool_error: bool = False
     rtl_error: bool = False
     simulator: str = ""
@@ -247,6 +253,10 @@ class Observation(BaseModel):
     build_s: float = 0.0
     run_s: float = 0.0
     sim_time: str = ""
+    sim_time_ps: int | None = None
+    """The simulated time the run reached, in picoseconds (rounded down when the
+    design's precision is finer); None when unknown or not run. ``sim_time`` is the
+    same time as text in the design's unit."""
     cached: bool = False
     """Served from the result cache (``cache.py``): every other field is the stored
     observation's, ``build_s``/``run_s`` included (the original call's timing)."""

@@ -45,6 +45,9 @@ def coverage_markdown(
     out.append(f"- simulator: {obs.simulator}; coverage options: {' '.join(obs.coverage_options)}")
     out.append(f"- seed: {obs.seed}; build {obs.build_s:.2f} s, run {obs.run_s:.2f} s; "
                f"simulated time {obs.sim_time or '-'}")
+    if obs.tb_error_count or obs.tb_error_prints:
+        out.append(f"- testbench errors: {obs.tb_error_count} $error/assertion failure(s), "
+                   f"{obs.tb_error_prints} ERROR/FAIL line(s) printed")
     for note in obs.notes:
         out.append(f"- note: {md_text(note)}")
     rep = obs.coverage

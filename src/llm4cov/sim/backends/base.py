@@ -101,7 +101,7 @@ class RunOutcome:
     ``notes`` the backend's notes on that output; ``coverage_file`` the work-dir name of
     the coverage file the run was told to write; ``tb_errors`` the testbench's
     ``$error`` count; ``sim_seconds`` the simulated time reached (seconds; None when
-    unknown).
+    unknown), ``sim_time_ps`` the same in whole picoseconds (exact integer arithmetic).
     """
 
     process: ProcessResult
@@ -112,6 +112,7 @@ class RunOutcome:
     coverage_file: str | None = None
     tb_errors: int = 0
     sim_seconds: float | None = None
+    sim_time_ps: int | None = None
 
 
 class SimBackend(Protocol):

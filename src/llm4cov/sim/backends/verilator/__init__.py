@@ -228,6 +228,7 @@ class VerilatorBackend:
             process=run, end=end, problem=problem, output=output, coverage_file=cov_file,
             notes=run_notes(output, tb, self.has_solver),
             tb_errors=int(end.get("errors", 0) or 0), sim_seconds=seconds,
+            sim_time_ps=_picoseconds(end),
         )
 
     def coverage(self, workdir: Path, outcome: RunOutcome) -> tuple[list[cov.Point], list[str]]:
@@ -375,3 +376,12 @@ def run_notes(sim_out: str, tb: SourceFile, has_z3: bool) -> list[str]:
             + ("" if has_z3 else " - install the z3-solver package")
         )
     return notes
+
+
+def _picoseconds(end: dict) -> int | None:
+    """The end record's simulated time in whole picoseconds (``time`` ticks of
+    ``10**precision`` s), exact; rounded down below 1 ps; None without a time."""
+    if "time" not in end:
+        return None
+    ticks, exp = int(end["time"]), int(end.get("precision", "-12")) + 12
+    return ticks * 10**exp if exp >= 0 else ticks // 10**-exp
