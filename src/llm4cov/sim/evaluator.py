@@ -16,7 +16,7 @@ repository; the work dir is removed after. The speed levers (pre-check, caches, 
 options) never change an observation except its timing
 (``tests/test_speed_equivalence.py``).
 
-Sim Pass policy (documented in the README): ``success`` when the run ended by
+Sim Pass policy (documented in docs/evaluator.md): ``success`` when the run ended by
 ``$finish``, by ``$stop`` (treated as the end, like Icarus ``vvp -n``) or because no
 events were left. ``$error`` and failed assertions never stop the run (counted in
 ``tb_error_count``). ``$fatal`` and simulator runtime errors give ``runtime_error``;

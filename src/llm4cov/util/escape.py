@@ -1,6 +1,6 @@
 """One escaping rule per output format, for text a testbench, a model or a task wrote.
 
-Every such text is hostile (README, "Untrusted testbenches"): a testbench prints what it
+Every such text is hostile (docs/evaluator.md, "Untrusted testbenches"): a testbench prints what it
 likes, a model answers what it likes, a task row names what it likes. Where it reaches
 
 - **a terminal** (stdout, stderr, logs): :func:`terminal` shows every C0 control
