@@ -361,14 +361,21 @@ def rtl_port_directions(rtl_text: str) -> dict[str, tuple[tuple[str, str], ...]]
 
 def _driven_by_rtl(tree: syntax.SyntaxTree, rtl_ports: Mapping[str, tuple[tuple[str, str], ...]]
                    ) -> dict[str, frozenset[str]]:
-    """Per testbench module, the names it connects to an output, inout or ref port of
-    an instance of an RTL module (named, positional, ``.name`` and ``.*`` connections)."""
+    """Per testbench module, the variables it connects to an output, inout or ref port
+    of an instance of an RTL module (named, positional, ``.name`` and ``.*``
+    connections). A net is left out: a procedural write to it is a compile error
+    Verilator reports itself (IEEE 1800 10.4)."""
     out: dict[str, set[str]] = {}
+    variables: dict[str, set[str]] = {}
     module: list[str] = [""]
 
     def visit(node: object) -> bool:
         if isinstance(node, syntax.ModuleDeclarationSyntax):
             module[0] = node.header.name.valueText
+        elif isinstance(node, syntax.DataDeclarationSyntax):
+            variables.setdefault(module[0], set()).update(
+                d.name.valueText for d in node.declarators
+                if isinstance(d, syntax.DeclaratorSyntax))
         elif isinstance(node, syntax.HierarchyInstantiationSyntax) and \
                 node.type.valueText in rtl_ports:
             ports = rtl_ports[node.type.valueText]
@@ -380,7 +387,8 @@ def _driven_by_rtl(tree: syntax.SyntaxTree, rtl_ports: Mapping[str, tuple[tuple[
         return True
 
     tree.root.visit(visit)
-    return {m: frozenset(n) for m, n in out.items()}
+    # a net (wire) so driven cannot be written procedurally at all: Verilator's own error
+    return {m: frozenset(n & variables.get(m, set())) for m, n in out.items()}
 
 
 def _connected(inst: Any, ports: tuple[tuple[str, str], ...], writes: set[str]) -> set[str]:
