@@ -18,6 +18,9 @@ REPO = Path(__file__).resolve().parents[1]
 MINIMAL = {"out": "runs/p", "init": "Qwen/Qwen3-4B-Instruct-2507", "repos": "repos.jsonl",
            "bench": {"tasks": "cvdp_ecov.jsonl"}}
 
+#: The configs of the recorded SmolLM2 CPU runs (issue 44: run records, not examples).
+RECORDS = REPO / "experiments" / "smollm2_cpu" / "configs"
+
 
 def load(tmp_path: Path, **changes) -> object:
     path = tmp_path / "stages.yaml"
@@ -119,7 +122,9 @@ def test_shipped_configs_load():
     assert gpu.init == "Qwen/Qwen3-4B-Instruct-2507" and len(gpu.stages) == 3
     assert gpu.teacher.model == "Qwen/Qwen3-Coder-30B-A3B-Instruct"
     assert gpu.student.serve == "vllm" and gpu.train_settings(0)["learning_rate"] == 1e-5
-    runs = {p.stem: load_config(p) for p in (REPO / "examples").glob("pipeline_smollm2_cpu*")}
+    runs = {p.stem: load_config(p) for p in [
+        *(REPO / "examples").glob("pipeline_smollm2_cpu*"),  # the CPU starting point
+        *RECORDS.glob("pipeline_smollm2_cpu*")]}  # the run records
     assert sorted(runs) == [  # every recorded run's config
         "pipeline_smollm2_cpu", "pipeline_smollm2_cpu_v2",
         "pipeline_smollm2_cpu_v3", "pipeline_smollm2_cpu_v4_naive",
@@ -130,7 +135,7 @@ def test_shipped_configs_load():
         "pipeline_smollm2_cpu_v6r_naive", "pipeline_smollm2_cpu_v6r_stage0",
         "pipeline_smollm2_cpu_v6r_stage1", "pipeline_smollm2_cpu_v6r_stage2",
         "pipeline_smollm2_cpu_v6r_stage2_all", "pipeline_smollm2_cpu_v7_stage0"]
-    second = load_config(REPO / "examples" / "pipeline_smollm2_cpu_v4_stage1.yaml")
+    second = load_config(RECORDS / "pipeline_smollm2_cpu_v4_stage1.yaml")
     assert (second.stage(0).preset, second.stage(0).limit) == (1, 48)
     assert second.init == "runs/smollm2v4/stage0/stage0/checkpoint"
     split = runs["pipeline_smollm2_cpu_v5"]

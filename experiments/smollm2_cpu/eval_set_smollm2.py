@@ -12,7 +12,7 @@ context; and 64 such tasks keep the CPU bench of one checkpoint near an hour:
 Writes runs/smollm2v2/eval_tasks.jsonl and prints the count per source (run from the
 repository root, after `llm4cov model get smollm2-135m`):
 
-    python examples/eval_set_smollm2.py
+    python experiments/smollm2_cpu/eval_set_smollm2.py
 """
 
 import json
