@@ -109,6 +109,10 @@ endmodule
     assert reasons(src) == [
         "tb.sv:3: $system is not allowed (runs a host shell command)",
         "tb.sv:4: `systemc_header (embedded C++) is not allowed",
+        # pasting onto a directive (`systemc_``kind) could build an `include as well
+        "tb.sv:2: token pasting (``) onto a macro argument or a directive can build a "
+        "directive, such as an `include, whose file cannot be checked (checked in every "
+        "preprocessor branch)",
     ]
 
 
@@ -302,11 +306,13 @@ endmodule
 
 
 def test_in_process_parse_never_reads_a_host_file_through_include(tmp_path, monkeypatch):
-    """A relative `include in an untrusted text is not resolved against the current dir."""
+    """No `include in an untrusted text alone is ever opened (not against the current
+    dir either: an include depth of 0; tests/test_host_parse.py has the absolute and
+    hidden ones)."""
     from llm4cov.tasks.hdl import parse_tree
 
     (tmp_path / "secret.vh").write_text("module leaked_secret_module; endmodule\n")
     monkeypatch.chdir(tmp_path)
     tree = parse_tree('`include "secret.vh"\nmodule tb; endmodule\n', "tb.sv")
     assert "leaked_secret_module" not in str(tree.root)
-    assert [str(d.code) for d in tree.diagnostics] == ["DiagCode(CouldNotOpenIncludeFile)"]
+    assert [str(d.code) for d in tree.diagnostics] == ["DiagCode(ExceededMaxIncludeDepth)"]

@@ -119,14 +119,21 @@ def _checks_table(summary: dict[str, Any]) -> Table | None:
             rep = repeats.get(k)
             rows.append([*row(f"{name}, round {k}", rc),
                          f"{rep['repeated']} of {rep['answers']}" if rep else "-"])
+    unparsed = [f"{name}: {arm['answer_checks']['unparsed']}" for name, arm in arms.items()
+                if arm["answer_checks"].get("unparsed")]
+    notes = ["Pins are read on the DUT instance with the right name, else the first "
+             "one; 'pins valid': every named pin is a DUT port and no more positional "
+             "pins than ports."]
+    if unparsed:
+        notes.append("Answers whose testbench pyslang could not parse (nesting too deep, "
+                     "or past the bounds of the parse of an answer that uses the "
+                     "preprocessor), counted as holding a module but no DUT instance: "
+                     + ", ".join(unparsed) + ".")
     return Table("Answer checks (every answer of every round, then round by round; read "
                  "from the answer's text)",
                  ["arm", "answers", "holds a module", "instantiates the DUT module",
                   "right instance name", "pins valid", "all pins connected",
-                  "same testbench as the round before"], rows,
-                 ["Pins are read on the DUT instance with the right name, else the first "
-                  "one; 'pins valid': every named pin is a DUT port and no more positional "
-                  "pins than ports."])
+                  "same testbench as the round before"], rows, notes)
 
 
 def _task_table(summary: dict[str, Any]) -> Table:

@@ -24,9 +24,10 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import asdict, replace
 from itertools import pairwise
-from typing import Any
+from typing import Any, cast
 
-from llm4cov.bench.answer_checks import CheckCounts, check_answer
+from llm4cov.agent.response import extract_testbench
+from llm4cov.bench.answer_checks import AnswerChecks, CheckCounts, Deferred, testbench_checks
 from llm4cov.bench.config import REFERENCE, Arm, ArmKind
 from llm4cov.bench.formal_notes import VERDICTS, FormalNotes
 from llm4cov.bench.metrics import (
@@ -39,6 +40,7 @@ from llm4cov.bench.metrics import (
 )
 from llm4cov.bench.plan import Calibration, RunPlan, TaskInfo
 from llm4cov.bench.rows import outcome, simulated
+from llm4cov.tasks.hdl import USES_MACROS
 
 SUMMARY_SCHEMA_VERSION = 1
 NO_GROUP = "-"
@@ -141,23 +143,35 @@ def _scan(rows: Iterable[dict[str, Any]], infos: dict[str, TaskInfo]
           ) -> tuple[Groups, dict[str, _Spent], Notes, Checks]:
     """One streaming pass: per sample its rows reduced to :data:`SCORED_FIELDS` (sorted
     by round), per arm what was spent, per (arm, round) the copy checks of its answers
-    (rows with a response, on tasks whose plan names the DUT), per (arm, task) the formal
+    (rows with a response, on tasks whose plan names the DUT; an answer that uses the
+    preprocessor is parsed after the pass, with every other such answer, in one bounded
+    child: :class:`~llm4cov.bench.answer_checks.Deferred`), per (arm, task) the formal
     verdicts."""
     groups: Groups = defaultdict(list)
     spent: dict[str, _Spent] = defaultdict(_Spent)
     notes: Notes = defaultdict(FormalNotes)
     checks: Checks = defaultdict(CheckCounts)
-    for row in rows:
-        info = infos.get(row["task_id"])
-        if row.get("response") is not None and info is not None and info.dut_module:
-            checks[(row["arm"], row["round"])].add(check_answer(
-                row["response"], info.dut_module, info.dut_instance, info.dut_ports))
-        groups[(row["arm"], row["task_id"], row["sample"])].append(
-            {**{k: row.get(k) for k in SCORED_FIELDS},
-             "rtl_error": bool(row["observation"].get("rtl_error")),
-             "testbench_sha256": row.get("testbench_sha256")})
-        spent[row["arm"]].add(row)
-        notes[(row["arm"], row["task_id"])].add(row)
+    with Deferred() as deferred:
+        for row in rows:
+            info = infos.get(row["task_id"])
+            if row.get("response") is not None and info is not None and info.dut_module:
+                key = (row["arm"], row["round"])
+                tb = extract_testbench(row["response"] or "", info.dut_module)
+                if tb is None:
+                    checks[key].add(AnswerChecks())
+                elif USES_MACROS.search(tb):
+                    deferred.add(key, tb, info.dut_module, info.dut_instance, info.dut_ports)
+                else:
+                    checks[key].add(testbench_checks(tb, info.dut_module, info.dut_instance,
+                                                     info.dut_ports))
+            groups[(row["arm"], row["task_id"], row["sample"])].append(
+                {**{k: row.get(k) for k in SCORED_FIELDS},
+                 "rtl_error": bool(row["observation"].get("rtl_error")),
+                 "testbench_sha256": row.get("testbench_sha256")})
+            spent[row["arm"]].add(row)
+            notes[(row["arm"], row["task_id"])].add(row)
+        for later, result in deferred.results():
+            checks[cast(tuple[str, int], later)].add(result)
     for group in groups.values():
         group.sort(key=lambda r: r["round"])
     return dict(groups), spent, {k: n for k, n in notes.items() if n.annotated}, checks

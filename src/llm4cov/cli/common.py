@@ -17,7 +17,7 @@ from llm4cov.cli.errors import FAILED, CliError, classify
 from llm4cov.cli.options import Flag, flag, parameter_source, with_options
 from llm4cov.sim.backends import open_backend
 from llm4cov.sim.config import SimConfig
-from llm4cov.tasks.hdl import module_decls
+from llm4cov.tasks.hdl import ParseBoundError, check_bounded_many, module_decls, search_dirs
 from llm4cov.tasks.layout import Exclusions
 from llm4cov.tasks.loaders import filelist_root, load_tasks, task_from_paths
 from llm4cov.tasks.model import Task, TaskError, is_identifier
@@ -198,9 +198,18 @@ def check_tasks(tasks: Sequence[Task], source: Path) -> None:
     repeated = sorted(i for i, n in Counter(t.id for t in tasks).items() if n > 1)
     if repeated:
         raise TaskError(f"{source}: duplicate task id {', '.join(repeated)}")
-    for task in tasks:
+    # the RTL's parses in this process are bounded: one child checks every task's first
+    sets = [(t.rtl_files, search_dirs(t.rtl_files, t.include_dirs), t.defines,
+             t.compile_files) for t in tasks]
+    with contextlib.suppress(ParseBoundError):  # named per task below
+        check_bounded_many(sets)
+    for task, one in zip(tasks, sets, strict=True):
+        try:
+            check_bounded_many([one])
+        except ParseBoundError as exc:
+            raise TaskError(f"{source}: task {task.id}: {exc}") from None
         declared = {d.name for d in module_decls(task.rtl_files, task.include_dirs,
-                                                 task.defines)}
+                                                 task.defines, task.compile_files)}
         if task.dut_module_name not in declared:
             raise TaskError(f"{source}: task {task.id}: dut_module_name "
                             f"{task.dut_module_name!r} is not declared in its RTL files")

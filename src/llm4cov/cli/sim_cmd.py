@@ -14,7 +14,7 @@ from llm4cov.sim.backends import open_backend
 from llm4cov.sim.observation import Observation, Status
 from llm4cov.sim.report import coverage_markdown
 from llm4cov.sim.rtl_check import stop_on_rtl_error
-from llm4cov.tasks.hdl import module_decls
+from llm4cov.tasks.hdl import ParseLimitError, text_decls
 from llm4cov.tasks.loaders import read_text
 from llm4cov.tasks.model import SourceFile, Task
 from llm4cov.tasks.names import name_errors, unsafe_chars
@@ -107,8 +107,12 @@ def instance_hint(task: Task, text: str, tb_name: str, obs: Observation,
     that is not the case."""
     if obs.status is not Status.COMPILE_ERROR:
         return []
-    names = [name for d in module_decls([SourceFile(name=tb_name, content=text)])
-             for mtype, name in d.instances if mtype == task.dut_module_name]
+    try:
+        decls = text_decls(text, tb_name)  # the untrusted testbench alone: no include
+    except ParseLimitError:
+        return []
+    names = [name for d in decls for mtype, name in d.instances
+             if mtype == task.dut_module_name]
     if not names or task.dut_instance_name in names:
         return []
     fix = f"rerun with --instance {names[0]}, or " if from_dir else "rerun with "

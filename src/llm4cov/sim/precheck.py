@@ -20,10 +20,16 @@ testbenches, the only error code while Verilator rejected it, over a corpus of
 reference, LLM-written and mutated testbenches (``benchmarks/precheck_agreement.py``;
 numbers in ``docs/results/precheck_agreement.md``). Every other pyslang error is left
 to Verilator, so the pre-check can only make a call faster, never change its verdict.
+
+The parse resolves `` `include``s on the host, in this process: every text it reads (the
+RTL, the testbench, the task's macros and every file they include) is first checked with
+the include rule of :mod:`llm4cov.tasks.includes`; a text that breaks it is not parsed
+here at all (no findings: Verilator, in the sandbox, decides).
 """
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -33,7 +39,13 @@ from typing import Any
 import pyslang
 from pyslang import ast, parsing, syntax
 
-from llm4cov.tasks.hdl import compile_order, define_args
+from llm4cov.tasks import includes
+from llm4cov.tasks.hdl import (
+    ParseBoundError,
+    check_bounded,
+    compile_order_unchecked,
+    define_args,
+)
 from llm4cov.tasks.model import SourceFile
 
 #: pyslang codes trusted to reject a testbench: measured, see the module docstring.
@@ -126,14 +138,22 @@ def diagnose(
     dir's copies of Verilator's ``-I`` list, where the files are written); ``defines``
     and ``compile_files`` are the task's (``Task.defines``, ``Task.compile_files``).
     Takes milliseconds for RTLLM-sized designs.
+
+    Empty (nothing parsed) when a text breaks the include rule (:func:`unsafe_includes`).
     """
+    dirs = [Path(d) for d in include_dirs]
+    if unsafe_includes(rtl_files, tb, dirs, defines):
+        return []
+    try:  # the RTL's views, once per process (the testbench's: the static check's guard)
+        check_bounded(rtl_files, _relative(dirs), defines, compile_files)
+    except ParseBoundError:
+        return []
     sm = pyslang.SourceManager()
     sm.setDisableLocalIncludes(True)
-    dirs = [Path(d) for d in include_dirs]
     for d in dirs:
         if d.is_dir():
             sm.addUserDirectories(str(d))
-    compiled = [*compile_order(rtl_files, compile_files), tb]
+    compiled = [*compile_order_unchecked(rtl_files, compile_files), tb]
     buffers = [sm.assignText(f.name, f.content) for f in compiled]
     bag = _options(top, define_args(defines or {}))
     tree = syntax.SyntaxTree.fromBuffers(buffers, sm, bag)
@@ -165,6 +185,31 @@ def diagnose(
             exempt=in_tb and any(a <= loc.offset < b for a, b in inside),
         ))
     return findings
+
+
+def unsafe_includes(
+    rtl_files: Sequence[SourceFile],
+    tb: SourceFile,
+    include_dirs: Sequence[Path],
+    defines: Mapping[str, str] | None = None,
+) -> list[includes.Problem]:
+    """Where the texts :func:`diagnose` would parse break the include rule
+    (:func:`llm4cov.tasks.includes.problems`), with the files on disk below the
+    include dirs' common folder (the work dir's sources folder): what they include is
+    read there, and a name tried outside it must not exist."""
+    texts = {f.name: f.content for f in [*rtl_files, tb]}
+    if not include_dirs:
+        return includes.problems(texts, [], defines)
+    root = Path(os.path.commonpath([os.path.abspath(d) for d in include_dirs]))
+    return includes.problems(texts, _relative(include_dirs), defines, includes.Disk(root))
+
+
+def _relative(include_dirs: Sequence[Path]) -> list[str]:
+    """The include dirs relative to their common folder (the work dir's sources)."""
+    if not include_dirs:
+        return []
+    root = os.path.commonpath([os.path.abspath(d) for d in include_dirs])
+    return [os.path.relpath(os.path.abspath(d), root) for d in include_dirs]
 
 
 def testbench_errors(findings: Sequence[Finding], tb_name: str) -> list[Finding]:

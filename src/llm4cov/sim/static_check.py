@@ -13,7 +13,13 @@ sandbox (:mod:`llm4cov.sim.isolation`) is the real guarantee. Rejected
   computed name cannot be checked), uses escape sequences (``"\\057etc"`` is
   ``"/etc"`` to Verilator: any escape is refused, the decoded name is shown), or is
   absolute, contains ``..``, starts with ``~`` or holds control characters;
-- `` `include`` of a file outside the work dir (absolute, ``..``, a link out);
+- `` `include`` of a file outside the work dir (absolute, ``..``, a link out); and, in
+  every preprocessor branch of the raw text (whatever ``VERILATOR`` or pyslang's
+  ``__slang__`` switch off), an `` `include`` that pyslang, in this process, could not be
+  kept inside the work dir for: an absolute or climbing name, a computed, escaped or
+  ``<...>`` name, a macro that can build a directive (token pasting onto an argument,
+  `` `arg`` in a body), a `` `pragma protect`` envelope (the include rule of
+  :mod:`llm4cov.tasks.includes`, checked before anything is parsed);
 - `` `line`` directives whose file name holds a character outside the work-dir file
   name rule (:func:`llm4cov.tasks.names.unsafe_chars`: no ``$``, ``(``, ``:``, white
   space, quotes, ...): Verilator writes those names into files make could read, and
@@ -45,7 +51,8 @@ check did not see may appear.
 
 The evaluator's own pyslang passes (structure, pre-check) parse the raw testbench in its
 process, with other macros than Verilator's. When the testbench uses the preprocessor,
-those parses are first run in a limited child (:mod:`llm4cov.sim.ppguard`), so a bomb
+those parses (and the parses of Verilator's view) are first run in a limited child
+(:mod:`llm4cov.sim.ppguard`; in the OS sandbox too when the check has one), so a bomb
 that only pyslang would expand is rejected, too.
 """
 
@@ -63,10 +70,12 @@ from pathlib import Path, PurePosixPath
 
 from llm4cov.sim import vlex, workdirs
 from llm4cov.sim.backends import PreprocessMessages, get_backend
+from llm4cov.sim.bounded import PYTHON_ENV, python_sandbox
 from llm4cov.sim.config import SimConfig, default_backend
 from llm4cov.sim.host import host_env
 from llm4cov.sim.process import Limits, Sandbox, run_limited
-from llm4cov.tasks.hdl import search_dirs
+from llm4cov.tasks import includes
+from llm4cov.tasks.hdl import USES_MACROS, search_dirs
 from llm4cov.tasks.model import SourceFile, Task
 from llm4cov.tasks.names import unsafe_chars
 
@@ -85,12 +94,11 @@ _C_ESCAPE = re.compile(r"^\$c(pure)?\d*$")
 _CPP_DIRECTIVE = re.compile(r"^`systemc_\w*$")
 _CONFIG_DIRECTIVE = "`verilator_config"
 #: A backtick other than a directive that needs no macro: the testbench needs ppguard.
-_USES_MACROS = re.compile(r"`(?!(?:timescale|default_nettype|celldefine|endcelldefine|"
-                          r"resetall|begin_keywords|end_keywords|line)\b)")
+_USES_MACROS = USES_MACROS
 _PP_OUT = "llm4cov_pp.sv"
 _CALL_LOOKAHEAD = 256
 #: What the pyslang guard's Python child needs of the environment (nothing else).
-_PYTHON_ENV = ("PATH", "PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")
+_PYTHON_ENV = PYTHON_ENV
 
 
 @dataclass(frozen=True)
@@ -190,8 +198,9 @@ def check_testbench(
     scratch dir laid out like the work dir; default: the default backend's
     :meth:`~llm4cov.sim.backends.base.SimBackend.preprocess_command`. With
     ``sandbox`` that run is in the OS sandbox too (an included file outside is then
-    judged by its name). The pyslang guard never is: it must see what the evaluator's
-    own process would.
+    judged by its name), and so is the pyslang guard
+    (:func:`llm4cov.sim.bounded.python_sandbox`): it reads
+    nothing outside the scratch dir either, as the include rule is checked first.
     Reasons are in source order; each names the file and line, e.g.
     ``tb.sv:7: $system is not allowed (runs a host shell command)``.
 
@@ -236,12 +245,13 @@ def inspect_testbench(
         env = env or backend.env()
         messages = messages or backend.preprocess_messages
     with _scratch(text, name, task, aux_files, workdir_root) as scratch:
+        unsafe = include_reasons(text, name, task, scratch)
         rtl_bytes = sum(len(f.content) for f in task.rtl_files) if task else 0
         reasons, view = _compiler_view(list(command), messages, scratch, dict(env), name,
                                        rtl_bytes, limits, sandbox)
-        if not reasons and guard and _USES_MACROS.search(text):
-            reasons = _pyslang_views(scratch, name, task, limits)
-        return Inspection(reasons, view)
+        if not reasons and not unsafe and guard and _USES_MACROS.search(text):
+            reasons = _pyslang_views(scratch, name, task, limits, sandbox is not None, view)
+        return Inspection(_with_includes(reasons, unsafe), view)
 
 
 def guard_pyslang(
@@ -252,17 +262,43 @@ def guard_pyslang(
     aux_files: Sequence[SourceFile] = (),
     workdir_root: str | None = None,
     limits: CheckLimits = CheckLimits(),
+    sandboxed: bool = False,
 ) -> list[str]:
     """Reasons not to parse the untrusted testbench with pyslang in this process (empty:
-    its parses stay within ``limits`` and read no file outside the repo). Only a
-    testbench that uses the preprocessor costs a child process. :func:`check_testbench`
-    includes this; call it before any pyslang parse that comes first (the CLI's).
+    its parses stay within ``limits`` and read no file outside the repo: the include
+    rule, :func:`include_reasons`, then the bounded child). Only a testbench that uses
+    the preprocessor costs a child process. :func:`check_testbench` includes this; call
+    it before any pyslang parse that comes first (the CLI's).
     """
     too_big = _oversized(text, name, limits)
     if too_big or not _USES_MACROS.search(text):
         return too_big
     with _scratch(text, name, task, aux_files, workdir_root) as scratch:
-        return _pyslang_views(scratch, name, task, limits)
+        return include_reasons(text, name, task, scratch) or _pyslang_views(
+            scratch, name, task, limits, sandboxed)
+
+
+def include_reasons(text: str, name: str, task: Task | None, scratch: Path) -> list[str]:
+    """Reasons from the include rule (:mod:`llm4cov.tasks.includes`) on the raw
+    testbench and the RTL, in every preprocessor branch, with the scratch dir's
+    sources folder as the repository: the files the testbench includes (aux files too)
+    are read there and checked in turn; a name tried outside it must not exist."""
+    rtl = {f.name: f.content for f in task.rtl_files} if task else {}
+    dirs = search_dirs(task.rtl_files, task.include_dirs) if task else ["."]
+    found = includes.problems({**rtl, name: text}, dirs, task.defines if task else None,
+                              includes.Disk(workdirs.sources(scratch)))
+    return [f"{p} (checked in every preprocessor branch)" for p in found]
+
+
+def _with_includes(reasons: list[str], unsafe: list[str]) -> list[str]:
+    """``reasons`` (Verilator's view), then the include rule's ``unsafe`` reasons but
+    those about an `` `include`` on a line a reason of Verilator's view already names."""
+    def at(reason: str) -> str | None:
+        where, _, what = reason.partition(": ")
+        return where if what.startswith("`include") else None
+
+    named = {at(r) for r in reasons} - {None}
+    return [*reasons, *(r for r in unsafe if at(r) is None or at(r) not in named)]
 
 
 def _oversized(text: str, name: str, limits: CheckLimits) -> list[str]:
@@ -466,8 +502,11 @@ def _arguments(toks: list[vlex.Token], i: int) -> list[list[vlex.Token]] | None:
 # -- pyslang's views ---------------------------------------------------------------------
 
 
-def _pyslang_views(scratch: Path, name: str, task: Task | None, limits: CheckLimits) -> list[str]:
-    """Run the evaluator's own pyslang parses of the testbench in a limited child."""
+def _pyslang_views(scratch: Path, name: str, task: Task | None, limits: CheckLimits,
+                   sandboxed: bool = False, view: Preprocessed | None = None) -> list[str]:
+    """Run the evaluator's own pyslang parses of the testbench (and of Verilator's
+    ``view``, when there is one) in a limited child, in the OS sandbox when
+    ``sandboxed``."""
     spec = {
         "tb": name,
         "rtl": [f.name for f in task.rtl_files] if task else [],
@@ -475,6 +514,7 @@ def _pyslang_views(scratch: Path, name: str, task: Task | None, limits: CheckLim
         "defines": dict(task.defines) if task else {},
         "compile_files": list(task.compile_files) if task else [],
         "top": task.dut_module_name if task else "",
+        "view": [f"../{_PP_OUT}", view.tb_offset] if view is not None else None,
     }
     run = run_limited(
         [sys.executable, "-m", "llm4cov.sim.ppguard", json.dumps(spec)],
@@ -484,6 +524,7 @@ def _pyslang_views(scratch: Path, name: str, task: Task | None, limits: CheckLim
         timeout_s=limits.timeout_s,
         limits=Limits(limits.cpu_s, limits.parse_memory_bytes),
         output_cap=64 * 1024,
+        sandbox=python_sandbox() if sandboxed else None,
     )
     last = run.output.strip().splitlines()[-1:] if run.output.strip() else []
     if run.timed_out or run.returncode != 0 or not last:

@@ -29,6 +29,7 @@ from llm4cov.tasks.hdl import (
     instance_paths,
     module_decls,
     parse_tree,
+    text_decls,
     top_modules,
 )
 from llm4cov.tasks.model import SourceFile
@@ -150,7 +151,7 @@ def _declarations(
     declaration), and every one its own text declares (not an RTL file it includes);
     the RTL's are the rest of the RTL part's."""
     if view is None:
-        tb_decls = module_decls([tb])
+        tb_decls = text_decls(tb.content, tb.name)  # untrusted: never its includes
         own = {d.name for d in tb_decls}
         return [d for d in module_decls(rtl_files) if d.name not in own], tb_decls, tb.content
     rtl_part = Design(parse_tree(view.rtl_part(), "llm4cov_rtl.sv"), VIRTUAL_ROOT).decls()

@@ -32,7 +32,13 @@ from typing import Any
 from pydantic import ValidationError
 
 from llm4cov.tasks.filelist import parse_args
-from llm4cov.tasks.hdl import COMPILED_SUFFIXES, HDL_SUFFIXES, module_decls, top_modules
+from llm4cov.tasks.hdl import (
+    COMPILED_SUFFIXES,
+    HDL_SUFFIXES,
+    module_decls,
+    text_decls,
+    top_modules,
+)
 from llm4cov.tasks.loaders import iter_tasks
 from llm4cov.tasks.model import ReferenceTestbench, SourceFile, Target, Task, TaskError
 from llm4cov.util.jsonl import iter_json_objects
@@ -101,7 +107,8 @@ def _reference_tb(
            if n.lower().endswith(HDL_SUFFIXES) and c.strip()]
     if not hdl:
         return None, []
-    found = ((f, [p for d in module_decls([f]) for p in d.instances if p[0] in rtl_modules])
+    found = ((f, [p for d in text_decls(f.content, f.name) for p in d.instances
+                  if p[0] in rtl_modules])
              for f in hdl)
     main, pairs = next(((f, p) for f, p in found if p), (hdl[0], []))
     aux = [SourceFile(name=PurePosixPath(n).name, content=c) for n, c in context.items()

@@ -7,10 +7,20 @@ Verilator does not look there). So a port sized by a macro from an included head
 or a module inside `` `ifdef``, comes out as the compiler sees it. Module and
 instance structure is syntax-level (no elaboration), so a testbench with semantic
 errors still yields it; ports are elaborated.
+
+No parse here reads a host file: :func:`parse_tree` never opens an `` `include`` (a
+text alone), and :func:`parse_design` checks every text with the include rule of
+:mod:`llm4cov.tasks.includes` first (raising :class:`UnsafeIncludeError`) and resolves
+the includes in a private scratch copy. Nor does one run without bounds: RTL that uses
+the preprocessor is parsed in every view this process uses (each file alone, the design,
+the pre-check's with Verilator's macros) in a bounded child first, once per process
+(:func:`check_bounded`, raising :class:`ParseBoundError`).
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import re
 import tempfile
@@ -21,7 +31,11 @@ from pathlib import Path, PurePosixPath
 import pyslang
 from pyslang import ast, parsing, syntax
 
-from llm4cov.tasks.model import SourceFile, Task
+from llm4cov.tasks import includes
+from llm4cov.tasks.includes import UnsafeIncludeError
+from llm4cov.tasks.model import SourceFile, Task, TaskError
+
+__all__ = ["UnsafeIncludeError"]
 
 HDL_SUFFIXES = (".v", ".sv", ".vh", ".svh")
 COMPILED_SUFFIXES = (".v", ".sv")
@@ -73,6 +87,11 @@ def _vector(width: int, signed: bool) -> str:
     return "logic" + (" signed" if signed else "") + (f" [{width - 1}:0]" if width > 1 else "")
 
 
+#: A backtick other than a directive that needs no macro: the text uses the
+#: preprocessor, so its parse (macro expansion) is not bounded by its size.
+USES_MACROS = re.compile(r"`(?!(?:timescale|default_nettype|celldefine|endcelldefine|"
+                         r"resetall|begin_keywords|end_keywords|line)\b)")
+
 #: The directory :func:`parse_tree` names as a text's home: it does not exist.
 VIRTUAL_ROOT = "/llm4cov-virtual"
 
@@ -96,20 +115,46 @@ def parse_tree(
     """Parse one source text alone into a pyslang syntax tree (syntax errors are
     diagnostics in the tree).
 
-    `` `include`` directives are never resolved against the host file system (an
-    isolated source manager, a virtual path): an untrusted text cannot make the parser
-    read a file of the machine it runs on. Trees that go into one compilation must share
-    ``source_manager`` (from :func:`isolated_source_manager`).
+    No `` `include`` is ever opened, whatever its name, branch or macros (an include
+    depth of 0: each one is a diagnostic, ``ExceededMaxIncludeDepth``; an isolated
+    source manager, a virtual path): an untrusted text cannot make the parser read a
+    file of the machine it runs on. Macros are expanded (unbounded: an untrusted text
+    that uses the preprocessor is parsed in a bounded child first,
+    :mod:`llm4cov.sim.ppguard`, or in one, :mod:`llm4cov.bench.answer_checks`). Trees
+    that go into one compilation must share ``source_manager`` (from
+    :func:`isolated_source_manager`).
 
     Raises:
         ParseLimitError: pyslang cannot parse the text (nesting too deep).
     """
     sm = source_manager or isolated_source_manager()
+    pp = parsing.PreprocessorOptions()
+    pp.maxIncludeDepth = 0
     try:
-        return syntax.SyntaxTree.fromText(text, sm, name, f"{VIRTUAL_ROOT}/{name}")
+        return syntax.SyntaxTree.fromText(encodable(text), sm, name,
+                                          f"{VIRTUAL_ROOT}/{name}", pyslang.Bag([pp]))
     except RuntimeError as exc:
         raise ParseLimitError(f"{name}: nesting too deep for the parser "
                               f"({str(exc) or 'pyslang gave up'})") from None
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def encodable(text: str) -> str:
+    """``text`` as pyslang can take it: a lone surrogate (a JSON ``"\\ud800"``, a byte
+    read with ``surrogateescape``) becomes U+FFFD, one character for one."""
+    return _SURROGATE.sub("\ufffd", text)
+
+
+def text_decls(text: str, name: str) -> list[ModuleDecl]:
+    """The modules one text declares, parsed alone (:func:`parse_tree`: no include is
+    opened, no macro but its own): for an untrusted testbench.
+
+    Raises:
+        ParseLimitError: see :func:`parse_tree`.
+    """
+    return Design(parse_tree(text, name), VIRTUAL_ROOT).decls()
 
 
 def include_names(text: str) -> list[str]:
@@ -147,7 +192,18 @@ def compile_order(
 ) -> list[SourceFile]:
     """The files to compile (``compile_files`` if given, else every ``.v``/``.sv``),
     reordered so a file declaring a package comes before the files that use it
-    (stable otherwise; a package cycle keeps the given order)."""
+    (stable otherwise; a package cycle keeps the given order).
+
+    Raises:
+        ParseBoundError: see :func:`check_bounded` (each file is parsed alone here).
+    """
+    check_bounded(files, search_dirs(files), None, compile_files)
+    return compile_order_unchecked(files, compile_files)
+
+
+def compile_order_unchecked(files: Sequence[SourceFile], compile_files: Sequence[str] = ()
+                            ) -> list[SourceFile]:
+    """:func:`compile_order` after :func:`check_bounded` (of the caller's view)."""
     by_name = {f.name: f for f in files}
     chosen = ([by_name[n] for n in compile_files] if compile_files
               else [f for f in files if f.name.endswith(COMPILED_SUFFIXES)])
@@ -359,27 +415,129 @@ def parse_design(
 ) -> Design:
     """Parse ``files`` as Verilator compiles them (see the module docstring).
 
+    Every text (and the macros) is first checked with the include rule
+    (:func:`llm4cov.tasks.includes.problems`) and for bounds (:func:`check_bounded`);
+    the files are then written to a fresh scratch dir, below as many empty folders as a
+    ``../`` name climbs, so every name an `` `include`` tries lies inside it.
+
     Never raises on bad code: pyslang recovers and its diagnostics are not checked here.
+
+    Raises:
+        UnsafeIncludeError: a text breaks the include rule (names the file and line).
+        ParseBoundError: the parse went past its bounds in a child.
     """
-    predefines = define_args(defines or {})
-    order = compile_order(files, compile_files)
+    dirs = search_dirs(files, include_dirs)
+    found = includes.problems({f.name: f.content for f in files}, dirs, defines)
+    if found:
+        raise UnsafeIncludeError(includes.first_problem(found))
+    check_bounded(files, dirs, defines, compile_files)
+    return compiled(files, dirs, define_args(defines or {}), compile_files)
+
+
+def compiled(files: Sequence[SourceFile], dirs: Sequence[str], predefines: Sequence[str],
+             compile_files: Sequence[str] = (),
+             version: pyslang.LanguageVersion | None = None) -> Design:
+    """:func:`parse_design` with the search ``dirs`` and ``predefines`` as given (and a
+    language ``version``), checked with the include rule but not for bounds: for
+    :func:`parse_design` and the bounded child (:mod:`llm4cov.sim.ppguard`).
+
+    Raises:
+        UnsafeIncludeError: a text breaks the include rule.
+    """
+    macros = dict(d.partition("=")[::2] for d in predefines)
+    found, climb = includes.analyse({f.name: f.content for f in files}, dirs, macros)
+    if found:
+        raise UnsafeIncludeError(includes.first_problem(found))
+    order = compile_order_unchecked(files, compile_files)
     with tempfile.TemporaryDirectory(prefix="llm4cov-hdl-") as tmp:
-        root = Path(tmp)
+        root = Path(tmp).joinpath(*["up"] * climb, "repo")
         for f in files:
             path = root / f.name
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(f.content, encoding="utf-8", errors="surrogateescape")
         sm = pyslang.SourceManager()
         sm.setDisableLocalIncludes(True)
-        for d in search_dirs(files, include_dirs):
+        for d in dirs:
             if (root / d).is_dir():
                 sm.addUserDirectories(str(root / d))
+        options: list = []
         pp = parsing.PreprocessorOptions()
-        pp.predefines = predefines
+        pp.predefines = list(predefines)
+        if version is not None:
+            pp.languageVersion = version
+            lexer = parsing.LexerOptions()
+            lexer.languageVersion = version
+            options.append(lexer)
         buffers = [sm.assignText(str(root / f.name), f.content) for f in order]
-        tree = (syntax.SyntaxTree.fromBuffers(buffers, sm, pyslang.Bag([pp])) if buffers
-                else syntax.SyntaxTree.fromText("", "empty.sv"))
+        tree = (syntax.SyntaxTree.fromBuffers(buffers, sm, pyslang.Bag([pp, *options]))
+                if buffers else syntax.SyntaxTree.fromText("", "empty.sv"))
     return Design(tree, str(root))
+
+
+#: True in a child that is bounded itself (the guards): nothing is checked again there.
+BOUNDED_PROCESS = False
+#: This process's bound checks: key -> None (bounded) or why not.
+_BOUNDED: dict[str, str | None] = {}
+
+
+class ParseBoundError(TaskError):
+    """pyslang's parse of the RTL, in a bounded child, went past its bounds (a macro
+    that expands without end): it is never parsed in this process (bad input)."""
+
+
+def _bound_item(files: Sequence[SourceFile], dirs: Sequence[str],
+                defines: Mapping[str, str] | None, compile_files: Sequence[str]
+                ) -> tuple[str, dict] | None:
+    """``(key, the child's item)``, or None when nothing needs a child: no text uses the
+    preprocessor, or this process is a bounded child."""
+    if BOUNDED_PROCESS or not any(USES_MACROS.search(f.content) for f in files):
+        return None
+    item = {"files": [[f.name, f.content] for f in files], "dirs": list(dirs),
+            "defines": dict(defines or {}), "compile_files": list(compile_files)}
+    text = json.dumps(item, sort_keys=True).encode("utf-8", errors="surrogatepass")
+    return hashlib.sha256(text).hexdigest(), item
+
+
+def check_bounded(files: Sequence[SourceFile], dirs: Sequence[str] | None = None,
+                  defines: Mapping[str, str] | None = None,
+                  compile_files: Sequence[str] = ()) -> None:
+    """Raise unless every in-process parse of ``files`` (with the search ``dirs``,
+    default :func:`search_dirs`, and ``defines``) is known to end within bounds: RTL
+    that uses the preprocessor is parsed once per process in a bounded child first
+    (:func:`check_bounded_many`).
+
+    Raises:
+        ParseBoundError: the child went past its bounds.
+    """
+    check_bounded_many([(files, search_dirs(files) if dirs is None else dirs, defines,
+                         compile_files)])
+
+
+def check_bounded_many(sets: Sequence[tuple[Sequence[SourceFile], Sequence[str],
+                                            Mapping[str, str] | None, Sequence[str]]]
+                       ) -> None:
+    """:func:`check_bounded` for many RTL sets ``(files, dirs, defines, compile_files)``
+    at once: one child for every set not checked yet (each parse of a set with 10 CPU
+    seconds and 512 MiB, in the OS sandbox where it runs; :mod:`llm4cov.sim.ppguard`).
+
+    Raises:
+        ParseBoundError: for the first set whose parse went past its bounds.
+    """
+    todo: dict[str, dict] = {}
+    for files, dirs, defines, compile_files in sets:
+        found = _bound_item(files, dirs, defines, compile_files)
+        if found is not None and found[0] not in _BOUNDED:
+            todo.setdefault(*found)
+    if todo:
+        from llm4cov.sim.ppguard import rtl_bounds  # runs a child: sim's machinery
+
+        for key, why in zip(todo, rtl_bounds(list(todo.values())), strict=True):
+            _BOUNDED[key] = why
+    for files, dirs, defines, compile_files in sets:
+        found = _bound_item(files, dirs, defines, compile_files)
+        if found is not None and (why := _BOUNDED.get(found[0])):
+            names = ", ".join(f.name for f in files[:3]) + (", ..." if len(files) > 3 else "")
+            raise ParseBoundError(f"RTL {names}: {why}")
 
 
 def task_design(task: Task) -> Design:
@@ -400,9 +558,10 @@ def module_decls(
     files: Iterable[SourceFile],
     include_dirs: Iterable[str] = (),
     defines: Mapping[str, str] | None = None,
+    compile_files: Sequence[str] = (),
 ) -> list[ModuleDecl]:
     """Every module declared in ``files`` compiled together (syntax level)."""
-    return parse_design(list(files), include_dirs, defines).decls()
+    return parse_design(list(files), include_dirs, defines, compile_files).decls()
 
 
 def top_modules(decls: list[ModuleDecl]) -> list[str]:

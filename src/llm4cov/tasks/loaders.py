@@ -21,7 +21,14 @@ from pydantic import ValidationError
 
 from llm4cov.tasks.bender import is_manifest, parse_manifest
 from llm4cov.tasks.filelist import FileList, included, parse_filelist, resolve_repo
-from llm4cov.tasks.hdl import COMPILED_SUFFIXES, HDL_SUFFIXES, parse_design, top_modules
+from llm4cov.tasks.hdl import (
+    COMPILED_SUFFIXES,
+    HDL_SUFFIXES,
+    Design,
+    UnsafeIncludeError,
+    parse_design,
+    top_modules,
+)
 from llm4cov.tasks.layout import Exclusions, note, testbench_files
 from llm4cov.tasks.model import SourceFile, Task, TaskError, safe_task_id
 from llm4cov.tasks.names import name_errors
@@ -121,14 +128,13 @@ def task_from_paths(
                                                 *rtl_dir.include_names()]))
     build["defines"] = {**build["defines"], **(defines or {})}
     build["parameters"] = {**build["parameters"], **(parameters or {})}
-    design = parse_design(rtl, build["include_dirs"], build["defines"], build["compile_files"])
+    design = _design(base, rtl, build)
     benches = ({f: m for f, m in testbench_files(design.decls(), top).items()
                 if f in found.walked} if exclude.defaults else {})
     if benches:
         rtl = [f for f in rtl if f.name not in benches]
         build["compile_files"] = [n for n in build["compile_files"] if n not in benches]
-        design = parse_design(rtl, build["include_dirs"], build["defines"],
-                              build["compile_files"])
+        design = _design(base, rtl, build)
     if text := note(found.left_out, benches):
         notes.insert(0, text)
     dut = _dut(base, design.decls(), top)
@@ -143,6 +149,19 @@ def task_from_paths(
         meta={"notes": notes, "path": str(rtl_dir.root)},
         **build,
     )
+
+
+def _design(base: Path, rtl: list[SourceFile], build: dict) -> Design:
+    """The RTL parsed with its build fields.
+
+    Raises:
+        TaskError: an `` `include`` breaks the include rule (:mod:`llm4cov.tasks.includes`).
+    """
+    try:
+        return parse_design(rtl, build["include_dirs"], build["defines"],
+                            build["compile_files"])
+    except UnsafeIncludeError as exc:
+        raise TaskError(f"{base}: {exc}") from None
 
 
 def _named_files(given: list[Path]) -> list[Path]:

@@ -187,6 +187,7 @@ class Task(BaseModel):
         unknown = [n for n in self.compile_files if n not in names]
         if unknown:
             raise ValueError(f"compile_files not among rtl_files: {', '.join(unknown)}")
+        self._check_includes()
         if not self.instruction:
             text = DEFAULT_INSTRUCTION.format(
                 module=self.dut_module_name, instance=self.dut_instance_name
@@ -195,6 +196,19 @@ class Task(BaseModel):
                 overrides = ", ".join(f".{k}({v})" for k, v in self.parameters.items())
                 text += f" Instantiate the DUT with the parameters #({overrides})."
             object.__setattr__(self, "instruction", text)
+
+    def _check_includes(self) -> None:
+        """Refuse RTL (or macros) that names a file outside the repository in an
+        `` `include``, or could (:mod:`llm4cov.tasks.includes`): every parse of the RTL
+        in this process resolves includes on the host."""
+        from llm4cov.tasks import includes  # both import this module
+        from llm4cov.tasks.hdl import search_dirs
+
+        found = includes.problems({f.name: f.content for f in self.rtl_files},
+                                  search_dirs(self.rtl_files, self.include_dirs),
+                                  self.defines)
+        if found:
+            raise includes.UnsafeIncludeError(f"RTL {includes.first_problem(found)}")
 
     def build_settings(self) -> dict[str, Any]:
         """What besides the files decides how the RTL compiles (for cache keys)."""

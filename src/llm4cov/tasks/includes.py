@@ -1,0 +1,436 @@
+"""The one rule for `` `include`` in text that pyslang parses in this process.
+
+pyslang resolves an `` `include`` by opening the file on the machine it runs on: an
+absolute name reads any host file, a name that climbs out of the sources with ``..``
+too, and a device that never ends (``/dev/zero``, ``/dev/urandom``) allocates until
+the process dies. Verilator runs in the OS sandbox, pyslang in llm4cov's own process.
+So every in-process parse is one of two kinds:
+
+- one text alone (:func:`llm4cov.tasks.hdl.parse_tree`: answers, testbenches, views,
+  RTL files for their syntax): an include depth of 0, so pyslang never opens a file;
+- a compilation that must resolve includes (the RTL with its include dirs,
+  :func:`llm4cov.tasks.hdl.parse_design`; the pre-check,
+  :func:`llm4cov.sim.precheck.diagnose`): every text it may read is first checked
+  with :func:`problems`, and a text that breaks the rule is never parsed there.
+
+The rule, on every preprocessor branch at once (the text is lexed with pyslang's own
+lexer, as IEEE 1800-2017 and as 1800-2023, whose triple-quoted strings lex
+differently; comments and strings are what that lexer makes them, and a branch that
+a macro such as ``VERILATOR`` or ``__slang__`` switches off is checked like any other):
+
+- every `` `include`` is followed, on its line, by one plain string literal (no escape,
+  no control character; not ``<...>``, not a macro: a computed name cannot be checked);
+- its name is relative, and names a file inside the repository through at least one
+  include dir; a name tried before the file is found (pyslang searches the include
+  dirs in order) that lies outside the repository must not exist there (a parse that
+  resolves names in a private scratch dir pads it, so nothing does), and what is found
+  is a regular file inside the repository, checked the same way;
+- no macro can build a directive, so the literal `` `include``s are all there is: no
+  token pasting (``````), and no `` `name`` in a `` `define`` body where ``name`` is
+  one of that macro's arguments (`` `define D(x) `x`` then `` `D(include) "/etc/x"``);
+- no `` `pragma protect`` envelope (pyslang skips its data block without lexing it,
+  so what follows could be hidden from this check).
+
+Task macros (``Task.defines``) are `` `define`` bodies and are checked the same way.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import posixpath
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import NamedTuple
+
+import pyslang
+from pyslang import parsing
+
+from llm4cov.tasks.model import TaskError
+
+#: Directive names whose presence (with a backtick) may need the lexer; a text without
+#: any of them cannot break the rule (a fast path for the common RTL file).
+_NEEDS_LEXER = re.compile(r"`(?:include|pragma|protect|define[^\n]*\()|``")
+_NAME = re.compile(r"\\?[A-Za-z_][A-Za-z0-9_$]*")
+_PLAIN = re.compile(r'"([^"\\\x00-\x1f\x7f]+)"')
+_VERSIONS = (pyslang.LanguageVersion.v1800_2017, pyslang.LanguageVersion.v1800_2023)
+#: Legacy protected envelopes (skipped unlexed where enabled).
+_LEGACY_PROTECT = frozenset({"`protect", "`protected", "`endprotect", "`endprotected"})
+#: How far a resolved name may climb above the repository root (``../``) at most.
+MAX_CLIMB = 16
+_TK = parsing.TokenKind
+_TRIVIA = parsing.TriviaKind
+
+
+class UnsafeIncludeError(TaskError):
+    """A text names a file pyslang would read outside the repository, or could (the
+    message names the file, line and why; see the module docstring): bad input."""
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One place that breaks the rule: ``file:line: why``."""
+
+    file: str
+    line: int
+    why: str
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}: {self.why}"
+
+
+@dataclass(frozen=True)
+class _Include:
+    file: str
+    line: int
+    target: str
+
+
+class Tree:
+    """What lies below the repository root, as the parse will see it: ``text(name)`` is
+    the text of the regular file ``name`` (a normalized relative POSIX path), None when
+    there is none; ``outside(name)`` says whether ``name`` (climbing above the root with
+    ``..``) exists outside the repository, where a parse would read it."""
+
+    def text(self, name: str) -> str | None:
+        raise NotImplementedError
+
+    def outside(self, name: str) -> str | None:
+        """Why pyslang must not try ``name``, or None when nothing is there."""
+        return None
+
+    def other(self, name: str) -> str | None:
+        """Why ``name`` inside the repository is neither missing nor a regular file
+        pyslang may read (a device, a FIFO, a link out), or None."""
+        return None
+
+
+class Files(Tree):
+    """The repository as file texts by name, nothing else around it (a parse that
+    writes them into a fresh scratch dir, padded above, :func:`padding`)."""
+
+    def __init__(self, texts: Mapping[str, str]) -> None:
+        self.texts = {posixpath.normpath(k): v for k, v in texts.items()}
+
+    def text(self, name: str) -> str | None:
+        return self.texts.get(name)
+
+
+class Disk(Tree):
+    """The repository as a directory on disk (``root``: the sources folder of a work
+    dir or scratch dir). Links are followed as pyslang follows them."""
+
+    def __init__(self, root: Path | str) -> None:
+        self.root = os.path.abspath(root)
+        self.real = os.path.realpath(self.root)
+
+    def _path(self, name: str) -> str:
+        return os.path.normpath(os.path.join(self.root, name))
+
+    def _inside(self, path: str) -> bool:
+        real = os.path.realpath(path)
+        return os.path.commonpath([self.real, real]) == self.real
+
+    def text(self, name: str) -> str | None:
+        path = self._path(name)
+        if not self._inside(path) or not os.path.isfile(path):
+            return None
+        try:
+            return Path(path).read_text(encoding="utf-8", errors="surrogateescape")
+        except OSError:
+            return None
+
+    def outside(self, name: str) -> str | None:
+        path = self._path(name)
+        return "names an existing file outside the repository" if os.path.exists(path) \
+            else None
+
+    def other(self, name: str) -> str | None:
+        path = self._path(name)
+        if not os.path.lexists(path):
+            return None
+        if not self._inside(path):
+            return "leads through a link out of the repository"
+        if os.path.exists(path) and not (os.path.isfile(path) or os.path.isdir(path)):
+            return "names something that is not a regular file (a device or a pipe)"
+        return None
+
+
+def problems(
+    texts: Mapping[str, str],
+    include_dirs: Sequence[str],
+    defines: Mapping[str, str] | None = None,
+    tree: Tree | None = None,
+) -> list[Problem]:
+    """Every place in ``texts`` (name -> text, names relative to the repository root)
+    and in the task macros ``defines`` that breaks the rule (module docstring), and in
+    every file they include (read from ``tree``; default: ``texts`` alone), in order.
+
+    ``include_dirs`` are pyslang's search dirs relative to the root, in search order
+    (:func:`llm4cov.tasks.hdl.search_dirs`); empty: no include resolves at all.
+    """
+    return analyse(texts, include_dirs, defines, tree)[0]
+
+
+def analyse(
+    texts: Mapping[str, str],
+    include_dirs: Sequence[str],
+    defines: Mapping[str, str] | None = None,
+    tree: Tree | None = None,
+) -> tuple[list[Problem], int]:
+    """:func:`problems`, and how many folders above the root the names the includes
+    try climb at most (a scratch copy pads that many, :data:`MAX_CLIMB` at most)."""
+    tree = tree or Files(texts)
+    dirs = [posixpath.normpath(d) for d in include_dirs]
+    found: list[Problem] = []
+    queue = list(texts.items())
+    if defines:
+        queue.append(("<task macros>", define_text(defines)))
+    done = {posixpath.normpath(name) for name, _ in queue}
+    up = 0
+    while queue:
+        name, text = queue.pop(0)
+        lexical, includes = scan(text, name)
+        found.extend(lexical)
+        for inc in includes:
+            if not inc.target.startswith("/"):
+                up = max(up, 0, *(climb(posixpath.normpath(posixpath.join(d, inc.target)))
+                                  for d in dirs))
+            why, hit = resolve(inc.target, dirs, tree)
+            if why:
+                found.append(Problem(inc.file, inc.line, f'`include "{inc.target}" {why}'))
+            elif hit is not None and hit not in done:
+                done.add(hit)
+                body = tree.text(hit)
+                if body is not None:
+                    queue.append((hit, body))
+    return list(dict.fromkeys(found)), min(up, MAX_CLIMB)
+
+
+def define_text(defines: Mapping[str, str]) -> str:
+    """The task macros as the `` `define`` lines pyslang makes of them."""
+    return "".join(f"`define {k} {v}\n" for k, v in defines.items())
+
+
+def check(texts: Mapping[str, str], include_dirs: Sequence[str],
+          defines: Mapping[str, str] | None = None, tree: Tree | None = None) -> None:
+    """Raise when :func:`problems` finds any.
+
+    Raises:
+        UnsafeIncludeError: names the first problem and how many more there are.
+    """
+    found = problems(texts, include_dirs, defines, tree)
+    if found:
+        more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+        raise UnsafeIncludeError(f"{found[0]}{more}")
+
+
+def climb(name: str) -> int:
+    """How many folders a normalized relative name climbs above the root (``../``)."""
+    parts = name.split("/")
+    n = 0
+    while n < len(parts) and parts[n] == "..":
+        n += 1
+    return n
+
+
+def resolve(target: str, dirs: Sequence[str], tree: Tree) -> tuple[str | None, str | None]:
+    """``(why the include is refused, or None; the repository file it reads, or
+    None)`` for the plain name ``target``, searched in ``dirs`` as pyslang does (the
+    first dir where it is a file wins; local includes are off)."""
+    if target.startswith("/"):
+        return "is an absolute path: pyslang would read it from this machine", None
+    candidates = [posixpath.normpath(posixpath.join(d, target)) for d in dirs]
+    if candidates and all(climb(c) for c in candidates):
+        return "names a file outside the repository (from every include dir)", None
+    for cand in candidates:
+        up = climb(cand)
+        if up > MAX_CLIMB:
+            return f"climbs {up} folders above the repository root", None
+        if up:
+            if why := tree.outside(cand):
+                return why, None
+            continue
+        if why := tree.other(cand):
+            return why, None
+        if tree.text(cand) is not None:
+            return None, cand
+    return None, None
+
+
+# -- the lexical part ---------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=512)
+def scan(text: str, name: str) -> tuple[list[Problem], list[_Include]]:
+    """``(problems, plain includes)`` of one text, over both lexers' views (cached: the
+    RTL of a task is checked on every call; do not change the lists)."""
+    if not _NEEDS_LEXER.search(text):
+        return [], []
+    found: list[Problem] = []
+    includes: list[_Include] = []
+    # the two versions lex alike but for triple-quoted strings
+    for version in _VERSIONS if '""' in text else _VERSIONS[:1]:
+        p, i = _scan_version(text, name, version)
+        found += p
+        includes += i
+    return list(dict.fromkeys(found)), list(dict.fromkeys(includes))
+
+
+class _Tok(NamedTuple):
+    """One token of the raw lexer, copied out of pyslang's memory."""
+
+    kind: object
+    raw: str
+    value: str
+    trivia: tuple[tuple[object, str], ...]
+    line: int
+
+
+def _tokens(text: str, version: pyslang.LanguageVersion) -> list[_Tok]:
+    """The tokens of ``text`` lexed raw (no preprocessing), to the end."""
+    sm = pyslang.SourceManager()
+    data = re.sub("[\ud800-\udfff]", "\ufffd", text)  # lone surrogates: one char each
+    buffer = sm.assignText("/llm4cov-virtual/include-check.sv", data)
+    options = parsing.LexerOptions()
+    options.languageVersion = version
+    options.maxErrors = 1 << 30  # never stop early: pyslang's own lexer may not
+    alloc, diags = pyslang.BumpAllocator(), pyslang.Diagnostics()  # hold the tokens' text
+    lexer = parsing.Lexer(buffer, alloc, diags, sm, options)
+    out: list[_Tok] = []
+    while True:
+        token = lexer.lex()
+        if token.kind == _TK.EndOfFile:
+            return out
+        out.append(_Tok(token.kind, token.rawText, token.valueText,
+                        tuple((t.kind, t.getRawText()) for t in token.trivia),
+                        sm.getLineNumber(token.location)))
+
+
+def _line_ends(token: _Tok, continued: bool, block_ends: bool) -> tuple[bool, bool]:
+    """``(whether a line ends before token, a continuation still open)``: a line ends at
+    an end of line that no ``\\`` continues (a line comment ending in ``\\`` continues
+    it too, as pyslang reads a `` `define``); with ``block_ends`` also at a block comment
+    that spans lines (pyslang: not on the same line)."""
+    ended = False
+    for kind, raw in token.trivia:
+        if kind == _TRIVIA.EndOfLine:
+            ended, continued = ended or not continued, False
+        elif kind == _TRIVIA.LineComment:
+            continued = raw.rstrip().endswith("\\")
+        elif kind == _TRIVIA.BlockComment and block_ends and ("\n" in raw or "\r" in raw):
+            ended = True
+    return ended, continued
+
+
+def _bare(name: str) -> str:
+    return name.lstrip("`").lstrip("\\")
+
+
+def _next_on_line(tokens: list[_Tok], i: int) -> _Tok | None:
+    """The token after ``tokens[i]`` when it is on the same line, else None."""
+    if i + 1 >= len(tokens):
+        return None
+    token = tokens[i + 1]
+    return None if _line_ends(token, False, True)[0] else token
+
+
+def _scan_version(text: str, name: str, version) -> tuple[list[Problem], list[_Include]]:
+    found: list[Problem] = []
+    includes: list[_Include] = []
+    tokens = _tokens(text, version)
+    formals: set[str] = set()  # of the `define whose body is open
+    in_body = continued = False
+    i = 0
+    while i < len(tokens):
+        token = tokens[i]
+        line = token.line
+        ended, continued = _line_ends(token, continued, False)
+        in_body = in_body and not ended
+        kind, raw = token.kind, token.raw
+        if kind == _TK.MacroPaste and not _safe_paste(tokens, i, formals if in_body else set()):
+            found.append(Problem(name, line, "token pasting (``) onto a macro argument or a "
+                                 "directive can build a directive, such as an `include, "
+                                 "whose file cannot be checked"))
+        elif kind == _TK.Directive:
+            if in_body and _bare(raw) in formals:
+                found.append(Problem(name, line, f"{raw} in a `define body uses the macro "
+                                     f"argument {_bare(raw)!r} as a directive (it can build "
+                                     "an `include whose file cannot be checked)"))
+            if raw == "`include":
+                nxt = _next_on_line(tokens, i)
+                match = _PLAIN.fullmatch(nxt.raw) \
+                    if nxt is not None and nxt.kind == _TK.StringLiteral else None
+                if match is not None:
+                    includes.append(_Include(name, line, match.group(1)))
+                else:
+                    shown = " ".join(nxt.raw.split())[:60] if nxt is not None else ""
+                    found.append(Problem(name, line, (
+                        f"`include {shown} is not a plain string literal" if shown else
+                        "`include is not followed, on its line, by a plain string literal")
+                        + " (a computed, escaped or <...> file name cannot be checked)"))
+            elif raw == "`pragma":
+                nxt = _next_on_line(tokens, i)
+                if nxt is None or nxt.kind != _TK.Identifier or nxt.value == "protect":
+                    found.append(Problem(name, line, "`pragma protect (or a `pragma whose "
+                                         "name is computed) is not allowed: an envelope "
+                                         "hides text from this check"))
+            elif raw in _LEGACY_PROTECT:
+                found.append(Problem(name, line, f"{raw} is not allowed: an envelope hides "
+                                     "text from this check"))
+            elif raw == "`define":
+                i, formals = _define_head(tokens, i + 1)
+                in_body, continued = True, False
+                continue
+        if kind == _TK.LineContinuation or raw.endswith("\\"):
+            continued = True  # an escaped name ending in \\ continues a `define, too
+        i += 1
+    return found, includes
+
+
+def _safe_paste(tokens: list[_Tok], i: int, formals: set[str]) -> bool:
+    """Whether the paste chain ``a``b``...`` through ``tokens[i]`` cannot start with a
+    backtick: its first token is literal text that starts with a letter, digit, ``_``,
+    ``$`` or ``\\`` and is no macro argument (``errors_``name`` is safe;
+    ``a``clude``, ```in``clude`` and a chain at the start of a body are not)."""
+    j = i - 1
+    while j >= 1 and tokens[j - 1].kind == _TK.MacroPaste:
+        j -= 2
+    if j < 0:
+        return False
+    head = tokens[j]
+    return (head.kind != _TK.Directive and head.kind != _TK.MacroPaste
+            and re.match(r"[A-Za-z0-9_$\\]", head.raw) is not None
+            and _bare(head.raw) not in formals)
+
+
+def _define_head(tokens: list[_Tok], i: int) -> tuple[int, set[str]]:
+    """After a `` `define`` at ``tokens[i - 1]``: the index of the token after the macro
+    name (the argument list is read as body too: a superset) and the argument names
+    (every name in a ``(...)`` after the name, defaults included, whatever the space
+    before it)."""
+    if i >= len(tokens) or _line_ends(tokens[i], False, False)[0]:
+        return i, set()
+    i += 1
+    names: set[str] = set()
+    if i < len(tokens) and tokens[i].kind == _TK.OpenParenthesis \
+            and not _line_ends(tokens[i], False, False)[0]:
+        depth = 0
+        for token in tokens[i:]:
+            if token.kind == _TK.OpenParenthesis:
+                depth += 1
+            elif token.kind == _TK.CloseParenthesis:
+                depth -= 1
+                if depth == 0:
+                    break
+            elif _NAME.fullmatch(token.raw):
+                names.add(_bare(token.raw))
+    return i, names
+
+
+def first_problem(found: Sequence[Problem]) -> str:
+    """One line: the first problem and how many more there are."""
+    more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+    return f"{found[0]}{more}"
