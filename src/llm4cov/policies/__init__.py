@@ -16,18 +16,21 @@ from llm4cov.policies.base import (
 if TYPE_CHECKING:
     from llm4cov.policies.random_stimulus import Style
 
-BUILTIN = ("random", "random-vectors", "formal", "formal-vectors")
-"""Policies that need no model server; ``-vectors`` writes one literal line per stimulus
-vector (the style before the compact loops, kept for comparison)."""
+BUILTIN = ("random", "random-flat", "random-vectors", "formal", "formal-vectors")
+"""Policies that need no model server; ``random`` drives a recognised register bus with
+legal transactions (``register_bus.py``), ``random-flat`` keeps the per-cycle random loop
+on every design, ``-vectors`` writes one literal line per stimulus vector (the style
+before the compact loops); the last two are kept for comparison."""
 
 
 def get_policy(model: str = "random", base_url: str | None = None, **options) -> Policy:
-    """The policy for ``model``: ``random`` (built-in baseline; ``random-vectors`` in the
-    long style), ``formal`` (``formal-vectors``), ``local:PATH`` (a
-    checkpoint run in this process with transformers, needs the ``train`` extra), a
-    fetched model's name (``smollm2-135m``, see ``llm4cov model list``; run locally like
-    ``local:`` unless ``base_url`` is given, then it is the served name) or any model
-    name served by an OpenAI-compatible endpoint at ``base_url``.
+    """The policy for ``model``: ``random`` (built-in baseline; ``random-flat`` without
+    register-bus transactions, ``random-vectors`` in the long style), ``formal``
+    (``formal-vectors``), ``local:PATH`` (a checkpoint run in this process with
+    transformers, needs the ``train`` extra), a fetched model's name (``smollm2-135m``,
+    see ``llm4cov model list``; run locally like ``local:`` unless ``base_url`` is
+    given, then it is the served name) or any model name served by an
+    OpenAI-compatible endpoint at ``base_url``.
 
     Raises:
         ValueError: an LLM model name without ``base_url`` and without
@@ -38,10 +41,11 @@ def get_policy(model: str = "random", base_url: str | None = None, **options) ->
 
     from llm4cov.models.registry import REGISTRY
 
-    if model in ("random", "random-vectors"):
+    if model in ("random", "random-flat", "random-vectors"):
         from llm4cov.policies.random_stimulus import RandomStimulusPolicy
 
-        return RandomStimulusPolicy(**options, style=_style(model))
+        return RandomStimulusPolicy(**options, style=_style(model),
+                                    bus=model != "random-flat")
     if model in ("formal", "formal-vectors"):
         from llm4cov.policies.formal import FormalPolicy
 

@@ -1,7 +1,12 @@
 """The built-in non-LLM baseline: a clock/reset/handshake-aware random testbench.
 
 The ports are classified by ``stimulus_plan.py`` (clocks, resets and their polarity,
-controls, clock domains). Two styles write the same plan:
+controls, clock domains). A DUT with a recognised register interface (a chip-select/
+write-enable/address/data port with a decoded address map, Wishbone, APB, AXI4-Lite)
+gets legal bus transactions in the ``compact`` style (``register_bus.py``: writes to
+every decoded address, control bits pulsed in order, bounded waits on the status, reads
+back, random transactions); ``bus=False`` (the ``random-flat`` policy) keeps the
+per-cycle loop below. Two styles write the plan:
 
 - ``compact`` (the default): the stimulus is a seeded loop, so the answer's length does
   not grow with the number of cycles (a testbench a model can learn to write):
@@ -31,6 +36,14 @@ import time
 from typing import Any, Literal
 
 from llm4cov.policies.base import Generation, GenerationRequest
+from llm4cov.policies.register_bus import (
+    AddressMap,
+    Bus,
+    address_map,
+    bus_testbench,
+    detect_bus,
+    usable,
+)
 from llm4cov.policies.stimulus_plan import (
     _HANDSHAKE,
     Domain,
@@ -229,12 +242,25 @@ def _compact_body(s: Stimulus, seed: int, length: int, exhaustive_bits: int) -> 
     return body
 
 
+def register_bus_plan(task: Task, s: Stimulus) -> tuple[Bus, AddressMap] | None:
+    """The DUT's register bus and address map when the bus style applies to it
+    (``register_bus.usable``), else None."""
+    bus = detect_bus(s.ports)
+    if bus is None or not s.clocks:
+        return None
+    amap = address_map(s.design, task.dut_module_name, bus, task.parameters)
+    return (bus, amap) if usable(bus, amap) else None
+
+
 def random_testbench(
     task: Task, seed: int = 0, length: int = 200, exhaustive_bits: int = 10,
-    style: Style = "compact",
+    style: Style = "compact", bus: bool = True,
 ) -> str:
     """A stimulus testbench for ``task``'s DUT in ``style`` (see the module docstring for
-    the recipe); ``length`` is the number of stimulus cycles (per clock domain).
+    the recipe); ``length`` is the number of stimulus cycles (per clock domain). With
+    ``bus`` (the default) and the ``compact`` style, a DUT with a recognised register
+    interface gets legal bus transactions instead (``register_bus.py``; ``length`` sets
+    their number); ``bus=False`` keeps the per-cycle random loop (``random-flat``).
 
     Raises:
         ValueError: the DUT module is not declared in the task's RTL, or has an
@@ -244,6 +270,9 @@ def random_testbench(
         raise ValueError(f"unknown testbench style {style!r} (compact, vectors)")
     s = Stimulus(task, seed)
     lines = _header(task, s)
+    plan = register_bus_plan(task, s) if bus and style == "compact" else None
+    if plan is not None:
+        return bus_testbench(task, s, *plan, seed=seed, length=length, header=lines)
     body = (_compact_body(s, seed, length, exhaustive_bits) if style == "compact"
             else _vectors_body(s, length, exhaustive_bits))
     last = Domain(s.clocks[0] if s.clocks else None).step()
@@ -257,8 +286,9 @@ ROUND_SEED_STRIDE = 7919
 
 
 class RandomStimulusPolicy:
-    """The ``random`` policy (``random-vectors`` for the ``vectors`` style): needs no
-    model server.
+    """The ``random`` policy (``random-vectors`` for the ``vectors`` style,
+    ``random-flat`` for the ``compact`` style without register-bus transactions): needs
+    no model server.
 
     ``length`` is the number of stimulus cycles of the first round. The seed is
     ``request.seed`` (or ``params.seed``, or 0), so samples differ and runs are
@@ -268,11 +298,13 @@ class RandomStimulusPolicy:
     """
 
     def __init__(self, length: int = 200, exhaustive_bits: int = 10,
-                 style: Style = "compact") -> None:
+                 style: Style = "compact", bus: bool = True) -> None:
         self.length = length
         self.exhaustive_bits = exhaustive_bits
         self.style = style
-        self.name = "random" if style == "compact" else f"random-{style}"
+        self.bus = bus
+        self.name = ("random" if bus else "random-flat") if style == "compact" \
+            else f"random-{style}"
 
     def generate(self, request: GenerationRequest) -> Generation:
         start = time.monotonic()
@@ -280,7 +312,8 @@ class RandomStimulusPolicy:
         r = request.state.round
         try:
             tb = random_testbench(request.task, seed + r * ROUND_SEED_STRIDE,
-                                  self.length * 2 ** r, self.exhaustive_bits, self.style)
+                                  self.length * 2 ** r, self.exhaustive_bits, self.style,
+                                  self.bus)
         except ValueError as exc:
             return Generation(text=f"random policy: {exc}", model=self.name,
                               latency_s=time.monotonic() - start)
@@ -292,4 +325,5 @@ class RandomStimulusPolicy:
 
     def describe(self) -> dict[str, Any]:
         return {"model": self.name, "length": self.length,
-                "exhaustive_bits": self.exhaustive_bits, "style": self.style}
+                "exhaustive_bits": self.exhaustive_bits, "style": self.style,
+                "bus": self.bus}

@@ -8,7 +8,9 @@ the RTL uses each signal (pyslang syntax tree):
 - **resets**: 1-bit inputs whose name has a token ``rst``/``reset`` with at most one
   letter before and ``n``/``b`` after (``rst_ni``, ``aresetn``, ``HRESETn``, not
   ``first``). Polarity from the RTL (``negedge rst`` or ``if (!rst)`` = active low,
-  ``posedge``/``if (rst)`` = active high, over every module), else from the lowRISC/
+  ``posedge``/``if (rst)`` = active high, over every module; a top port that only
+  reaches submodules, ``.rst(rst_i)``, by the uses of the ports it is connected to),
+  else from the lowRISC/
   PULP/AXI naming conventions (``_n``, ``_ni``, ``_b``, ``_l``, ``...resetn``, ``n...``);
 - **controls** (:class:`Drive`), 1-bit data inputs whose random value would defeat the
   design: a synchronous clear (``clr``, ``clear``, ``flush``, ``kill``, ``abort``,
@@ -166,15 +168,35 @@ def signal_usage(design: Design, dut: str | None = None) -> SignalUsage:
     return usage
 
 
-def reset_active_low(name: str, edges: dict[str, Counter], levels: dict[str, Counter]) -> bool:
-    """The reset's polarity: from its edge events, else its ``if`` tests, else its name."""
-    edge = edges.get(name, Counter())
-    if edge["negedge"] != edge["posedge"]:
-        return edge["negedge"] > edge["posedge"]
-    level = levels.get(name, Counter())
-    if level["low"] != level["high"]:
-        return level["low"] > level["high"]
+def reset_active_low(name: str, edges: dict[str, Counter], levels: dict[str, Counter],
+                     aliases: set[str] | None = None) -> bool:
+    """The reset's polarity: from its edge events, else its ``if`` tests, else those of
+    the submodule ports it is connected to (``aliases``: ``.rst(rst_i)`` and
+    ``negedge rst`` inside), else its name."""
+    for names in ([name], sorted((aliases or set()) - {name})):
+        edge = sum((edges.get(n, Counter()) for n in names), Counter())
+        if edge["negedge"] != edge["posedge"]:
+            return edge["negedge"] > edge["posedge"]
+        level = sum((levels.get(n, Counter()) for n in names), Counter())
+        if level["low"] != level["high"]:
+            return level["low"] > level["high"]
     return bool(_ACTIVE_LOW.search(name))
+
+
+_CONNECT = r"\.\s*(\w+)\s*\(\s*{name}\s*(?:\[[^\]]*\])?\s*\)"
+
+
+def connected_names(text: str, name: str, limit: int = 16) -> set[str]:
+    """``name`` and the submodule ports connected to it by name in ``text`` (the RTL),
+    transitively (``.rst(rst_i)`` makes ``rst`` one), at most ``limit`` names."""
+    names, todo = {name}, [name]
+    while todo and len(names) < limit:
+        current = todo.pop()
+        for m in re.finditer(_CONNECT.format(name=re.escape(current)), text):
+            if m.group(1) not in names:
+                names.add(m.group(1))
+                todo.append(m.group(1))
+    return names
 
 
 def _ready_partner(valid: Port, outputs: dict[str, Port]) -> Port | None:
@@ -212,6 +234,7 @@ class Stimulus:
 
     def __init__(self, task: Task, seed: int):
         design = task_design(task)
+        self.design = design
         self.ports = design.ports(task.dut_module_name, task.parameters)
         usage = signal_usage(design, task.dut_module_name)
         inputs = [p for p in self.ports if p.direction == "input"]
@@ -221,7 +244,9 @@ class Stimulus:
         if not self.clocks:
             edged = [p for p in scalar if p not in self.resets and p.name in usage.edges]
             self.clocks = edged[:1]
-        self.low = {r.name: reset_active_low(r.name, usage.edges, usage.levels)
+        text = str(design.tree.root) if self.resets else ""
+        self.low = {r.name: reset_active_low(r.name, usage.edges, usage.levels,
+                                             connected_names(text, r.name))
                     for r in self.resets}
         self.data = [p for p in inputs
                      if p not in self.clocks and p not in self.resets and drivable(p)]
