@@ -11,6 +11,7 @@ from typing import Any
 import typer
 
 from llm4cov.agent.loop import AgentRun, arun_agent
+from llm4cov.agent.warnings import run_warnings, warnings_markdown
 from llm4cov.bench.config import BenchConfig
 from llm4cov.cli import common, interrupt, report_opts
 from llm4cov.cli.options import PRINT_CONFIG, flag, print_config, with_flags
@@ -60,12 +61,13 @@ def write_run(out: Path, task: Task, run: AgentRun, report: ReportData | None = 
                 "status": r.observation.status.value,
                 "overall": r.observation.coverage.overall if r.observation.coverage else None,
                 "scored_overall": r.observation.overall(),
-                "targets_met": r.observation.meets(task.targets),
+                "targets_met": r.observation.meets(task.targets) if task.targets else None,
             }
             for r in run.rounds
         ],
         **_formal_verdicts(run),
         "coverage": _coverage_summary(best.observation, report),
+        "warnings": [w.as_dict() for w in run_warnings(run)],
     }
     (out / "run.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
     listed: dict[str, Any] = {} if report is None else {
@@ -73,7 +75,7 @@ def write_run(out: Path, task: Task, run: AgentRun, report: ReportData | None = 
         "unreachable": report.unreachable_items, "unreachable_points": report.unreachable}
     (out / "coverage.md").write_text(
         coverage_markdown(best.observation, task, title=f"Best testbench (round {best.round + 1})",
-                          **listed),
+                          **listed) + warnings_markdown(run_warnings(run)),
         encoding="utf-8",
     )
 
@@ -191,7 +193,7 @@ def _reports(task: Task, run: AgentRun, best: report_opts.BestRun,
     needs a build of its own, so only then is the best testbench run once more. Also
     says when formal jobs failed. Returns the report's content (None: no testbench)."""
     proven = proven_unreachable(r.annotations for r in run.rounds)
-    _say_formal_errors(run)
+    _say_warnings(run)
     testbench = run.best.testbench
     obs = best.of(testbench)
     if obs is None or testbench is None:  # (no testbench: no observation)
@@ -234,14 +236,11 @@ def _test_rows(run: AgentRun) -> list[TestRow]:
     return rows
 
 
-def _say_formal_errors(run: AgentRun) -> None:
-    """One line per round whose formal analysis had failed jobs (their goals are
-    ``error``, not ``unknown``)."""
-    for r in run.rounds:
-        formal = r.annotations.get("formal") or {}
-        for error in formal.get("job_errors", ()):
-            report_opts.say(f"note: round {r.round + 1}: formal: {formal.get('error', 0)} "
-                            f"goals not classified, a job failed: {' '.join(error.split())}")
+def _say_warnings(run: AgentRun) -> None:
+    """One ``warning:`` line per finding of :func:`~llm4cov.agent.warnings.run_warnings`,
+    with its lever."""
+    for w in run_warnings(run):
+        report_opts.say(f"warning: {w.message} ({w.lever})")
 
 
 def _run_agent(task: Task, policy: Policy, settings: BenchConfig,
