@@ -96,3 +96,22 @@ def test_overall_is_mean_of_metric_percentages_with_points():
     }
     assert overall_percent(metrics) == pytest.approx((75 + 10) / 2)
     assert overall_percent({}) == 0.0
+
+
+def test_keys_decode_as_pyucis_decodes_them():
+    """``decode_key`` (no pyucis import at start-up) agrees with pyucis's
+    ``VltParser.decode_compact_string`` on well-formed and malformed keys alike."""
+    import random
+
+    from ucis.vltcov.vlt_parser import VltParser
+
+    from llm4cov.sim.backends.verilator.coverage_dat import decode_key
+
+    parser = VltParser()
+    rng = random.Random(7)
+    keys = ["\x01f\x02test.v\x01l\x0219\x01t\x02line\x01", "", "x\x01a\x02", "\x01ab\x01c\x02v",
+            "\x01a", "\x01a\x02b\x02c\x01\x01d\x02"]
+    keys += ["".join(rng.choice("\x01\x02ab") for _ in range(rng.randrange(12)))
+             for _ in range(2000)]
+    for key in keys:
+        assert decode_key(key) == parser.decode_compact_string(key), repr(key)

