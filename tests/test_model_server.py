@@ -22,7 +22,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from llm4cov.models.server import ConnectionLimits, ModelServer, host_allowed, make_server
+from llm4cov.models.connections import ConnectionLimits, ModelServer
+from llm4cov.models.server import host_allowed, make_server
 from llm4cov.policies import Generation, PolicyError
 
 SECRET_PATH = "/home/user/secret/checkpoints/step-42"
@@ -425,7 +426,7 @@ def test_the_connection_cap_fits_the_open_file_limit(monkeypatch):
     """The soft limit is raised to fit the cap; where the hard limit is lower, the cap is
     lowered to fit it (the real limits of this process are left alone)."""
     resource = pytest.importorskip("resource")
-    from llm4cov.models import server as module
+    from llm4cov.models import connections as module
 
     raised = []
     monkeypatch.setattr(resource, "setrlimit", lambda kind, limits: raised.append(limits))

@@ -8,15 +8,9 @@ import typer
 
 from llm4cov.cli import common
 from llm4cov.cli.errors import FAILED, CliError
+from llm4cov.models.connections import MAX_CONNECTIONS, ConnectionLimits, fit_open_files
 from llm4cov.models.registry import REGISTRY
-from llm4cov.models.server import (
-    API_KEY_ENV,
-    MAX_BODY_BYTES,
-    MAX_CONNECTIONS,
-    ConnectionLimits,
-    fit_open_files,
-    make_server,
-)
+from llm4cov.models.server import API_KEY_ENV, MAX_BODY_BYTES, make_server
 from llm4cov.util.progress import Phase
 
 model_app = typer.Typer(help="Models usable by name (--model NAME, --init NAME): fetch "
