@@ -28,7 +28,7 @@ from llm4cov.cli.interrupt import run_as_main
 from llm4cov.util.escape import terminal
 
 COMMANDS = ("sim", "gen", "train", "bench", "synth", "pipeline", "cache", "model", "toolchain",
-            "formal")
+            "formal", "close")
 """Command modules ``llm4cov.cli.<name>_cmd``, in the order ``--help`` lists them."""
 
 LISTED: dict[str, tuple[str, str]] = {
@@ -47,6 +47,7 @@ LISTED: dict[str, tuple[str, str]] = {
     "toolchain": ("toolchain", "Simulators usable by name (--simulator NAME): fetch one "
                                "once (pip, hash-checked), list them, show one."),
     "formal": ("formal", "Formal closure: reach holes, prove the rest unreachable."),
+    "close": ("close", "Close coverage with a regression; explain what is left."),
 }
 """Every top-level command: its module (``llm4cov.cli.<module>_cmd``) and its ``--help``
 line, in the order ``--help`` lists them (``tests/test_cli_startup.py`` checks both

@@ -150,6 +150,19 @@ class TestRow:
     best: bool = False
 
 
+@dataclass(frozen=True)
+class ResidualRow:
+    """One point a regression leaves uncovered, with its cause (``llm4cov close``)."""
+
+    cause: str
+    module: str
+    metric: str
+    where: str
+    instance: str
+    detail: str
+    reason: str
+
+
 @dataclass
 class ReportData:
     """Everything the HTML report renders (percentages are percent, 0-100).
@@ -170,6 +183,15 @@ class ReportData:
     instances: list[InstanceRow] = field(default_factory=list)
     modules: list[ModuleRow] = field(default_factory=list)
     tests: list[TestRow] = field(default_factory=list)
+    figures: list[tuple[str, float]] = field(default_factory=list)
+    """Further named figures beside the headline (``close``: the closure figure)."""
+    residual: list[ResidualRow] = field(default_factory=list)
+    """Every missed point with its cause (``close``), listed by cause and module."""
+
+    def residual_groups(self) -> list[tuple[str, str, int]]:
+        """``(cause, module, points)`` of :attr:`residual`, in the order first seen."""
+        return [(c, m, n) for (c, m), n in Counter((r.cause, r.module)
+                                                    for r in self.residual).items()]
 
     def overall_unreachable_excluded(self) -> float | None:
         """Overall percent with the proven-unreachable points left out of their totals

@@ -1,0 +1,387 @@
+"""The closure loop: add tests aimed at what the merged regression still misses, until
+nothing adds coverage or the budget is spent; crash-safe and resumable.
+
+Schedule (a pure function of the finished steps, so a rerun plans the same steps):
+
+1. **random**: the built-in ``random`` policy at each length of
+   ``CloseSettings.lengths`` in turn; step ``k`` uses seed ``seed + k``; a length is
+   left after the first test at it that adds no point;
+2. **formal** (when the formal tools are installed and warmed up): the merged holes not
+   analyzed before go to :func:`llm4cov.formal.analyze` (cover to ``cover_depth``,
+   k-induction of ``prove_depth``); the witnesses become one test (phases after a short
+   random testbench); repeated while new holes are left, ``formal_rounds`` at most;
+3. **model** (with ``--model``): the agent's prompt (:func:`llm4cov.agent.prompt.
+   build_messages`) with the kept test that covers most as the current testbench and
+   the merged coverage and uncovered items as its result; ``model_tests`` answers at
+   most, ending at the second that adds nothing.
+
+A test is kept when it passes simulation and covers a point no earlier kept test
+covers; otherwise it is dropped (its record stays, its files are not written). Every
+step is one line of ``DIR/steps.jsonl`` (:class:`~llm4cov.util.jsonl.ResultLog`,
+fsynced), written after the kept test's files (``tests/<name>/``, ``coverage/<name>.dat``):
+a kill at any moment loses at most the step in progress, which a rerun redoes with the
+same seed. The budget counts the recorded seconds of finished steps plus this run's.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+import zlib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from llm4cov.close.merge import Merged, RunScope, run_points, scope_of
+from llm4cov.close.model import CloseSettings, GoalVerdict, Origin, StepRecord
+from llm4cov.sim.coverage import DesignModules, Point, uncovered_items
+from llm4cov.sim.exclusions import Rule, split_points
+from llm4cov.sim.observation import Observation, UncoveredItem
+from llm4cov.tasks.model import Task
+from llm4cov.util.jsonl import ResultLog
+
+STEPS = "steps.jsonl"
+TESTS = "tests"
+COVERAGE = "coverage"
+MAX_FORMAL_ITEMS = 400
+JOB_S, MIN_JOB_S = 120.0, 15.0
+"""Wall limit of one SBY job: ``formal``'s default, cut to half the budget left (at least
+the minimum), so that an analysis ends near the budget; the prove jobs get a quarter."""
+
+Simulate = Callable[[Task, str], Observation]
+"""A simulator call keeping its coverage data (``SimCall(keep_coverage=True)``)."""
+
+
+def item_key(item: UncoveredItem) -> str:
+    return f"{item.kind}|{item.file}|{item.line}|{item.detail}"
+
+
+@dataclass
+class Plan:
+    """The next step: its ``source`` and, for random, the ``length``."""
+
+    source: str
+    seed: int
+    length: int | None = None
+
+
+@dataclass
+class State:
+    """The fold of the finished steps (:meth:`observe`): schedule position, merged
+    coverage, formal verdicts, elapsed seconds."""
+
+    settings: CloseSettings
+    formal_ready: bool
+    phase: str = "random"
+    length_index: int = 0
+    formal_rounds: int = 0
+    model_tests: int = 0
+    model_misses: int = 0
+    records: list[StepRecord] = field(default_factory=list)
+    merged: Merged = field(default_factory=Merged)
+    points: dict[str, dict[str, int]] = field(default_factory=dict)
+    analyzed: set[str] = field(default_factory=set)
+    verdicts: list[GoalVerdict] = field(default_factory=list)
+    root: str = ""
+    elapsed_s: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not self.settings.lengths:
+            self._after_random()
+
+    @property
+    def step(self) -> int:
+        return len(self.records)
+
+    def plan(self) -> Plan | None:
+        """The next step, or None when the schedule is done."""
+        seed = self.settings.seed + self.step
+        if self.phase == "random":
+            return Plan("random", seed, self.settings.lengths[self.length_index])
+        if self.phase in ("formal", "model"):
+            return Plan(self.phase, seed)
+        return None
+
+    def observe(self, record: StepRecord, points: Mapping[str, int] | None) -> None:
+        """Fold one finished step (``points``: its test's DUT points when kept)."""
+        self.records.append(record)
+        self.elapsed_s += record.wall_s
+        if record.kept and points is not None:
+            self.root = self.root or record.dut_hier
+            self.merged.add(record.name, points)
+            self.points[record.name] = dict(points)
+        self.analyzed.update(record.analyzed)
+        self.verdicts.extend(record.verdicts)
+        source = record.origin.source if record.origin else self.phase
+        if source == "random" and self.phase == "random":
+            self.length_index += not record.kept
+            share = self.settings.random_share * self.settings.budget_s
+            later = (self.settings.formal and self.formal_ready) or self.settings.model
+            if self.length_index >= len(self.settings.lengths) or (
+                    later and self.elapsed_s >= share):
+                self._after_random()
+        elif self.phase == "formal":
+            self.formal_rounds += 1
+            if not record.analyzed or self.formal_rounds >= self.settings.formal_rounds:
+                self.phase = "model" if self.settings.model else "done"
+        elif self.phase == "model":
+            self.model_tests += 1
+            self.model_misses += not record.kept
+            if self.model_tests >= self.settings.model_tests or self.model_misses >= 2:
+                self.phase = "done"
+
+    def _after_random(self) -> None:
+        self.phase = "formal" if self.settings.formal and self.formal_ready else (
+            "model" if self.settings.model else "done")
+
+
+@dataclass
+class Regression:
+    """What :func:`run_loop` hands on: the fold of every step, and how the loop ended."""
+
+    state: State
+    ended: str  # "complete" | "converged" | "budget" | "stopped"
+
+
+class Closer:
+    """Runs the loop of the module docstring for one task into ``out``.
+
+    ``simulate``: a simulator call that keeps coverage data; ``rules``: exclusion rules
+    (counting); ``policy``: the model (or None); ``formal_ready``: formal tools usable.
+    """
+
+    def __init__(self, task: Task, out: Path, settings: CloseSettings, simulate: Simulate,
+                 rules: Sequence[Rule] = (), policy=None, formal_ready: bool = False,
+                 on_step: Callable[[StepRecord], None] | None = None) -> None:
+        self.task, self.out, self.settings, self.simulate = task, out, settings, simulate
+        self.rules, self.policy, self.on_step = tuple(rules), policy, on_step
+        self.sources = {f.name: f.content for f in task.rtl_files}
+        self.state = State(settings, formal_ready)
+        self.log = ResultLog(out / STEPS, ("step",))
+        self.formal_sandbox = True
+
+    # -- resume ---------------------------------------------------------------------
+    def resume(self) -> int:
+        """Fold the steps already in ``steps.jsonl``; returns how many."""
+        for row in self.log.rows():
+            record = StepRecord.model_validate(row)
+            self.state.observe(record, self.load_points(record) if record.kept else None)
+        return self.state.step
+
+    def load_points(self, record: StepRecord) -> dict[str, int]:
+        dat = (self.out / COVERAGE / f"{record.name}.dat").read_text(
+            encoding="utf-8", errors="surrogateescape")
+        return run_points(dat, self.scope(record), self.state.root or record.dut_hier)
+
+    def scope(self, record: StepRecord) -> RunScope:
+        return scope_of(record.dut_hier, self.sources.keys(), record.rtl_modules,
+                        record.tb_modules)
+
+    # -- the loop -------------------------------------------------------------------
+    def run(self, stop_after: int | None = None) -> Regression:
+        """Run steps until the schedule ends or the budget is spent (``stop_after``:
+        at most that many new steps, for tests that stand in for a kill)."""
+        done = 0
+        while (plan := self.state.plan()) is not None:
+            if self.complete():
+                return Regression(self.state, "complete")
+            if self.state.elapsed_s >= self.settings.budget_s:
+                return Regression(self.state, "budget")
+            if stop_after is not None and done >= stop_after:
+                return Regression(self.state, "stopped")
+            record, points = self.run_step(plan)
+            self.log.append(record.model_dump(mode="json"))
+            self.state.observe(record, points)
+            done += 1
+            if self.on_step:
+                self.on_step(record)
+        return Regression(self.state, "converged")
+
+    def run_step(self, plan: Plan) -> tuple[StepRecord, dict[str, int] | None]:
+        """Make and simulate the test of ``plan`` (a formal step may make none)."""
+        start = time.monotonic()
+        tb: str | None
+        if plan.source == "random":
+            tb = self._random_tb(plan)
+            record = StepRecord(step=self.state.step, origin=Origin(
+                source="random", policy="random", seed=plan.seed, step=self.state.step,
+                length=plan.length))
+        elif plan.source == "formal":
+            record, tb = self._formal_tb(plan)
+        else:
+            record, tb = self._model_tb(plan)
+        points = None
+        if tb is not None:
+            record, points = self._simulate(record, tb)
+        record.wall_s = round(time.monotonic() - start, 3)
+        return record, points
+
+    def _random_tb(self, plan: Plan) -> str | None:
+        """The ``random`` policy's testbench of ``plan.seed`` and ``plan.length`` (round 0
+        of a request: the length is exactly the plan's)."""
+        from llm4cov.agent.response import extract_testbench
+        from llm4cov.policies import get_policy
+        from llm4cov.policies.base import AgentState, GenerationRequest
+
+        policy = get_policy("random", None, length=plan.length or 200)
+        answer = policy.generate(GenerationRequest(self.task, [], seed=plan.seed,
+                                                   state=AgentState(0)))
+        return extract_testbench(answer.text, self.task.dut_module_name)
+
+    def _formal_tb(self, plan: Plan) -> tuple[StepRecord, str | None]:
+        from llm4cov.formal import FormalConfig, analyze
+        from llm4cov.formal.closure import design_io
+        from llm4cov.formal.stimulus import Phase, closing_testbench
+
+        items = [i for i in self.holes() if item_key(i) not in self.state.analyzed]
+        items = items[:MAX_FORMAL_ITEMS]
+        record = StepRecord(step=self.state.step, analyzed=[item_key(i) for i in items])
+        if not items:
+            return record, None
+        left = max(0.0, self.settings.budget_s - self.state.elapsed_s)
+        config = FormalConfig(cover_depth=self.settings.cover_depth,
+                              prove_depth=self.settings.prove_depth,
+                              job_timeout_s=max(MIN_JOB_S, min(JOB_S, left / 2)),
+                              prove_budget_s=min(self.settings.prove_budget_s, left / 4),
+                              sandbox=self.formal_sandbox)
+        try:
+            result = analyze(self.task, items, config)
+        except ValueError as exc:
+            record.note = f"formal: {exc}"
+            return record, None
+        # items left without a goal (the analysis' goal budget ran out) stay for the next
+        budget = f"goal budget of {config.max_goals}"
+        placed = {item_key(g.item) for g in result.goals if not g.reason.startswith(budget)}
+        record.analyzed = [k for k in record.analyzed if k in placed] or record.analyzed
+        record.verdicts = [GoalVerdict(
+            file=g.item.file, line=g.item.line, kind=g.item.kind, item=g.item.detail,
+            goal=g.what, metric=g.metric, status=g.status, reason=g.reason, depth=g.step)
+            for g in result.goals if not g.reason.startswith(budget)]
+        record.note = "; ".join((["formal result from the cache"] if result.cached else [])
+                                + result.errors[:3])
+        if not result.traces:
+            return record, None
+        design = design_io(self.task)
+        phases = [Phase(f"trace {n}", steps) for n, steps in enumerate(result.traces)]
+        try:
+            tb, _how = closing_testbench(None, self.task, design.ports, design.clock, phases,
+                                        plan.seed)
+        except ValueError as exc:
+            record.note = f"formal: {exc}"
+            return record, None
+        goals = [f"{g.item.file}:{g.item.line} {g.what}" for g in result.goals
+                 if g.status == "reached"]
+        record.origin = Origin(source="formal", policy="formal", seed=plan.seed,
+                               step=record.step, goals=goals)
+        return record, tb
+
+    def _model_tb(self, plan: Plan) -> tuple[StepRecord, str | None]:
+        from llm4cov.agent.prompt import build_messages, syntax_rules
+        from llm4cov.agent.response import extract_testbench
+        from llm4cov.policies.base import AgentState, GenerationRequest, SamplingParams
+
+        record = StepRecord(step=self.state.step)
+        assert self.policy is not None
+        current = self.best_testbench()
+        obs = self.merged_observation()
+        messages = build_messages(self.task, current, obs, syntax_rules())
+        request = GenerationRequest(self.task, messages, SamplingParams(seed=plan.seed),
+                                    plan.seed, AgentState(1, current, obs))
+        answer = self.policy.generate(request)
+        record.origin = Origin(source="model", policy=str(answer.model), seed=plan.seed,
+                               step=record.step)
+        tb = extract_testbench(answer.text, self.task.dut_module_name)
+        if tb is None:
+            record.note = "the answer holds no testbench"
+        return record, tb
+
+    def _simulate(self, record: StepRecord, tb: str) -> tuple[StepRecord, dict[str, int] | None]:
+        obs = self.simulate(self.task, tb)
+        record.name = f"t{record.step:04d}"
+        record.status = obs.status.value
+        record.scored_overall = obs.overall()
+        record.tb_sha256 = hashlib.sha256(tb.encode("utf-8", "surrogateescape")).hexdigest()
+        data = obs.coverage_data
+        if not obs.sim_pass or data is None:
+            record.note = record.note or (obs.notes[0] if obs.notes else "")
+            return record, None
+        record.dut_hier = data.dut_hier
+        record.rtl_modules, record.tb_modules = list(data.rtl_modules), list(data.tb_modules)
+        dat = zlib.decompress(data.dat_zlib).decode("utf-8", errors="surrogateescape")
+        points = run_points(dat, self.scope(record), self.state.root or data.dut_hier)
+        new = self.state.merged.new_hits(self._counted(points))
+        record.added = len(new)
+        record.kept = bool(new)
+        if record.kept:
+            self._write_test(record, tb, dat)
+        return record, points if record.kept else None
+
+    def _counted(self, points: Mapping[str, int]) -> dict[str, int]:
+        """``points`` less those an exclusion rule leaves out (they add nothing)."""
+        if not self.rules:
+            return dict(points)
+        from llm4cov.close.report import counted_keys
+
+        keys = counted_keys(points, self.rules)
+        return {k: n for k, n in points.items() if k in keys}
+
+    def _write_test(self, record: StepRecord, tb: str, dat: str) -> None:
+        folder = self.out / TESTS / record.name
+        folder.mkdir(parents=True, exist_ok=True)
+        _atomic(folder / "tb.sv", tb)
+        _atomic(folder / "test.json", json.dumps(record.origin.model_dump(mode="json")
+                                                 if record.origin else {}, indent=2))
+        _atomic(self.out / COVERAGE / f"{record.name}.dat", dat)
+
+    # -- views of the state ---------------------------------------------------------
+    def merged_points(self) -> list[Point]:
+        from llm4cov.close.report import points_of
+
+        return points_of(self.state.merged.counts)
+
+    def holes(self) -> list[UncoveredItem]:
+        """The merged regression's uncovered items (exclusions applied), all of them."""
+        kept, _ = split_points(self.merged_points(), self.rules)
+        if not kept:
+            return []
+        return uncovered_items(kept, self.state.root, self.sources, limit=10**9)[0]
+
+    def complete(self) -> bool:
+        """Every counted point of the merged regression is hit (nothing to aim at)."""
+        counts = self._counted(self.state.merged.counts)
+        return bool(counts) and all(n > 0 for n in counts.values())
+
+    def best_testbench(self) -> str | None:
+        kept = [r for r in self.state.records if r.kept]
+        if not kept:
+            return None
+        best = max(kept, key=lambda r: (len(self.state.merged.hits.get(r.name, ())), -r.step))
+        for folder in (TESTS, "pruned"):  # a finished run's minimization moved it
+            path = self.out / folder / best.name / "tb.sv"
+            if path.exists():
+                return path.read_text(encoding="utf-8")
+        return None
+
+    def merged_observation(self) -> Observation | None:
+        from llm4cov.close.report import merged_observation
+
+        return merged_observation(self.merged_points(), self.state.root, self.sources,
+                                  self.rules, self.modules())
+
+    def modules(self) -> DesignModules | None:
+        rtl = {m for r in self.state.records if r.kept for m in r.rtl_modules}
+        tb = {m for r in self.state.records if r.kept for m in r.tb_modules}
+        return DesignModules(frozenset(rtl), frozenset(tb)) if rtl else None
+
+
+def _atomic(path: Path, text: str) -> None:
+    """Write ``path`` whole or not at all (a temporary file renamed over it, fsynced)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    with tmp.open("w", encoding="utf-8", errors="surrogateescape") as fh:
+        fh.write(text)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)

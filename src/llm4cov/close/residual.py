@@ -1,0 +1,126 @@
+"""Every point the merged regression leaves uncovered, classified by cause
+(:class:`llm4cov.close.model.Cause`), and the closure figure.
+
+A missed point is, in this order of precedence:
+
+1. ``parameter_constant``: :func:`llm4cov.sim.coverage.constant_dead` (the condition
+   reads only parameters and the other outcome was seen in the same instance; the more
+   useful explanation: other parameters reach it), also when formal proved it;
+2. ``proven_unreachable``: a formal goal standing for it was proven by k-induction
+   (depth ``k``) in any analysis of the run (a proof is about the module's source, so
+   it holds in every instance and for every test);
+3. ``tool_error``: the formal job that would have decided it failed;
+4. ``not_reached``: everything else, with what was tried: the random lengths and
+   tests, and the formal verdict (the depth explored), or why formal did not look at it.
+
+Points an exclusion rule matches are ``excluded`` (whether hit or not they are out of
+every count, as in one run; the missed ones are listed).
+
+Closure = (covered + proven unreachable) / total, per metric (a point is proven when
+formal proved it, whatever its listed cause: ``ResidualPoint.proven``), averaged over the metrics
+as the headline overall is (:func:`llm4cov.sim.observation.overall_percent`); the
+headline stays the plain merged coverage.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+
+from llm4cov.close.model import Cause, GoalVerdict, ResidualPoint
+from llm4cov.sim.coverage import Point, constant_dead
+from llm4cov.sim.exclusions import ProvenUnreachable
+from llm4cov.sim.feedback_terms import SourceIndex
+from llm4cov.sim.observation import OVERALL_METRICS, MetricCoverage
+
+
+def goal_of(v: GoalVerdict) -> ProvenUnreachable:
+    """The point matcher of a verdict (the goal fields of :class:`ProvenUnreachable`)."""
+    return ProvenUnreachable(file=v.file, line=v.line, kind=v.kind, item=v.item, goal=v.goal,
+                             metric=v.metric)
+
+
+def verdict_for(points: Sequence[Point], verdicts: Sequence[GoalVerdict],
+                sources: Mapping[str, str]) -> dict[Point, GoalVerdict]:
+    """The verdict standing for each missed point of ``points`` that has one (a proof
+    wins over a later unknown; otherwise the last analysis wins)."""
+    by_key: dict[tuple[str, str], list[GoalVerdict]] = defaultdict(list)
+    for v in verdicts:
+        by_key[(v.file, v.metric)].append(v)
+    words = SourceIndex(sources)
+    out: dict[Point, GoalVerdict] = {}
+    for p in points:
+        found = by_key.get((p.file, p.metric)) if p.count == 0 else None
+        if not found:
+            continue
+        phrase = words.phrase(p.metric, p.file, p.line, p.col, p.comment, p.lines)
+        matching = [v for v in found if goal_of(v).matches(p, phrase.line, phrase.detail)]
+        if matching:
+            proven = [v for v in matching if v.status == "unreachable"]
+            out[p] = (proven or matching)[-1]
+    return out
+
+
+def classify(kept: Sequence[Point], excluded: Sequence[Point], sources: Mapping[str, str],
+             verdicts: Sequence[GoalVerdict], tried: str, formal_note: str,
+             prove_depth: int) -> list[ResidualPoint]:
+    """The residual: one :class:`ResidualPoint` per missed point of ``kept`` (the
+    counted DUT points of the merged regression) and of ``excluded``. ``tried``: what
+    the tests tried, in words; ``formal_note``: why formal did not analyze a point it
+    has no verdict for."""
+    verdict = verdict_for(kept, verdicts, sources)
+    dead = constant_dead(kept, sources)
+    words = SourceIndex(sources)
+    out = []
+    for p in kept:
+        if p.count:
+            continue
+        phrase = words.phrase(p.metric, p.file, p.line, p.col, p.comment, p.lines)
+        v = verdict.get(p)
+        proven = v is not None and v.status == "unreachable"
+        proof = f"proven by {prove_depth}-induction (formal)"
+        if p in dead:
+            cause, reason = Cause.CONSTANT, "condition depends only on parameters; the " \
+                                            "other outcome was seen" + (
+                                                f"; also {proof}" if proven else "")
+        elif proven:
+            cause, reason = Cause.UNREACHABLE, proof
+        elif v is not None and v.status == "error":
+            cause, reason = Cause.TOOL_ERROR, f"formal job failed: {v.reason}"
+        elif v is not None and v.status == "reached":
+            cause, reason = Cause.NOT_REACHED, (
+                f"{tried}; formal reached it at cycle {v.depth} but the replayed witness "
+                "missed it in simulation")
+        elif v is not None:
+            cause, reason = Cause.NOT_REACHED, f"{tried}; formal: {v.reason or v.status}"
+        else:
+            cause, reason = Cause.NOT_REACHED, f"{tried}; formal: {formal_note}"
+        out.append(ResidualPoint(metric=p.metric, file=p.file, line=phrase.line, hier=p.hier,
+                                 module=p.module.split("__", 1)[0], detail=phrase.detail,
+                                 cause=cause, reason=reason, proven=proven))
+    for p in excluded:
+        if p.count:
+            continue
+        phrase = words.phrase(p.metric, p.file, p.line, p.col, p.comment, p.lines)
+        out.append(ResidualPoint(metric=p.metric, file=p.file, line=phrase.line, hier=p.hier,
+                                 module=p.module.split("__", 1)[0], detail=phrase.detail,
+                                 cause=Cause.EXCLUDED, reason="matched by an --exclude rule"))
+    return out
+
+
+def closure_percent(metrics: Mapping[str, MetricCoverage],
+                    unreachable: Mapping[str, int]) -> float:
+    """(covered + proven unreachable) / total per metric, in percent, averaged over the
+    metrics of the headline overall (0 without points)."""
+    pcts = [100.0 * min(m.total, m.covered + unreachable.get(name, 0)) / m.total
+            for name, m in metrics.items() if name in OVERALL_METRICS and m.total]
+    return round(sum(pcts) / len(pcts), 4) if pcts else 0.0
+
+
+def proven_counts(residual: Sequence[ResidualPoint]) -> dict[str, int]:
+    """Residual points a formal proof shows unreachable, per metric."""
+    out: dict[str, int] = defaultdict(int)
+    for r in residual:
+        if r.proven and r.cause is not Cause.EXCLUDED:
+            out[r.metric] += 1
+    return dict(sorted(out.items()))
