@@ -81,4 +81,6 @@ def test_gen_says_the_stimulus_never_exercised_the_design(tmp_path, capsys):
     assert "warning: the best testbench (round 1) toggled" in err
     assert "warning: round 2 repeated round 1's testbench unchanged" in err
     assert "## Warnings" in (out / "coverage.md").read_text()
+    html = (out / "html" / "index.html").read_text()
+    assert "<b>warning:</b> the best testbench (round 1) toggled" in html
     assert [r["targets_met"] for r in run["rounds"]] == [None, None]  # no targets

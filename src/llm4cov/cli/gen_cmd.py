@@ -200,8 +200,10 @@ def _reports(task: Task, run: AgentRun, best: report_opts.BestRun,
         return None
     tests = _test_rows(run)
     title = f"Coverage: {task.id}, best testbench (round {run.best_round + 1})"
+    warnings = [f"{w.message} ({w.lever})" for w in run_warnings(run)]
     data = report_opts.write_reports(from_observation(obs, out), task, request, title=title,
-                                     rtl_dir=rtl, proven=proven, tests=tests)
+                                     rtl_dir=rtl, proven=proven, tests=tests,
+                                     warnings=warnings)
     if request.needs_rerun():
         _rerun(task, testbench, request, out, settings)
     return data

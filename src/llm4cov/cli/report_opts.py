@@ -143,10 +143,12 @@ def write_reports(
     rtl_dir: Path | None = None,
     proven: Sequence[ProvenUnreachable] = (),
     tests: Sequence[TestRow] = (),
+    warnings: Sequence[str] = (),
 ) -> ReportData:
     """Write the requested HTML, LCOV and UCIS outputs from ``cap`` (a run's own
     coverage data) and print where each went, the waveform dump and kept work dir
-    too. ``proven``: goals proven unreachable (UNR in the HTML and UCIS); ``tests``:
+    too. ``warnings``: shown first in the HTML. ``proven``: goals proven unreachable (UNR
+    in the HTML and UCIS); ``tests``:
     the runs the HTML lists. Returns the report's content (also without ``--html``).
 
     Raises:
@@ -159,6 +161,7 @@ def write_reports(
     sources = {f.name: f.content for f in task.rtl_files}
     data = build_report_data(cap.points, cap.dut_hier, sources, rules, cap.modules,
                              proven=proven, tests=tests)
+    data.warnings = list(warnings)
     if request.html:
         say(f"HTML report: {write_html(data, request.html, title, cap.observation)}")
     if request.lcov:

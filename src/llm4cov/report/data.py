@@ -186,6 +186,9 @@ class ReportData:
     figures: list[tuple[str, float]] = field(default_factory=list)
     """Further named figures beside the headline (``close``: the closure figure)."""
     residual: list[ResidualRow] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    """What the run should tell its user first (``gen``: :mod:`llm4cov.agent.warnings`,
+    each message with its lever)."""
     """Every missed point with its cause (``close``), listed by cause and module."""
 
     def residual_groups(self) -> list[tuple[str, str, int]]:
