@@ -220,7 +220,7 @@ def test_gen_says_when_the_formal_jobs_fail(tmp_path, capsys):
     main(["gen", str(FORMAL_ERROR), "--model", "formal", "--out", str(out),
           "--rounds", "2"])
     printed = capsys.readouterr()
-    assert "note: round 2: formal: 3 goals not classified, a job failed: cover job: " \
+    assert "warning: round 2: formal: 3 goals not classified, a job failed: cover job: " \
         "slang: ERROR: unsupported system task '$urandom'" in printed.out + printed.err
     run = json.loads((out / "run.json").read_text())
     assert (run["formal"]["error"], run["formal"]["unknown"]) == (3, 0)

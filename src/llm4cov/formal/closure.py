@@ -50,7 +50,7 @@ from llm4cov.sim.observation import Observation, UncoveredItem, overall_without
 from llm4cov.tasks.hdl import Port, compile_order, search_dirs
 from llm4cov.tasks.model import Task
 
-CACHE_VERSION = 3
+CACHE_VERSION = 4
 
 
 @dataclass(frozen=True)
@@ -63,6 +63,10 @@ class FormalConfig:
     ``max_prove_rounds``/``prove_budget_s``: reruns and wall seconds of the Houdini
     loop (smtbmc names one failing assertion per induction run); ``sandbox``: run SBY in the
     simulation sandbox when the host has it; ``cache``: reuse results by content hash.
+    ``escalate_budget_s``: wall seconds for deeper cover jobs after the prove jobs (0:
+    none): the goals still ``unknown`` are searched again at twice the depth, then
+    twice that, up to ``max_cover_depth``, each job only with the goals left open,
+    until the budget is used up (a job gets the budget that is left as its timeout).
     """
 
     cover_depth: int = 30
@@ -75,6 +79,8 @@ class FormalConfig:
     sandbox: bool = True
     cache: bool = True
     cache_dir: str | None = None
+    escalate_budget_s: float = 0.0
+    max_cover_depth: int = 120
 
     def __post_init__(self) -> None:
         if self.cover_depth < 1 or self.prove_depth < 1:
@@ -183,10 +189,12 @@ class _Runner:
         self.frontend = "slang"
 
     def run(self, items: list[UncoveredItem], mode: str, depth: int, keep: set[str] | None,
-            workdir: Path) -> tuple[goal_mod.Placement, JobResult]:
+            workdir: Path, timeout_s: float | None = None
+            ) -> tuple[goal_mod.Placement, JobResult]:
         extra = {self.task.dut_module_name: _reset_code(self.design)}
         placement = goal_mod.place_goals(self.task.rtl_files, items, mode,
-                                         self.config.max_goals, keep, extra)
+                                         self.config.max_goals, keep, extra,
+                                         dict(self.task.defines))
         for f in placement.files:
             path = workdir / f.name
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -203,7 +211,7 @@ class _Runner:
                 encoding="utf-8")
             self.jobs += 1
             proc = run_tool(self.tools, self.tools.sby_command(f"{name}.sby"), workdir,
-                            self.config.job_timeout_s, self.config.job_cpu_s,
+                            timeout_s or self.config.job_timeout_s, self.config.job_cpu_s,
                             self.config.sandbox)
             result = parse_log(proc.output, name)
             if proc.timed_out:
@@ -227,7 +235,7 @@ def _cache_key(task: Task, items: list[UncoveredItem], config: FormalConfig,
         "items": [i.model_dump(mode="json") for i in items],
         "config": {k: v for k, v in asdict(config).items()
                    if k in ("cover_depth", "prove_depth", "max_goals", "max_prove_rounds",
-                            "prove_budget_s")},
+                            "prove_budget_s", "escalate_budget_s", "max_cover_depth")},
         "tools": sorted(p.name for p in tools.bin_dir.glob("yowasp-*")),
     }, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()
@@ -263,6 +271,7 @@ def analyze(task: Task, items: list[UncoveredItem], config: FormalConfig | None 
         result.cover_depth = depth
         result.prove_depth = config.prove_depth if design.clock else 1
         placement, cover = runner.run(items, "cover", depth, None, workdir)
+        result.notes += placement.notes
         verdicts: dict[str, GoalResult] = {}
         trace_ids: dict[str, int] = {}
         for g in placement.goals:
@@ -288,14 +297,20 @@ def analyze(task: Task, items: list[UncoveredItem], config: FormalConfig | None 
         else:
             result.errors += _prove(runner, items, open_labels, why, errored, verdicts,
                                     placement, workdir,
-                                    config if design.clock else replace(config, prove_depth=1))
+                                    config if design.clock else replace(config, prove_depth=1),
+                                    result, inputs)
+        if design.clock and cover.status != "ERROR" and config.escalate_budget_s > 0:
+            explored_at = _escalate(runner, items, placement, verdicts, why, workdir, config,
+                                    result, inputs, trace_ids)
+        else:
+            explored_at = {}
         for g in placement.goals:
             if g.label not in verdicts:
                 status = "error" if g.label in errored else "unknown"
                 verdicts[g.label] = GoalResult(item=g.item, what=g.what, metric=g.metric,
                                                status=status,
                                                reason=errored.get(g.label, why[g.label]),
-                                               step=explored)
+                                               step=explored_at.get(g.label, explored))
         result.goals = [verdicts[g.label] for g in placement.goals]
         result.goals += [GoalResult(item=i, what=i.kind, metric=i.kind, status="unknown",
                                     reason=r) for i, r in placement.unplaced]
@@ -321,11 +336,14 @@ def _prove_groups(goals: list[goal_mod.Goal], open_labels: set[str]) -> list[set
 
 def _prove(runner: _Runner, items: list[UncoveredItem], open_labels: set[str],
            why: dict[str, str], errored: dict[str, str], verdicts: dict[str, GoalResult],
-           placement: goal_mod.Placement, workdir: Path, config: FormalConfig) -> list[str]:
+           placement: goal_mod.Placement, workdir: Path, config: FormalConfig,
+           result: FormalResult | None = None, inputs: set[str] | None = None) -> list[str]:
     """The Houdini loop of the module docstring, per group of :func:`_prove_groups`,
     within ``config.prove_budget_s``: proven goals go into ``verdicts``, the goals of a
-    prove job that failed into ``errored`` (label -> reason). Returns one line per
-    failed prove job."""
+    prove job that failed into ``errored`` (label -> reason). A goal whose assertion
+    fails in the base case (violated within k steps from reset: reachable) is
+    ``reached``, with the base case's witness added to ``result.traces`` (replayed like
+    the cover job's). Returns one line per failed prove job."""
     errors: list[str] = []
     by_label = {g.label: g for g in placement.goals}
     deadline = time.monotonic() + config.prove_budget_s
@@ -357,12 +375,81 @@ def _prove(runner: _Runner, items: list[UncoveredItem], open_labels: set[str],
                 break
             for label in failed:
                 phase = prove.failed[label]
+                if phase == "basecase" and _base_reached(prove, label, by_label[label],
+                                                         verdicts, workdir, result, inputs):
+                    continue
                 why[label] += (f"; not {config.prove_depth}-inductive" if phase == "induction"
                                else f"; assertion fails in the base case ({phase})")
             left -= failed
         for label in left:
             why[label] += "; prove budget used up"
     return errors
+
+
+def _escalate(runner: _Runner, items: list[UncoveredItem], placement: goal_mod.Placement,
+              verdicts: dict[str, GoalResult], why: dict[str, str], workdir: Path,
+              config: FormalConfig, result: FormalResult, inputs: set[str],
+              trace_ids: dict[str, int]) -> dict[str, int]:
+    """Deeper cover jobs for the goals still open (see :class:`FormalConfig`,
+    ``escalate_budget_s``); reached goals go into ``verdicts``. Returns, per goal left
+    open, the depth (cycles) explored when deeper than the first cover job."""
+    deadline = time.monotonic() + config.escalate_budget_s
+    depth = result.cover_depth
+    explored: dict[str, int] = {}
+    status: dict[str, str] = {}
+    by_label = {g.label: g for g in placement.goals}
+    while depth < config.max_cover_depth:
+        left = {g.label for g in placement.goals if g.label not in verdicts}
+        remaining = deadline - time.monotonic()
+        if not left or remaining < 1.0:
+            break
+        depth = min(depth * 2, config.max_cover_depth)
+        _, cover = runner.run(items, "cover", depth, left, workdir,
+                              timeout_s=min(config.job_timeout_s, remaining))
+        if cover.status == "ERROR" and not cover.cycles:
+            result.notes.append(f"deeper cover job ({depth} cycles) failed: "
+                                f"{cover.error or 'failed'}")
+            break
+        for label in left:
+            if label in cover.reached:
+                step, yw = cover.reached[label]
+                if yw not in trace_ids:
+                    trace_ids[yw] = len(result.traces)
+                    result.traces.append(read_witness(workdir / yw, inputs))
+                g = by_label[label]
+                verdicts[label] = GoalResult(
+                    item=g.item, what=g.what, metric=g.metric, status="reached", step=step,
+                    trace=trace_ids[yw], reason=f"reached by a deeper cover job ({depth} cycles)")
+            elif cover.cycles > result.cover_depth:
+                explored[label] = cover.cycles
+                status[label] = cover.status.lower()
+        if cover.status == "TIMEOUT":
+            break
+    for label, cycles in explored.items():
+        if label not in verdicts:
+            why[label] += f"; not reached within {cycles} cycles (deeper cover {status[label]})"
+    return {label: c for label, c in explored.items() if label not in verdicts}
+
+
+def _base_reached(prove: JobResult, label: str, goal: goal_mod.Goal,
+                  verdicts: dict[str, GoalResult], workdir: Path,
+                  result: FormalResult | None, inputs: set[str] | None) -> bool:
+    """Record ``goal`` as reached from the witness of a failed base case; False when
+    there is no readable witness (the goal then stays ``unknown``)."""
+    if result is None or inputs is None or not prove.base_trace:
+        return False
+    try:
+        steps = read_witness(workdir / prove.base_trace, inputs)
+    except (OSError, ValueError, KeyError):
+        return False
+    result.traces.append(steps)
+    step = prove.base_step if prove.base_step >= 0 else len(steps) - 1
+    verdicts[label] = GoalResult(
+        item=goal.item, what=goal.what, metric=goal.metric, status="reached", step=step,
+        trace=len(result.traces) - 1,
+        reason=f"assertion fails in the base case at step {step} (reachable; "
+               "witness from the prove job)")
+    return True
 
 
 def _still_uncovered(goal: GoalResult, items: list[UncoveredItem]) -> bool:

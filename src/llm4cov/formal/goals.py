@@ -20,6 +20,14 @@ means the point is unreachable. Items that cannot be placed (a ``?:`` arm, an FS
 user point, a field of a structured signal) are returned with the reason.
 Wording of items follows ``sim/coverage.py`` and ``sim/feedback_terms.py`` (both the
 raw Verilator comments and the engineer's wording are read).
+
+Each file is parsed with the macros it sees (the task's defines, then the
+`` `define``s of the RTL files it `` `include``s, found by name: no include is opened
+from disk), and a token from a macro expansion is placed at the macro's use in the
+file's own text, so `` `CMD_GO: st <= st_a;`` gets its ``begin`` before ``st``. The
+working copy is also made fit for the formal model: delays (``#1``) are blanked and a
+lone ``negedge`` clock beside ``posedge`` ones becomes ``posedge`` (same length, so
+offsets never move), each with a note (:attr:`Placement.notes`).
 """
 
 from __future__ import annotations
@@ -28,10 +36,18 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from pyslang import syntax
+import pyslang
+from pyslang import parsing, syntax
 
 from llm4cov.sim.observation import UncoveredItem
-from llm4cov.tasks.hdl import parse_tree
+from llm4cov.tasks.hdl import (
+    VIRTUAL_ROOT,
+    ParseLimitError,
+    encodable,
+    include_names,
+    isolated_source_manager,
+    parse_tree,
+)
 from llm4cov.tasks.model import SourceFile
 
 K = syntax.SyntaxKind
@@ -69,6 +85,7 @@ class Placement:
     files: list[SourceFile]
     goals: list[Goal] = field(default_factory=list)
     unplaced: list[tuple[UncoveredItem, str]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -82,14 +99,78 @@ class _Edit:
     text: str
 
 
-class _File:
-    """One RTL file's syntax tree, indexed by line (byte offsets into ``data``)."""
+def _defines_of(source: SourceFile) -> list[str]:
+    """The `` `define`` directives ``source`` makes (active branches only), as text."""
+    out: list[str] = []
 
-    def __init__(self, source: SourceFile):
+    def visit(node: object) -> bool:
+        if isinstance(node, parsing.Token):
+            for trivia in node.trivia:
+                directive = trivia.syntax()
+                if isinstance(directive, syntax.DefineDirectiveSyntax):
+                    out.append(str(directive).strip())
+        return True
+
+    parse_tree(source.content, source.name).root.visit(visit)
+    return out
+
+
+def _header_of(source: SourceFile, files: dict[str, SourceFile],
+               defines: dict[str, str] | None, cache: dict[str, list[str]]) -> str:
+    """The macros ``source`` sees from outside its own text, as `` `define`` lines: the
+    task's defines, then those of the RTL files it `` `include``s (transitively, by
+    name or by a path ending in that name; no include is opened from disk)."""
+    lines = [f"`define {k} {v}" for k, v in (defines or {}).items()]
+    seen = {source.name}
+    todo = list(include_names(source.content))
+    while todo:
+        name = todo.pop(0)
+        match = files.get(name) or next(
+            (f for n, f in files.items() if n.endswith("/" + name)), None)
+        if match is None or match.name in seen:
+            continue
+        seen.add(match.name)
+        if match.name not in cache:
+            cache[match.name] = _defines_of(match)
+        lines += cache[match.name]
+        todo += include_names(match.content)
+    return "\n".join(lines)
+
+
+def _parse_with(source: SourceFile, header: str) -> syntax.SyntaxTree:
+    """``source`` parsed alone like :func:`llm4cov.tasks.hdl.parse_tree` (no include
+    opened), after a separate buffer of macro definitions ``header``."""
+    if not header:
+        return parse_tree(source.content, source.name)
+    sm = isolated_source_manager()
+    pp = parsing.PreprocessorOptions()
+    pp.maxIncludeDepth = 0
+    buffers = [sm.assignText(f"{VIRTUAL_ROOT}/<macros of {source.name}>", encodable(header)),
+               sm.assignText(f"{VIRTUAL_ROOT}/{source.name}", encodable(source.content))]
+    try:
+        return syntax.SyntaxTree.fromBuffers(buffers, sm, pyslang.Bag([pp]))
+    except RuntimeError as exc:
+        raise ParseLimitError(f"{source.name}: nesting too deep for the parser "
+                              f"({str(exc) or 'pyslang gave up'})") from None
+
+
+_DELAY_KINDS = (K.DelayControl, K.Delay3)
+
+
+class _File:
+    """One RTL file's syntax tree, indexed by line (byte offsets into ``data``; a token
+    that comes from a macro expansion is placed at the macro's use in this text)."""
+
+    def __init__(self, source: SourceFile, header: str = ""):
         self.name = source.name
         self.data = source.content.encode("utf-8", errors="surrogateescape")
-        self.tree = parse_tree(source.content, source.name)
+        self.tree = _parse_with(source, header)
         sm = self.tree.sourceManager
+        self.sm = sm
+        self.path = f"{VIRTUAL_ROOT}/{source.name}"
+        self.delays: list[tuple[int, int]] = []  # byte spans of timing delays (`#1`)
+        self.negedge_clocks: list[int] = []  # offsets of `negedge` of a lone clock event
+        self.posedges = 0
         self.ifs: dict[int, list] = defaultdict(list)  # by line of the `if` keyword
         self.elses: dict[int, list] = defaultdict(list)  # by line of the `else` keyword
         self.case_items: dict[int, list] = defaultdict(list)
@@ -105,25 +186,81 @@ class _File:
         kind = node.kind
         if kind == K.ModuleDeclaration:
             self.modules.append(node)
+        elif kind in _DELAY_KINDS:
+            span = self.span(node)
+            if span is not None:
+                self.delays.append(span)
+            return False
         elif isinstance(node, syntax.ConditionalStatementSyntax):
             self.ifs[self._line(node.ifKeyword)].append(node)
             if node.elseClause is not None:
                 self.elses[self._line(node.elseClause.elseKeyword)].append(node)
         elif kind in (K.StandardCaseItem, K.DefaultCaseItem):
             self.case_items[self._line(node.getFirstToken())].append(node)
-        elif (isinstance(node, syntax.SignalEventExpressionSyntax)
-              and node.edge.valueText in ("posedge", "negedge")):
-            module = self.module_at(node.sourceRange.start.offset)
+        elif isinstance(node, syntax.SignalEventExpressionSyntax):
+            self._edge(node)
+        if (isinstance(node, syntax.SignalEventExpressionSyntax)
+                and node.edge.valueText in ("posedge", "negedge")):
+            at = self.start(node.getFirstToken())
+            module = self.module_at(at) if at is not None else None
             if module is not None:
                 self.clocks.setdefault(module.sourceRange.start.offset, str(node.expr).strip())
         if _is_statement(node) and _procedural(node):
             self.statements[self._line(node.getFirstToken())].append(node)
         return True
 
+    def _edge(self, node) -> None:
+        """Note a ``posedge`` use, and each ``negedge`` that is the only event of its
+        event control (``always @(negedge clk)``: a clock, not an async reset)."""
+        edge = node.edge.valueText
+        if edge == "posedge":
+            self.posedges += 1
+        if edge != "negedge":
+            return
+        parent = node.parent
+        while parent is not None and parent.kind == K.ParenthesizedEventExpression:
+            parent = parent.parent
+        if parent is None or parent.kind != K.EventControlWithExpression:
+            return
+        start, end = self.start(node.edge), self.end(node.edge)
+        if start is not None and end is not None and self.data[start:end] == b"negedge":
+            self.negedge_clocks.append(start)
+
+    def start(self, token) -> int | None:
+        """Byte offset in this file where ``token`` begins (the use of the macro it
+        came from), or None when it is not in this file's text."""
+        loc = token.location
+        while self.sm.isMacroLoc(loc):
+            loc = self.sm.getExpansionLoc(loc)
+        if str(self.sm.getFullPath(loc.buffer)) != self.path:
+            return None
+        return loc.offset
+
+    def end(self, token) -> int | None:
+        """Byte offset in this file just after ``token`` (after the whole macro use it
+        came from), or None when it is not in this file's text."""
+        loc = token.location
+        if not self.sm.isMacroLoc(loc):
+            if str(self.sm.getFullPath(loc.buffer)) != self.path:
+                return None
+            return loc.offset + len(token.rawText.encode("utf-8", errors="surrogateescape"))
+        while self.sm.isMacroLoc(loc):
+            loc = self.sm.getExpansionRange(loc).end
+        if str(self.sm.getFullPath(loc.buffer)) != self.path:
+            return None
+        return loc.offset
+
+    def span(self, node) -> tuple[int, int] | None:
+        """``node``'s byte span in this file's text (see :meth:`start`, :meth:`end`)."""
+        first, last = self.start(node.getFirstToken()), self.end(node.getLastToken())
+        if first is None or last is None or last < first:
+            return None
+        return first, last
+
     def module_at(self, offset: int):
         """The module declaration containing ``offset``, or None."""
         for m in self.modules:
-            if m.sourceRange.start.offset <= offset < m.sourceRange.end.offset:
+            if (self.start(m.getFirstToken()) or 0) <= offset < (self.end(m.getLastToken()) or 0):
                 return m
         return None
 
@@ -149,12 +286,30 @@ def _procedural(node: object) -> bool:
     return False
 
 
-def _span(node) -> tuple[int, int]:
-    first, last = node.getFirstToken(), node.getLastToken()
-    return first.location.offset, last.location.offset + len(last.rawText)
+_MACRO_TEXT = "the statement is not in the file's own text (a macro body)"
+
+
+_CHAINED = re.compile(r"\[\s*(?P<a>\d+)\s*:\s*(?P<b>\d+)\s*\]\s*\[\s*(?P<k>\d+)\s*\]")
+
+
+def _fold_selects(expr: str) -> str:
+    """``x[14:6][4]`` (Verilator's wording of a bit of a part-select) as ``x[10]``: a
+    select after a range select is not SystemVerilog."""
+    def fold(m: re.Match) -> str:
+        a, b, k = int(m["a"]), int(m["b"]), int(m["k"])
+        return f"[{b + k if a >= b else b - k}]"
+    return _CHAINED.sub(fold, expr)
 
 
 def branch_condition(item: UncoveredItem) -> str | None:
+    """The SystemVerilog condition of an expression-term item, or None if unreadable
+    (wordings: :func:`_branch_condition`; a bit of a part-select is folded,
+    ``x[14:6][4]`` -> ``x[10]``)."""
+    cond = _branch_condition(item)
+    return _fold_selects(cond) if cond is not None else None
+
+
+def _branch_condition(item: UncoveredItem) -> str | None:
     """The SystemVerilog condition of an expression-term item, or None if unreadable.
 
     Reads ``expression term (a==1 && b==0) => 1 never seen`` (Verilator's comment),
@@ -199,8 +354,11 @@ def toggle_targets(item: UncoveredItem) -> tuple[str, list[int], list[str]] | No
 
 class _Placer:
     def __init__(self, files: list[SourceFile], mode: str, max_goals: int,
-                 keep: set[str] | None, extra: dict[str, str]):
-        self.files = {f.name: _File(f) for f in files}
+                 keep: set[str] | None, extra: dict[str, str],
+                 defines: dict[str, str] | None = None):
+        by_name = {f.name: f for f in files}
+        macros: dict[str, list[str]] = {}
+        self.files = {f.name: _File(f, _header_of(f, by_name, defines, macros)) for f in files}
         self.sources = files
         self.mode = mode
         self.max_goals = max_goals
@@ -230,9 +388,10 @@ class _Placer:
         return label
 
     def wrap(self, file: _File, stmt, prefix: str) -> None:
-        if not prefix:
+        span = file.span(stmt)
+        if not prefix or span is None:
             return
-        start, end = _span(stmt)
+        start, end = span
         self.edits[file.name].append(_Edit(start, (2, 0, 0), f"begin {prefix} "))
         self.edits[file.name].append(_Edit(end, (0, -start, 0), " end"))
 
@@ -264,12 +423,18 @@ class _Placer:
             items = file.case_items.get(item.line)
             if not items:
                 return f"no case item at {item.file}:{item.line}"
+            if file.span(items[0].clause) is None:
+                return _MACRO_TEXT
             label = self.new_goal(item, "case item", item.kind)
             self.wrap(file, items[0].clause, self.check(label, "1'b1"))
             return None
         cands = file.ifs.get(if_line) or (file.elses.get(item.line) if wants_else else None)
         if cands:
             cond_stmt = cands[0]
+            if file.span(cond_stmt) is None or file.span(cond_stmt.statement) is None or (
+                    cond_stmt.elseClause is not None
+                    and file.span(cond_stmt.elseClause.clause) is None):
+                return _MACRO_TEXT
             if wants_else:
                 return self.place_else(file, item, cond_stmt)
             label = self.new_goal(item, "then branch", item.kind)
@@ -278,6 +443,8 @@ class _Placer:
         stmts = file.statements.get(item.line)
         if not stmts:
             return f"no statement at {item.file}:{item.line}"
+        if file.span(stmts[0]) is None:
+            return _MACRO_TEXT
         label = self.new_goal(item, "block", item.kind)
         self.wrap(file, stmts[0], self.check(label, "1'b1"))
         return None
@@ -292,7 +459,7 @@ class _Placer:
             return None
         then = cond_stmt.statement
         self.wrap(file, then, "/* llm4cov */")  # a nested if must not take the new else
-        start, end = _span(cond_stmt)
+        start, end = file.span(cond_stmt) or (0, 0)
         self.edits[file.name].append(_Edit(end, (0, -start, -1), f" else begin {marker} end"))
         return None
 
@@ -301,7 +468,8 @@ class _Placer:
         if cond is None:
             return "expression term wording not understood"
         label = self.new_goal(item, f"term {cond}", "expr")
-        stmts = file.ifs.get(item.line) or file.statements.get(item.line)
+        stmts = [s for s in file.ifs.get(item.line) or file.statements.get(item.line) or []
+                 if file.span(s) is not None]
         if stmts:
             self.wrap(file, stmts[0], self.check(label, cond))
             return None
@@ -359,37 +527,79 @@ class _Placer:
             if end_token.valueText != "endmodule":
                 end_token = module.endmodule
             text = "\n  // llm4cov formal goals\n" + "\n".join(code) + "\n"
-            self.edits[name].append(_Edit(end_token.location.offset, (3, 0, 0), text))
+            at = file.start(end_token)
+            if at is not None:
+                self.edits[name].append(_Edit(at, (3, 0, 0), text))
         out = []
+        removed = {name: len(f.delays) for name, f in self.files.items() if f.delays}
+        if removed:
+            self.result.notes.append(
+                "timing controls ignored in the formal model: "
+                + ", ".join(f"{n} delay{'s' if n > 1 else ''} (`#...`) in {name}"
+                            for name, n in removed.items())
+                + " removed from its working copy (a BMC steps from clock edge to clock"
+                " edge: a delay within a cycle does not change what it reaches; the"
+                " simulation keeps them)")
+        flips = {name: f.negedge_clocks for name, f in self.files.items()
+                 if f.negedge_clocks} if any(f.posedges for f in self.files.values()) else {}
+        if flips:
+            self.result.notes.append(
+                "negedge-clocked blocks clocked at posedge in the formal model: "
+                + ", ".join(f"{len(at)} in {name}" for name, at in flips.items())
+                + " (the design also uses posedge; one solver step steps every flip-flop,"
+                " and a clock used with both edges cannot be modelled so)")
         for source in self.sources:
             edits = self.edits.get(source.name)
-            if not edits:
+            delays = self.files[source.name].delays
+            flip = flips.get(source.name, [])
+            if not edits and not delays and not flip:
                 out.append(source)
                 continue
-            data = self.files[source.name].data
-            for e in sorted(edits, key=lambda e: (e.offset, e.order), reverse=True):
+            data = _blank(self.files[source.name].data, delays)
+            for at in flip:
+                data = data[:at] + b"posedge" + data[at + 7:]
+            for e in sorted(edits or [], key=lambda e: (e.offset, e.order), reverse=True):
                 data = data[: e.offset] + e.text.encode() + data[e.offset:]
             out.append(source.model_copy(update={
                 "content": data.decode("utf-8", errors="surrogateescape")}))
         return out
 
 
+def _blank(data: bytes, spans: list[tuple[int, int]]) -> bytes:
+    """``data`` with every byte of ``spans`` but line ends turned into a space (offsets
+    and line numbers stay as they were)."""
+    if not spans:
+        return data
+    buf = bytearray(data)
+    for start, end in spans:
+        for i in range(start, end):
+            if buf[i] not in (0x0A, 0x0D):
+                buf[i] = 0x20
+    return bytes(buf)
+
+
 def place_goals(
     files: list[SourceFile], items: list[UncoveredItem], mode: str = "cover",
     max_goals: int = 400, keep: set[str] | None = None, extra: dict[str, str] | None = None,
+    defines: dict[str, str] | None = None,
 ) -> Placement:
     """Mark every item of ``items`` in copies of ``files`` (``mode`` ``cover`` or
     ``prove``), at most ``max_goals`` goals. Labels are numbered in item order, so the
     same items give the same labels; with ``keep`` only those labels are written (all
     goals are still listed). ``extra`` maps a module name to code inserted before its
-    ``endmodule`` (the reset assumption). The inputs are not modified.
+    ``endmodule`` (the reset assumption); ``defines``: the task's macros. Each file is
+    parsed with the macros it sees (``defines``, then those of the RTL files it
+    `` `include``s), and insertions land in its own text, also where a statement or a
+    case label comes from a macro. Delays (``#1``, ``<= #1``, ``assign #2``) are
+    blanked out of the copies, with a note in :attr:`Placement.notes`: a BMC steps
+    clock edges, so they do not change what it reaches. The inputs are not modified.
 
     Raises:
         ValueError: ``mode`` is neither ``cover`` nor ``prove``.
     """
     if mode not in ("cover", "prove"):
         raise ValueError(f"mode must be cover or prove, got {mode!r}")
-    placer = _Placer(files, mode, max_goals, keep, extra or {})
+    placer = _Placer(files, mode, max_goals, keep, extra or {}, defines)
     for item in items:
         reason = placer.place(item)
         if reason is not None:

@@ -72,7 +72,10 @@ class JobResult:
     ``TIMEOUT``); ``reached``: cover label -> (step, witness path relative to the work
     dir); ``failed``: assertion labels that failed, by phase (``basecase``,
     ``induction``); ``depth``: the deepest step checked (-1: none); ``error``: the first
-    error line.
+    error line. A ``prove`` job whose base case failed (an assertion violated within k
+    steps from the initial state: its goal is reachable) gives that run's witness
+    (``base_trace``, relative to the work dir) and the step it failed in
+    (``base_step``).
     """
 
     status: str
@@ -80,6 +83,8 @@ class JobResult:
     failed: dict[str, str] = field(default_factory=dict)
     depth: int = -1
     error: str = ""
+    base_trace: str = ""
+    base_step: int = -1
 
     @property
     def cycles(self) -> int:
@@ -91,7 +96,15 @@ def parse_log(text: str, job_dir: str) -> JobResult:
     """Parse SBY's output (its console log) for the job in ``job_dir``."""
     result = JobResult(status="ERROR")
     pending: list[tuple[str, int]] = []
+    base_step = -1
     for line in text.splitlines():
+        if ".basecase:" in line:
+            if (m := _CHECKING.search(line)) and "assertions" in line:
+                base_step = int(m.group(1))
+            elif m := _TRACE_YW.search(line):
+                result.base_trace = f"{job_dir}/{m['path']}"
+            elif _FAILED.search(line):
+                result.base_step = base_step
         if m := _REACHED.search(line):  # the label may carry its instance path
             pending.append(((m["l1"] or m["l2"]).rsplit(".", 1)[-1], int(m["s1"] or m["s2"])))
         elif (m := _TRACE_YW.search(line)) and pending:

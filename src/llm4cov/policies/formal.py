@@ -1,14 +1,20 @@
-"""The ``formal`` policy: random start, then formal closure of the holes the feedback names.
+"""The ``formal`` policy: random start, then formal closure of the holes.
 
 A teacher that reads the agent's state as data (``GenerationRequest.state``, the same
 ``s_t`` a model sees rendered as its prompt): with no current testbench (the first
-round) it answers with the built-in random testbench (``random_stimulus.py``);
-afterwards it takes the current testbench and the uncovered items of its observation
-(the list the feedback shows), runs the formal analysis on them
+round) it answers with the built-in random testbench (``random_stimulus.py``).
+
+In a later round ``r`` it starts from the ``random`` policy's testbench of the same
+round (as long as ``random``'s: ``length * 2**r`` cycles, the register-bus style where
+the DUT has a bus) with the witness phases of its earlier rounds replayed, when the
+current testbench is one of its own answers; otherwise (a testbench from elsewhere)
+from the current testbench. It simulates that start once with the whole hole list
+(``Observation.uncovered`` without the feedback's limit: typed items, file, line,
+kind), runs the formal analysis on the items it has not tried before for this design
 (``llm4cov.formal.analyze``: witnesses for the reachable ones) and answers with the
-current testbench plus one replay phase per witness trace (``formal/stimulus.py``).
-With nothing reachable it answers the current testbench unchanged. It needs no model
-server, only the ``formal`` extra.
+start plus one replay phase per witness trace (``formal/stimulus.py``). Where that
+simulation fails it falls back to the current testbench and the items the feedback
+shows. It needs no model server, only the ``formal`` extra.
 """
 
 from __future__ import annotations
@@ -24,6 +30,10 @@ from llm4cov.sim.observation import UncoveredItem
 
 POLICY_PROVE_BUDGET_S = 20.0
 """Prove budget per analysis (seconds): smaller than the CLI's, the policy runs often."""
+
+POLICY_ESCALATE_BUDGET_S = 30.0
+"""Seconds per analysis for deeper cover jobs (depth doubled from 30 up to 120 cycles)
+on the goals still unknown after the prove jobs."""
 
 
 VERDICTS = ("reached", "unreachable", "unknown", "error")
@@ -55,25 +65,62 @@ class FormalPolicy:
     """
 
     def __init__(self, length: int = 200, exhaustive_bits: int = 10, config=None,
-                 style: Style = "compact") -> None:
+                 style: Style = "compact", sim_config=None) -> None:
         from llm4cov.formal import FormalConfig
 
         self.random = RandomStimulusPolicy(length, exhaustive_bits, style)
         self.name = "formal" if style == "compact" else f"formal-{style}"
-        self.config = config or FormalConfig(prove_budget_s=POLICY_PROVE_BUDGET_S)
+        self.config = config or FormalConfig(prove_budget_s=POLICY_PROVE_BUDGET_S,
+                                             escalate_budget_s=POLICY_ESCALATE_BUDGET_S)
+        self.sim_config = sim_config
+        """:class:`~llm4cov.sim.config.SimConfig` of the start's simulation (default:
+        the evaluator's defaults; its ``feedback_limit`` is lifted)."""
         self._tried: dict[str, set[tuple[str, int, str, str]]] = {}
+        self._phases: dict[str, list] = {}
+        self._mine: set[str] = set()
         self._lock = threading.Lock()
+
+    @staticmethod
+    def _key(task) -> str:
+        return hashlib.sha256(repr([(f.name, f.content) for f in task.rtl_files]).encode()
+                              ).hexdigest()
+
+    @staticmethod
+    def _digest(text: str) -> str:
+        return hashlib.sha256(text.strip().encode("utf-8", "surrogatepass")).hexdigest()
 
     def _new_items(self, task, items: list[UncoveredItem]) -> list[UncoveredItem]:
         """``items`` not analyzed before for this design (a hole the formal run could not
         reach, or whose replay missed, is not retried in later rounds or samples)."""
-        key = hashlib.sha256(repr([(f.name, f.content) for f in task.rtl_files]).encode()
-                             ).hexdigest()
+        key = self._key(task)
         with self._lock:
             tried = self._tried.setdefault(key, set())
             fresh = [i for i in items if (i.kind, i.line, i.file, i.detail) not in tried]
             tried.update((i.kind, i.line, i.file, i.detail) for i in fresh)
         return fresh
+
+    def _untry(self, task, items: list[UncoveredItem]) -> None:
+        """Forget ``items`` (left out by the goal budget: tried again in a later round)."""
+        with self._lock:
+            tried = self._tried.setdefault(self._key(task), set())
+            tried.difference_update((i.kind, i.line, i.file, i.detail) for i in items)
+
+    def _answer(self, text: str) -> str:
+        with self._lock:
+            self._mine.add(self._digest(text))
+        return f"```systemverilog\n{text}```\n"
+
+    def _whole_list(self, task, testbench: str, seed: int | None):
+        """The observation of ``testbench`` with every uncovered item listed."""
+        from dataclasses import replace
+
+        from llm4cov.sim.config import SimConfig
+        from llm4cov.sim.evaluator import Evaluator
+
+        cfg = self.sim_config or SimConfig()
+        cfg = replace(cfg, feedback_limit=1_000_000,
+                      **({"seed": seed} if seed is not None else {}))
+        return Evaluator(cfg).evaluate(task, testbench)
 
     def generate(self, request: GenerationRequest) -> Generation:
         from llm4cov.formal.closure import analyze, design_io
@@ -83,33 +130,71 @@ class FormalPolicy:
         state = request.state
         if state.testbench is None:
             first = self.random.generate(request)
-            return Generation(text=first.text, model=self.name, latency_s=first.latency_s)
+            text = first.text
+            if text.startswith("```systemverilog\n"):
+                with self._lock:
+                    self._mine.add(self._digest(
+                        text.removeprefix("```systemverilog\n").removesuffix("```\n")))
+            return Generation(text=text, model=self.name, latency_s=first.latency_s)
         tb = state.testbench if state.testbench.endswith("\n") else state.testbench + "\n"
-        shown = state.observation.uncovered if state.observation is not None else []
-        items = self._new_items(request.task, list(shown))
-        note = "// llm4cov formal: no new holes in the feedback\n"
-        answer, annotations = tb, {}
-        if items:
-            seed = request.seed if request.seed is not None else (request.params.seed or 0)
-            try:
-                design = design_io(request.task)
+        obs = state.observation
+        shown = list(obs.uncovered) if obs is not None else []
+        truncated = obs is not None and any(n.endswith("more uncovered items not listed")
+                                            for n in obs.notes)
+        seed = request.seed if request.seed is not None else (request.params.seed or 0)
+        key = self._key(request.task)
+        with self._lock:
+            mine = self._digest(state.testbench) in self._mine
+            earlier = list(self._phases.get(key, []))
+        base, start_how, annotations = tb, "current testbench", {}
+        try:
+            design = design_io(request.task)
+            if mine:
+                base = self.random.testbench(request)
+                start_how = f"random round {state.round + 1} start"
+                if earlier:
+                    base, _ = closing_testbench(base, request.task, design.ports,
+                                                design.clock, earlier, seed,
+                                                self.random.style)
+                    start_how += f" + {len(earlier)} earlier traces"
+            if mine or truncated:
+                full = self._whole_list(request.task, base, obs.seed if obs else None)
+                if full.sim_pass:
+                    shown = list(full.uncovered)
+                else:
+                    base, start_how = tb, "current testbench (the start did not simulate)"
+            items = self._new_items(request.task, shown)
+            lead = f"{start_how}; " if base is not tb else ""
+            note = (f"// llm4cov formal: {lead}no new holes\n" if lead
+                    else "// llm4cov formal: no new holes in the feedback\n")
+            answer = base
+            if items:
                 result = analyze(request.task, items, self.config)
-                phases = [Phase(f"trace {n}", steps) for n, steps in enumerate(result.traces)]
+                self._untry(request.task, [g.item for g in result.goals if g.status == "unknown"
+                                           and g.reason.startswith("goal budget")])
+                phases = [Phase(f"trace {n + len(earlier)}", steps)
+                          for n, steps in enumerate(result.traces)]
                 how = "unchanged"
                 if phases:
-                    answer, how = closing_testbench(tb, request.task, design.ports,
+                    answer, how = closing_testbench(base, request.task, design.ports,
                                                     design.clock, phases, seed,
                                                     self.random.style)
-            except ValueError as exc:
-                return Generation(text=f"formal policy: {exc}", model=self.name,
-                                  latency_s=time.monotonic() - start)
-            note = (f"// llm4cov formal: {result.count('reached')} reached, "
-                    f"{result.count('unreachable')} proven unreachable, "
-                    f"{result.count('unknown')} unknown of {len(result.goals)} goals ({how})\n")
-            note += "".join(f"// llm4cov formal: job error: {' '.join(e.split())[:300]}\n"
-                            for e in result.errors)
-            annotations = {"formal": verdicts(result)}
-        return Generation(text=f"```systemverilog\n{note}{answer}```\n", model=self.name,
+                    if how == "merged":
+                        with self._lock:
+                            self._phases.setdefault(key, []).extend(phases)
+                note = (f"// llm4cov formal: {lead}{result.count('reached')} reached, "
+                        f"{result.count('unreachable')} proven unreachable, "
+                        f"{result.count('unknown')} unknown of {len(result.goals)} goals "
+                        f"({how})\n")
+                note += "".join(f"// llm4cov formal: note: {' '.join(n.split())[:300]}\n"
+                                for n in result.notes)
+                note += "".join(f"// llm4cov formal: job error: {' '.join(e.split())[:300]}\n"
+                                for e in result.errors)
+                annotations = {"formal": verdicts(result)}
+        except ValueError as exc:
+            return Generation(text=f"formal policy: {exc}", model=self.name,
+                              latency_s=time.monotonic() - start)
+        return Generation(text=self._answer(note + answer), model=self.name,
                           latency_s=time.monotonic() - start, annotations=annotations)
 
     def describe(self) -> dict[str, Any]:

@@ -306,14 +306,22 @@ class RandomStimulusPolicy:
         self.name = ("random" if bus else "random-flat") if style == "compact" \
             else f"random-{style}"
 
-    def generate(self, request: GenerationRequest) -> Generation:
-        start = time.monotonic()
+    def testbench(self, request: GenerationRequest) -> str:
+        """The testbench this policy answers ``request`` with (see the class docstring).
+
+        Raises:
+            ValueError: the DUT cannot be driven (see :func:`random_testbench`).
+        """
         seed = request.seed if request.seed is not None else (request.params.seed or 0)
         r = request.state.round
+        return random_testbench(request.task, seed + r * ROUND_SEED_STRIDE,
+                                self.length * 2 ** r, self.exhaustive_bits, self.style,
+                                self.bus)
+
+    def generate(self, request: GenerationRequest) -> Generation:
+        start = time.monotonic()
         try:
-            tb = random_testbench(request.task, seed + r * ROUND_SEED_STRIDE,
-                                  self.length * 2 ** r, self.exhaustive_bits, self.style,
-                                  self.bus)
+            tb = self.testbench(request)
         except ValueError as exc:
             return Generation(text=f"random policy: {exc}", model=self.name,
                               latency_s=time.monotonic() - start)
