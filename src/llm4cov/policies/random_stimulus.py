@@ -36,14 +36,8 @@ import time
 from typing import Any, Literal
 
 from llm4cov.policies.base import Generation, GenerationRequest
-from llm4cov.policies.register_bus import (
-    AddressMap,
-    Bus,
-    address_map,
-    bus_testbench,
-    detect_bus,
-    usable,
-)
+from llm4cov.policies.bus_testbench import bus_testbench, usable
+from llm4cov.policies.register_bus import AddressMap, Bus, address_map, detect_bus
 from llm4cov.policies.stimulus_plan import (
     _HANDSHAKE,
     Domain,
