@@ -88,3 +88,20 @@ def example_task(name: str, **kwargs) -> Task:
 def fixture_task(name: str, **kwargs) -> Task:
     """A test fixture design (tests/fixtures/<name>) as a task."""
     return task_from_dir(FIXTURES / name, **kwargs)
+
+
+def formal_tools_ready() -> bool:
+    """Whether the formal tools are installed and their WebAssembly is compiled
+    (``llm4cov formal warmup``); the solver tests skip otherwise."""
+    from llm4cov.formal.tools import FormalToolError, find_tools, yowasp_cache_dir
+
+    try:
+        find_tools()
+    except FormalToolError:
+        return False
+    return yowasp_cache_dir().is_dir() and any(yowasp_cache_dir().iterdir())
+
+
+NEEDS_SOLVER = pytest.mark.skipif(not formal_tools_ready(), reason="formal tools or their "
+                                  "WebAssembly cache missing (llm4cov formal warmup)")
+"""Skip a test that runs the formal solver where it cannot run."""

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from llm4cov.formal import FormalConfig, FormalToolError, analyze, find_tools
+from conftest import NEEDS_SOLVER
+from llm4cov.formal import FormalConfig, analyze
 from llm4cov.formal.goals import _header_of, _parse_with, place_goals
-from llm4cov.formal.tools import yowasp_cache_dir
 from llm4cov.sim.observation import UncoveredItem
 from llm4cov.tasks.loaders import task_from_dir
 from llm4cov.tasks.model import SourceFile
@@ -25,16 +25,7 @@ MACRO = FIXTURES / "formal_macro"
 DELAY = FIXTURES / "formal_delay"
 
 
-def _tools_ready() -> bool:
-    try:
-        find_tools()
-    except FormalToolError:
-        return False
-    return yowasp_cache_dir().is_dir() and any(yowasp_cache_dir().iterdir())
-
-
-needs_solver = pytest.mark.skipif(not _tools_ready(), reason="formal tools or their "
-                                  "WebAssembly cache missing (llm4cov formal warmup)")
+needs_solver = NEEDS_SOLVER
 
 GO = UncoveredItem(kind="branch", file="cmd_fsm.v", line=8,
                    detail="case item `CMD_GO never taken")

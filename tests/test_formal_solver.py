@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
+from conftest import NEEDS_SOLVER
 from llm4cov.cli.app import main
-from llm4cov.formal import FormalConfig, FormalToolError, analyze, close, find_tools
-from llm4cov.formal.tools import yowasp_cache_dir
+from llm4cov.formal import FormalConfig, analyze, close
 from llm4cov.sim.config import SimConfig
 from llm4cov.sim.evaluator import Evaluator
 from llm4cov.sim.observation import UncoveredItem
@@ -30,16 +30,7 @@ from llm4cov.tasks.loaders import task_from_dir
 LOCK = Path(__file__).parent / "fixtures" / "formal_lock"
 
 
-def _tools_ready() -> bool:
-    try:
-        find_tools()
-    except FormalToolError:
-        return False
-    return yowasp_cache_dir().is_dir() and any(yowasp_cache_dir().iterdir())
-
-
-pytestmark = pytest.mark.skipif(not _tools_ready(), reason="formal tools or their "
-                                "WebAssembly cache missing (llm4cov formal warmup)")
+pytestmark = NEEDS_SOLVER
 
 
 def _item(kind: str, line: int, detail: str) -> UncoveredItem:
