@@ -22,33 +22,21 @@ union of the tests' covered sets.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from llm4cov.sim.backends.verilator.coverage_dat import POINT_LINE, decode_key
 from llm4cov.sim.coverage import DesignModules, in_subtree
 
-_LINE = re.compile(r"^C '(?P<key>.*)' (?P<count>\d+)\s*$")
 HEADER = "# SystemC::Coverage-3\n"
 _FUNCTIONAL = "covergroup"
 
 
-def decode_key(key: str) -> list[tuple[str, str]]:
-    """A point key's attributes in order (``\\x01name\\x02value`` pairs)."""
-    pairs = []
-    for part in key.split("\x01"):
-        if not part:
-            continue
-        name, sep, value = part.partition("\x02")
-        if sep:
-            pairs.append((name, value))
-    return pairs
-
-
 def encode_key(pairs: Iterable[tuple[str, str]]) -> str:
-    """The inverse of :func:`decode_key`, in Verilator's form (``\\x01`` before each
-    attribute, none at the end), attributes in the order given."""
+    """The inverse of :func:`~llm4cov.sim.backends.verilator.coverage_dat.decode_key`, in
+    Verilator's form (``\\x01`` before each attribute, none at the end), attributes in
+    the order given."""
     return "".join(f"\x01{name}\x02{value}" for name, value in pairs)
 
 
@@ -74,10 +62,10 @@ def run_points(dat_text: str, scope: RunScope, root: str) -> dict[str, int]:
     repeats, as Verilator's own merge does)."""
     out: dict[str, int] = {}
     for raw in dat_text.splitlines():
-        match = _LINE.match(raw)
+        match = POINT_LINE.match(raw)
         if match is None:
             continue
-        pairs = decode_key(match["key"])
+        pairs = list(decode_key(match["key"]).items())
         attrs = dict(pairs)
         kind = attrs.get("t", "")
         hier = attrs.get("h", "")

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from llm4cov.close.loop import COVERAGE, TESTS, Closer, Regression, Simulate
-from llm4cov.close.merge import Merged, decode_key, merge_all, minimize, run_points, scope_of
+from llm4cov.close.merge import Merged, merge_all, minimize, run_points, scope_of
 from llm4cov.close.model import (
     CAUSE_ORDER,
     Cause,
@@ -25,9 +25,10 @@ from llm4cov.close.model import (
     StepRecord,
     TestContribution,
 )
-from llm4cov.close.residual import classify, closure_percent, proven_counts
+from llm4cov.close.residual import classify, closure_percent, goal_of, proven_counts
+from llm4cov.sim.backends.verilator.coverage_dat import decode_key
 from llm4cov.sim.coverage import DesignModules, Point, summarize, uncovered_items
-from llm4cov.sim.exclusions import ProvenUnreachable, Rule, split_points
+from llm4cov.sim.exclusions import Rule, split_points
 from llm4cov.sim.observation import CoverageReport, EndReason, Observation, Status
 from llm4cov.tasks.model import Task
 from llm4cov.util.escape import md_code, md_text
@@ -46,7 +47,7 @@ def keyed_points(counts: Mapping[str, int]) -> dict[str, Point]:
     """Each merged key as a :class:`Point` (the attributes Verilator's reader maps)."""
     out = {}
     for key, count in counts.items():
-        a = dict(decode_key(key))
+        a = decode_key(key)
         out[key] = Point(
             metric=_metric(a.get("t", "")), file=a.get("f", ""),
             line=int(a["l"]) if a.get("l", "").isdigit() else 0,
@@ -286,9 +287,7 @@ def write_outputs(task: Task, closer: Closer, regression: Regression, final: Fin
                              notes=[f"merged coverage of {len(final.names)} tests"])
     if obs is None:
         return summary
-    proven = [ProvenUnreachable(file=v.file, line=v.line, kind=v.kind, item=v.item,
-                                goal=v.goal, metric=v.metric)
-              for v in regression.state.verdicts if v.status == "unreachable"]
+    proven = [goal_of(v) for v in regression.state.verdicts if v.status == "unreachable"]
     cap = Capture(observation=obs, points=final.points, dut_hier=final.root,
                   coverage_dat=dat, coverage_format=coverage_format(backend))
     tests = [TestRow(c.name, "success", c.scored_overall, f"tests/{c.name}/tb.sv",

@@ -16,7 +16,8 @@ from pathlib import Path
 from llm4cov.sim.backends.base import CoverageFormat
 from llm4cov.sim.coverage import Point
 
-_POINT_LINE = re.compile(r"^C '(?P<key>.*)' (?P<count>\d+)\s*$")
+POINT_LINE = re.compile(r"^C '(?P<key>.*)' (?P<count>\d+)\s*$")
+"""One point line of ``coverage.dat``: its key and its hit count."""
 
 
 def metric_name(point_type: str) -> str:
@@ -53,7 +54,7 @@ def parse_coverage_dat(path: Path) -> list[Point]:
     points: list[Point] = []
     with open(path, encoding="utf-8", errors="replace") as fh:
         for raw in fh:
-            match = _POINT_LINE.match(raw.rstrip("\n"))
+            match = POINT_LINE.match(raw.rstrip("\n"))
             if match is None:
                 continue
             attrs = decode_key(match["key"])
