@@ -195,3 +195,15 @@ def test_policy_first_round_is_the_random_testbench(lock_task):
 
 def test_cli_bad_rtl_dir_exits_2(tmp_path):
     assert main(["formal", "--rtl", str(tmp_path / "nope"), "--out", str(tmp_path / "t.sv")]) == 2
+
+
+def test_a_base_case_failure_decides_whatever_the_log_order():
+    """SBY's prove phases run in parallel: an induction failure logged before the base
+    case's must not hide that the goal is reachable (a race seen as ``unknown``)."""
+    from llm4cov.formal.sby import parse_log
+
+    ind = "SBY 1:00:00 [job] engine_0.induction: ##   0:00:00  Assert failed in top: g7\n"
+    base = "SBY 1:00:01 [job] engine_0.basecase: ##   0:00:00  Assert failed in top: g7\n"
+    assert parse_log(ind + base, "job").failed == {"g7": "basecase"}
+    assert parse_log(base + ind, "job").failed == {"g7": "basecase"}
+    assert parse_log(ind, "job").failed == {"g7": "induction"}

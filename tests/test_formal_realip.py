@@ -137,16 +137,11 @@ def test_a_failed_base_case_gives_its_step_and_witness():
     assert (result.base_step, result.base_trace) == (4, "prove3/engine_0/trace.yw")
 
 
-@pytest.mark.slow  # flaky beside other tests: about 1 run in 4 gives "unknown" (note)
 @needs_solver
 def test_a_goal_whose_base_case_fails_within_k_is_reached_and_replayable():
     """Deeper than the cover job (3 cycles) but within k = 6: the prove job's base case
-    reaches it, and its witness is kept like a cover trace.
-
-    Known race, open: run after test_cli, test_close and test_formal in one process, the
-    goal is sometimes ``unknown`` (the base-case failure not taken from the prove job's
-    log, seemingly when its induction task ends first); alone it passes every time. Kept
-    out of the default suite until the verdict no longer depends on the tasks' order."""
+    reaches it, and its witness is kept like a cover trace (whichever of the prove job's
+    parallel phases logs its failure first: :func:`llm4cov.formal.sby.parse_log`)."""
     task = task_from_dir(FIXTURES / "formal_lock")
     unlock = UncoveredItem(kind="branch", file="formal_lock.v", line=27,
                            detail="then branch of the if at formal_lock.v:27 never taken")

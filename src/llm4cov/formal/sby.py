@@ -114,7 +114,11 @@ def parse_log(text: str, job_dir: str) -> JobResult:
         elif m := _CHECKING.search(line):
             result.depth = max(result.depth, int(m.group(1)))
         elif m := _FAILED.search(line):
-            result.failed.setdefault(m["label"].rsplit(".", 1)[-1], m["phase"])
+            # the two phases run in parallel and their lines come in either order; a
+            # base-case failure (reachable within k) decides over an induction one
+            label = m["label"].rsplit(".", 1)[-1]
+            if m["phase"] == "basecase" or label not in result.failed:
+                result.failed[label] = m["phase"]
         elif m := _DONE.search(line):
             result.status = m["status"]
         if not result.error and (m := _ERROR.search(line)) and "engine_" not in line:
