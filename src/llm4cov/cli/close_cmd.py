@@ -132,12 +132,15 @@ def _lengths(text: str) -> tuple[int, ...]:
 
 
 def _simulate(config):
-    """A simulator call that keeps its coverage data (in this process, sandboxed)."""
-    from llm4cov.report.capture import evaluate_keeping
+    """A simulator call that keeps its coverage data (in this process, sandboxed, on
+    one evaluator)."""
     from llm4cov.sim.call import SimCall
+    from llm4cov.sim.evaluator import Evaluator
+
+    evaluator = Evaluator(config)
 
     def simulate(task: Task, testbench: str):
-        return evaluate_keeping(config, SimCall(task, testbench, keep_coverage=True))
+        return evaluator.evaluate_call(SimCall(task, testbench, keep_coverage=True))
 
     return simulate
 

@@ -23,9 +23,8 @@ def evaluate(config: SimConfig, call: SimCall) -> Observation:
     """The observation of ``call`` on this process's evaluator for ``config``, on the
     simulator backend ``config.backend`` names (built on first use, here and not in a
     worker initializer, so that a missing toolchain is the call's error rather than a
-    broken worker). A call with ``keep_coverage`` runs through
-    :func:`llm4cov.report.capture.evaluate_keeping` and comes back with the run's
-    coverage data.
+    broken worker). A call with ``keep_coverage`` comes back with the run's coverage
+    data (:meth:`~llm4cov.sim.evaluator.Evaluator.evaluate_call`).
 
     Raises:
         UnknownBackend, UnsupportedOption: ``config`` names no backend, or asks for
@@ -33,10 +32,6 @@ def evaluate(config: SimConfig, call: SimCall) -> Observation:
         ToolchainError: the simulator toolchain is missing on this worker.
         SandboxUnavailable: ``config.sandbox`` is on and the OS sandbox cannot run here.
     """
-    if call.keep_coverage:
-        from llm4cov.report.capture import evaluate_keeping
-
-        return evaluate_keeping(config, call)
     if config not in _EVALUATORS:
         from llm4cov.sim.evaluator import Evaluator
 

@@ -2,15 +2,16 @@
 the work dir (build and all) and a waveform dump.
 
 The Observation carries summaries only, so the annotated reports re-read
-``coverage.dat``. :func:`capture` runs the ordinary evaluator with ``keep_workdir``
-into a fresh folder (and no result cache, so the simulation really runs), copies
+``coverage.dat``. :func:`capture` runs the ordinary evaluator with its work dir kept
+in a fresh folder (:meth:`~llm4cov.sim.evaluator.Evaluator.evaluate_kept`: no result
+cache, so the simulation really runs, and the evaluator's own structure plan), copies
 ``coverage.dat`` out, and removes the work dir unless asked to keep it (``llm4cov
-sim``). :func:`evaluate_keeping` does the same on the worker side of an executor for a
-:class:`~llm4cov.sim.call.SimCall` with ``keep_coverage``: the observation comes back
-with the run's own ``coverage.dat`` (:class:`~llm4cov.sim.observation.CoverageData`,
-compressed, at most ``COVERAGE_MAX_BYTES`` before compression), so ``llm4cov gen``
-builds its reports from the round that produced the result, with no second
-simulation (:func:`from_observation`).
+sim``). A :class:`~llm4cov.sim.call.SimCall` with ``keep_coverage`` does the same in
+the evaluator of an executor's worker: the observation comes back with the run's own
+``coverage.dat`` (:class:`~llm4cov.sim.observation.CoverageData`, compressed, at most
+``COVERAGE_MAX_BYTES`` before compression), so ``llm4cov gen`` builds its reports from
+the round that produced the result, with no second simulation
+(:func:`from_observation`).
 
 Waveforms (``trace="vcd"`` or ``"fst"``, ``SimConfig.trace``): the backend builds with
 its dump on (Verilator: ``--trace`` or ``--trace-fst``; the driver turns tracing on
@@ -18,7 +19,7 @@ when built with it). A testbench that calls ``$dumpfile`` keeps its own dump (th
 sandbox only lets it write inside the work dir); otherwise a bound module
 (``bind <tb top> llm4cov_trace``) dumps the whole design to ``llm4cov_trace.<ext>``.
 That module is generated code: the evaluator appends it to the testbench as compiled
-(``Evaluator.evaluate_call(extend=...)``) and checks the result like the testbench;
+(``Evaluator.evaluate_kept(extend=...)``) and checks the result like the testbench;
 the top's name comes from the evaluator's own structure plan (Verilator's view) and is
 written as an escaped identifier (:func:`sv_identifier`), so no name the testbench
 chose becomes code. The dump is kept when it is at most ``trace_max_bytes``; the run's
@@ -36,7 +37,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import stat
 import subprocess
 import zlib
 from dataclasses import dataclass, field, replace
@@ -47,7 +47,7 @@ from llm4cov.sim.backends import CoverageFormat, coverage_format
 from llm4cov.sim.call import SimCall
 from llm4cov.sim.config import DEFAULT_BACKEND, SimConfig
 from llm4cov.sim.coverage import DesignModules, Point
-from llm4cov.sim.observation import CoverageData, EndReason, Observation
+from llm4cov.sim.observation import EndReason, Observation
 from llm4cov.sim.structure import TestbenchPlan
 from llm4cov.tasks.model import Task, is_identifier
 
@@ -157,18 +157,15 @@ def _capture_in(root: Path, task: Task, testbench: str, config: SimConfig,
     from llm4cov.sim.evaluator import Evaluator
 
     own_dump = _DUMPFILE.search(testbench)
-    plans: list[TestbenchPlan] = []
 
-    def extend(plan: TestbenchPlan) -> str:
-        plans.append(plan)
-        return (trace_module(plan.tb_top, trace) or "") if trace and own_dump is None else ""
+    def dumper(plan: TestbenchPlan) -> str:
+        return trace_module(plan.tb_top, trace) or "" if trace else ""
 
-    cfg = replace(config, keep_workdir=True, workdir_root=str(root), result_cache=False,
-                  trace=trace)
-    obs = Evaluator(cfg).evaluate_call(
-        SimCall(task, testbench, tb_name, any_instance=any_instance), extend=extend)
-    plan = plans[0] if plans else None
-    work = next(root.glob("llm4cov-*"), None)
+    cfg = replace(config, result_cache=False, trace=trace)
+    kept = Evaluator(cfg).evaluate_kept(
+        SimCall(task, testbench, tb_name, any_instance=any_instance), root,
+        extend=dumper if trace and own_dump is None else None)
+    obs, plan, work = kept.observation, kept.plan, kept.workdir
     result = Capture(observation=obs, points=[], dut_hier=(
         obs.coverage.dut_hier if obs.coverage else plan.dut_hier if plan else ""),
         modules=plan.modules if plan else None,
@@ -183,72 +180,19 @@ def _capture_in(root: Path, task: Task, testbench: str, config: SimConfig,
     return result
 
 
-def _kept_coverage(work: Path, fmt: CoverageFormat | None, notes: list[str]) -> Path | None:
-    """The run's own coverage file in the kept work dir ``work`` (the backend's
-    ``fmt.kept_name``, which replaced whatever the testbench wrote under that name; never
-    another file), or None when the backend has no coverage format, or the file is not
-    a regular file or is over ``fmt.max_bytes`` (a note in ``notes`` says so)."""
-    if fmt is None:
-        return None
-    dat = work / fmt.kept_name
-    size = _regular_size(dat)
-    if size > fmt.max_bytes:
-        notes.append(f"{fmt.kept_name} is {size / 1024**2:.0f} MiB, over the "
-                     f"{fmt.max_bytes >> 20} MiB cap: not read")
-        return None
-    return dat if size >= 0 else None
-
-
 def read_coverage(work: Path, out_dir: Path | None, result: Capture) -> None:
     """Fill ``result.points`` from the run's own coverage file in the kept work dir
-    ``work`` (:func:`_kept_coverage`, ``result.coverage_format``) and copy it to
-    ``out_dir``."""
+    ``work`` (:func:`~llm4cov.sim.evaluator.kept_coverage`, ``result.coverage_format``)
+    and copy it to ``out_dir``."""
+    from llm4cov.sim.evaluator import kept_coverage
+
     fmt = result.coverage_format
-    dat = _kept_coverage(work, fmt, result.notes)
+    dat = kept_coverage(work, fmt, result.notes)
     if fmt is not None and dat is not None:
         result.points = fmt.read(dat)
         result.coverage_dat = out_dir / "coverage.dat" if out_dir else dat
         if out_dir:
             shutil.copyfile(dat, result.coverage_dat)
-
-
-def evaluate_keeping(config: SimConfig, call: SimCall) -> Observation:
-    """Run ``call`` once (no result cache) and return its observation with the run's
-    coverage data (``Observation.coverage_data``; None when the run left no trusted
-    coverage file, or one over the cap, then a note says so). The build and run are the
-    evaluator's own, in the OS sandbox when ``config.sandbox``; only the renamed,
-    size-checked coverage file is read, and the work dir is removed.
-
-    Raises:
-        ToolchainError: the simulator toolchain is missing.
-    """
-    from llm4cov.sim.evaluator import Evaluator
-
-    root = workdirs.create(config.workdir_root, prefix="llm4cov-keep-")
-    plans: list[TestbenchPlan] = []
-
-    def keep_plan(plan: TestbenchPlan) -> str:  # the evaluator's own plan, no extra code
-        plans.append(plan)
-        return ""
-
-    try:
-        cfg = replace(config, keep_workdir=True, workdir_root=str(root), result_cache=False)
-        obs = Evaluator(cfg).evaluate_call(replace(call, keep_coverage=False), extend=keep_plan)
-        work = next(root.glob("llm4cov-*"), None)
-        notes: list[str] = []
-        fmt = coverage_format(config.backend)
-        dat = _kept_coverage(work, fmt, notes) if work is not None else None
-        if dat is None:
-            return obs.model_copy(update={"notes": [*obs.notes, *notes]}) if notes else obs
-        plan = plans[0] if plans else None
-        data = CoverageData(
-            dat_zlib=zlib.compress(dat.read_bytes()),
-            dut_hier=obs.coverage.dut_hier if obs.coverage else plan.dut_hier if plan else "",
-            rtl_modules=tuple(sorted(plan.modules.rtl)) if plan and plan.modules else (),
-            tb_modules=tuple(sorted(plan.modules.testbench)) if plan and plan.modules else ())
-        return obs.model_copy(update={"coverage_data": data})
-    finally:
-        workdirs.release(root, keep=False)
 
 
 def from_observation(obs: Observation, out_dir: Path) -> Capture:
@@ -277,16 +221,6 @@ def from_observation(obs: Observation, out_dir: Path) -> Capture:
     return result
 
 
-def _regular_size(path: Path) -> int:
-    """The size of ``path`` in bytes when it is a regular file with one link (not a
-    symlink, so nothing outside the work dir), else -1."""
-    try:
-        info = path.lstat()
-    except OSError:
-        return -1
-    return info.st_size if stat.S_ISREG(info.st_mode) and info.st_nlink == 1 else -1
-
-
 def _run_dumps(work: Path) -> list[Path]:
     """The waveform dumps (``*.vcd``, ``*.fst``) a run left in ``work``, sorted: regular
     files found by walking ``work`` without following links (so none lies outside)."""
@@ -295,7 +229,7 @@ def _run_dumps(work: Path) -> list[Path]:
         for parent, _dirs, names in os.walk(work)
         for name in names
         if name.endswith(tuple(f".{ext}" for ext in TRACE_FORMATS))
-        and _regular_size(Path(parent, name)) >= 0
+        and workdirs.regular_size(Path(parent, name)) >= 0
     )
 
 
@@ -307,7 +241,7 @@ def _keep_dump(work: Path, wanted: str, out_dir: Path, cap: int, result: Capture
         result.notes.append(f"no waveform dump was written ({Path(wanted).name})")
         return
     dump = next((d for d in dumps if d == workdirs.sources(work) / wanted), dumps[0])
-    size = _regular_size(dump)
+    size = workdirs.regular_size(dump)
     if size == 0:
         result.notes.append(f"no waveform dump was written ({dump.name})")
         return

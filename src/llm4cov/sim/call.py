@@ -28,7 +28,7 @@ class SimCall:
     ``task.dut_instance_name``; ``any_instance=True`` accepts any instance name (for
     third-party testbenches such as the LLM corpus). ``keep_coverage=True`` asks for
     the run's raw coverage with the observation (``Observation.coverage_data``, for the
-    reports; :func:`llm4cov.report.capture.evaluate_keeping`): such a call always
+    reports; :meth:`llm4cov.sim.evaluator.Evaluator.evaluate_call`): such a call always
     simulates (no result-cache lookup, nothing stored). Picklable: it is the argument
     of a worker process or a Ray task.
     """

@@ -31,12 +31,21 @@ import contextlib
 import hashlib
 import logging
 import time
+import zlib
 from collections.abc import Callable
+from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 
 from llm4cov.sim import coverage as cov
 from llm4cov.sim import fidelity, hints, isolation, precheck, rtl_check, stimulus_only, workdirs
-from llm4cov.sim.backends import SimBackend, check_supported, open_backend
+from llm4cov.sim.backends import (
+    CoverageFormat,
+    SimBackend,
+    check_supported,
+    coverage_format,
+    open_backend,
+    preprocessor,
+)
 from llm4cov.sim.cache import ResultCache, cache_root, cacheable, result_key
 from llm4cov.sim.call import SimCall
 from llm4cov.sim.config import SimConfig
@@ -45,8 +54,8 @@ from llm4cov.sim.feedback_terms import sim_time_text
 from llm4cov.sim.functional import functional_coverage
 from llm4cov.sim.instances import plan_per_instance
 from llm4cov.sim.logs import bound, clean_build_log, scrub_paths
-from llm4cov.sim.observation import EndReason, Observation, Status
-from llm4cov.sim.process import BOUND_NAMES
+from llm4cov.sim.observation import CoverageData, EndReason, Observation, Status
+from llm4cov.sim.process import BOUND_NAMES, ProcessResult
 from llm4cov.sim.static_check import Inspection, Preprocessed, inspect_testbench, new_findings
 from llm4cov.sim.structure import StructureError, TestbenchPlan, plan_testbench
 from llm4cov.sim.vlex import SourceMap
@@ -68,6 +77,28 @@ STIMULUS_ONLY_NOTE = (
 #: Generated code for a call: SystemVerilog to append to the testbench as compiled,
 #: made from the call's structure plan (a waveform dumper, say; ``report/capture.py``).
 Extend = Callable[[TestbenchPlan], str]
+
+
+@dataclass
+class KeptRun:
+    """One evaluator call whose work dir was kept (:meth:`Evaluator.evaluate_kept`):
+    its ``observation``, the evaluator's structure ``plan`` of it (None: rejected before
+    planning) and the kept ``workdir`` (None: none was made, the call ended before)."""
+
+    observation: Observation
+    plan: TestbenchPlan | None = None
+    workdir: Path | None = None
+
+
+@dataclass
+class _Build:
+    """The build step's outcome: the backend's ``result``, the tool failure it shows
+    (``why``, None: none), the coverage flags dropped to get past one, its seconds."""
+
+    result: ProcessResult
+    why: str | None
+    dropped: tuple[str, ...]
+    seconds: float
 
 
 class Evaluator:
@@ -122,14 +153,11 @@ class Evaluator:
             ValueError: an aux file name is not usable in the work dir or collides with
                 an RTL file (:mod:`llm4cov.tasks.names`; loaders refuse those first).
         """
-        rtl_names = [f.name for f in call.task.rtl_files]
-        aux_names = [f.name for f in call.aux_files]
-        if errors := name_errors("aux file", aux_names, rtl_names):
-            raise ValueError("; ".join(errors))
-        name = _tb_name(call.tb_name, [*rtl_names, *aux_names], self.backend.reserved_names)
-        tb = SourceFile(name=name, content=call.testbench)
+        if call.keep_coverage:
+            return self._with_coverage_data(call)
+        tb = self._testbench(call)
         if self._results is None or extend is not None:
-            return self._blamed(call, self._noted(self._evaluate(call, tb, extend)))
+            return self._finished(call, self._evaluate(call, tb, extend).observation)
         key = result_key(
             call.task, tb, call.aux_files, call.instance, self.config,
             f"{self.backend.name} {self.backend.version}", self.backend.has_solver,
@@ -138,10 +166,61 @@ class Evaluator:
         hit = self._results.get(key)
         if hit is not None:
             return hit
-        obs = self._blamed(call, self._noted(self._evaluate(call, tb)))
+        obs = self._finished(call, self._evaluate(call, tb).observation)
         if cacheable(obs):
             self._results.put(key, obs)
         return obs
+
+    def evaluate_kept(self, call: SimCall, keep_in: Path, *, extend: Extend | None = None
+                      ) -> KeptRun:
+        """:meth:`evaluate_call` without the result cache, its work dir made in
+        ``keep_in`` and kept (the caller removes it), with the evaluator's structure plan:
+        what the reports need of a run (``report/capture.py``).
+
+        Raises:
+            ValueError: as :meth:`evaluate_call`.
+        """
+        kept = self._evaluate(call, self._testbench(call), extend, keep_in=keep_in)
+        kept.observation = self._finished(call, kept.observation)
+        return kept
+
+    def _with_coverage_data(self, call: SimCall) -> Observation:
+        """The observation of ``call`` (simulated, no result cache) with the run's
+        coverage data (``Observation.coverage_data``; None when the run left no trusted
+        coverage file, or one over the cap, then a note says so); the work dir is
+        removed."""
+        root = workdirs.create(self.config.workdir_root, prefix="llm4cov-keep-")
+        try:
+            kept = self.evaluate_kept(replace(call, keep_coverage=False), root)
+            obs, plan = kept.observation, kept.plan
+            notes: list[str] = []
+            fmt = coverage_format(self.config.backend)
+            dat = kept_coverage(kept.workdir, fmt, notes) if kept.workdir is not None else None
+            if dat is None:
+                return obs.model_copy(update={"notes": [*obs.notes, *notes]}) if notes else obs
+            modules = plan.modules if plan else None
+            data = CoverageData(
+                dat_zlib=zlib.compress(dat.read_bytes()),
+                dut_hier=obs.coverage.dut_hier if obs.coverage else plan.dut_hier if plan else "",
+                rtl_modules=tuple(sorted(modules.rtl)) if modules else (),
+                tb_modules=tuple(sorted(modules.testbench)) if modules else ())
+            return obs.model_copy(update={"coverage_data": data})
+        finally:
+            workdirs.release(root, keep=False)
+
+    def _testbench(self, call: SimCall) -> SourceFile:
+        """The call's testbench under the name it is compiled as (renamed when it
+        clashes with an RTL, aux or backend file).
+
+        Raises:
+            ValueError: an aux file name is not usable or collides with an RTL file.
+        """
+        rtl_names = [f.name for f in call.task.rtl_files]
+        aux_names = [f.name for f in call.aux_files]
+        if errors := name_errors("aux file", aux_names, rtl_names):
+            raise ValueError("; ".join(errors))
+        name = _tb_name(call.tb_name, [*rtl_names, *aux_names], self.backend.reserved_names)
+        return SourceFile(name=name, content=call.testbench)
 
     def inspect(self, task: Task, tb: SourceFile,
                 aux: tuple[SourceFile, ...] | list[SourceFile] = (), guard: bool = True
@@ -150,19 +229,19 @@ class Evaluator:
         off) and Verilator's view of the sources, as :meth:`evaluate_call` runs it
         (``guard``: :func:`~llm4cov.sim.static_check.inspect_testbench`'s)."""
         inspection = inspect_testbench(
-            tb.content, tb.name, task, command=self.backend.preprocess_command(task, tb),
-            messages=self.backend.preprocess_messages, aux_files=list(aux),
-            env=self.backend.env(), workdir_root=self.config.workdir_root,
+            tb.content, tb.name, task, preprocessor=preprocessor(self.backend, task, tb),
+            aux_files=list(aux), workdir_root=self.config.workdir_root,
             sandbox=self.backend.check_sandbox() if self.config.sandbox else None,
             guard=guard,
         )
         return inspection if self.config.static_check else Inspection([], inspection.view)
 
-    def _noted(self, obs: Observation) -> Observation:
-        """``obs``, with a note when it was produced without the OS sandbox."""
-        if self.config.sandbox:
-            return obs
-        return obs.model_copy(update={"notes": [*obs.notes, NO_SANDBOX_NOTE]})
+    def _finished(self, call: SimCall, obs: Observation) -> Observation:
+        """``obs`` as the call returns it: with a note when it was produced without the
+        OS sandbox, and blamed on the RTL when that is at fault (:meth:`_blamed`)."""
+        if not self.config.sandbox:
+            obs = obs.model_copy(update={"notes": [*obs.notes, NO_SANDBOX_NOTE]})
+        return self._blamed(call, obs)
 
     def _blamed(self, call: SimCall, obs: Observation) -> Observation:
         """``obs``, marked ``rtl_error`` when the RTL does not compile on its own
@@ -181,49 +260,53 @@ class Evaluator:
             self._rtl_verdicts[key] = rtl_check.rtl_error_lines(alone, task)
         return self._rtl_verdicts[key]
 
-    def _evaluate(self, call: SimCall, tb: SourceFile, extend: Extend | None = None
-                  ) -> Observation:
+    def _evaluate(self, call: SimCall, tb: SourceFile, extend: Extend | None = None,
+                  keep_in: Path | None = None) -> KeptRun:
+        """The call's steps up to its observation (no cache, no notes of the call as a
+        whole); the work dir is made in ``keep_in`` and kept when given, else made in
+        ``SimConfig.workdir_root`` and kept only with ``SimConfig.keep_workdir``."""
         task, aux = call.task, list(call.aux_files)
         base = self._base_fields()
         self._phase("static check")
         inspection = self.inspect(task, tb, aux)
         if inspection.reasons:
-            return Observation(
+            return KeptRun(Observation(
                 status=Status.REJECTED,
                 log="Rejected before compiling (unsafe testbench):\n"
                     + "\n".join(inspection.reasons),
                 **base,
-            )
+            ))
         try:
             plan = plan_testbench(task.rtl_files, tb, task.dut_module_name, call.instance,
                                   view=inspection.view)
         except StructureError as exc:
-            return Observation(status=Status.COMPILE_ERROR, log=str(exc), **base)
+            return KeptRun(Observation(status=Status.COMPILE_ERROR, log=str(exc), **base))
         forged = self._dut_writes(task, tb, plan, inspection.view)
         if forged:
-            return Observation(
+            return KeptRun(Observation(
                 status=Status.REJECTED,
                 log="Rejected before compiling: only the stimulus may reach the DUT's "
                     "coverage (drive its ports, read its signals), and the testbench "
                     "writes into the DUT or changes its parameters:\n" + "\n".join(forged),
                 notes=[STIMULUS_ONLY_NOTE],
                 **base,
-            )
-        workdir = workdirs.create(self.config.workdir_root)
+            ), plan)
+        workdir = workdirs.create(str(keep_in) if keep_in else self.config.workdir_root)
         try:
             obs = self._simulate(task, tb, aux, plan, workdir, base, inspection.view,
                                  extend(plan) if extend else "")
-            return self._fidelity_noted(obs, task, tb, plan, inspection.view)
+            obs = self._fidelity_noted(obs, task, tb, plan, inspection.view)
         except OSError as exc:  # fork/exec failure, disk full: infrastructure, not the TB
             log.warning("evaluator infrastructure error: %s", exc)
-            return Observation(
-                status=Status.RUNTIME_ERROR,
+            obs = Observation(
+                status=Status.TOOL_ERROR,
                 tool_error=True,
                 log=f"evaluator infrastructure error (not the testbench): {exc}",
                 **base,
             )
         finally:
-            workdirs.release(workdir, keep=self.config.keep_workdir)
+            workdirs.release(workdir, keep=keep_in is not None or self.config.keep_workdir)
+        return KeptRun(obs, plan, workdir)
 
     def _dut_writes(self, task: Task, tb: SourceFile, plan: TestbenchPlan,
                     view: Preprocessed | None) -> list[str]:
@@ -304,7 +387,8 @@ class Evaluator:
     def _simulate(self, task: Task, tb: SourceFile, aux: list[SourceFile],
                   plan: TestbenchPlan, workdir: Path, base: dict,
                   view: Preprocessed | None, generated: str) -> Observation:
-        notes: list[str] = []
+        """The steps in the work dir: sources, pre-check, rewrites, then
+        :meth:`_build`, :meth:`_judge_build` and :meth:`_run`."""
         src = workdirs.sources(workdir)
         for f in [*task.rtl_files, *aux, tb]:
             _write(src / f.name, f.content)
@@ -328,8 +412,24 @@ class Evaluator:
                     "extended them hold what the static check refuses:\n" + "\n".join(refused),
                 **base,
             )
-        notes.extend(rewrite.notes)
-        notes.extend(hints.missing_data_notes(tb, {f.name for f in [*task.rtl_files, *aux]}))
+        notes = [*rewrite.notes,
+                 *hints.missing_data_notes(tb, {f.name for f in [*task.rtl_files, *aux]})]
+        build = self._build(task, tb, plan, workdir, rewrite, base, notes)
+        base = {**base, "coverage_options": [o for o in base["coverage_options"]
+                                             if o not in build.dropped]}
+        build_log = clean_build_log(scrub_paths(build.result.output, str(src)), str(workdir))
+        judged = self._judge_build(build, build_log, task, tb, plan, workdir, findings,
+                                   rewrite, base, notes)
+        if judged is not None:
+            return judged
+        return self._run(task, tb, plan, workdir, base, notes, build_log, build.seconds)
+
+    def _build(self, task: Task, tb: SourceFile, plan: TestbenchPlan, workdir: Path,
+               rewrite: hints.Rewrite, base: dict, notes: list[str]) -> _Build:
+        """Build with the retries: once without each coverage type whose option makes
+        the simulator fail (``backend.retry_without``), then once from the sources as
+        given when the evaluator's rewrite caused the compile errors. Appends a note per
+        retry to ``notes``."""
         t0 = time.monotonic()
         drop: tuple[str, ...] = ()
         self._phase("build")
@@ -348,18 +448,23 @@ class Evaluator:
         sites = self.backend.error_sites(build.output) if build.returncode != 0 else []
         if why is None and rewrite.caused(sites):
             for name, text in rewrite.originals.items():  # build the sources as given
-                _write(src / name, text)
+                _write(workdirs.sources(workdir) / name, text)
             build = self.backend.build(task, tb, plan, workdir, drop)
             notes.append("the evaluator's rewrite of the sources (per-instance coverage, "
                          "testbench workarounds) did not compile; built them as given")
-        base = {**base, "coverage_options": [o for o in base["coverage_options"]
-                                             if o not in drop]}
-        build_s = time.monotonic() - t0
-        build_log = clean_build_log(scrub_paths(build.output, str(src)), str(workdir))
-        if build.exceeded:
-            return self._over_bound(build.exceeded, build_log, round(build_s, 3), base)
+        return _Build(build, why, drop, time.monotonic() - t0)
+
+    def _judge_build(self, build: _Build, build_log: str, task: Task, tb: SourceFile,
+                     plan: TestbenchPlan, workdir: Path, findings: list | None,
+                     rewrite: hints.Rewrite, base: dict, notes: list[str]
+                     ) -> Observation | None:
+        """The observation of a build that ends the call (past a bound, a compile error,
+        a simulator failure, a timeout), or None when the simulation can run."""
+        result, why, build_s = build.result, build.why, build.seconds
+        if result.exceeded:
+            return self._over_bound(result.exceeded, build_log, round(build_s, 3), base)
         notes.extend(self.backend.build_notes(build_log, tb, rewrite.nba_lines))
-        invalid = [] if why is None or build.timed_out else precheck.testbench_errors(
+        invalid = [] if why is None or result.timed_out else precheck.testbench_errors(
             findings if findings is not None else self._pyslang(task, tb, plan, workdir),
             tb.name)  # the verdict when Verilator crashes: pyslang's, on the same run
         if invalid:  # Verilator crashed on a testbench that is not valid SystemVerilog
@@ -371,25 +476,25 @@ class Evaluator:
             return Observation(status=Status.COMPILE_ERROR, notes=notes,
                                log=bound(log_text, self.config.log_limit_chars),
                                build_s=round(build_s, 3), **base)
-        if build.timed_out or build.returncode != 0:
-            tool_error = why is not None
-            if tool_error:
-                notes.append(f"simulator failure ({why}): a limitation of "
-                             f"{self.backend.simulator}, not the testbench; not counted "
-                             "against the model")
-            status = (Status.TIMEOUT if build.timed_out
-                      else Status.TOOL_ERROR if tool_error else Status.COMPILE_ERROR)
-            if build.timed_out:
-                notes.append(f"compile exceeded {self.config.compile_timeout_s:g} s")
-            return Observation(
-                status=status,
-                log=bound(build_log, self.config.log_limit_chars),
-                notes=notes,
-                tool_error=tool_error,
-                build_s=round(build_s, 3),
-                **base,
-            )
-        return self._run(task, tb, plan, workdir, base, notes, build_log, build_s)
+        if not result.timed_out and result.returncode == 0:
+            return None
+        tool_error = why is not None
+        if tool_error:
+            notes.append(f"simulator failure ({why}): a limitation of "
+                         f"{self.backend.simulator}, not the testbench; not counted "
+                         "against the model")
+        status = (Status.TIMEOUT if result.timed_out
+                  else Status.TOOL_ERROR if tool_error else Status.COMPILE_ERROR)
+        if result.timed_out:
+            notes.append(f"compile exceeded {self.config.compile_timeout_s:g} s")
+        return Observation(
+            status=status,
+            log=bound(build_log, self.config.log_limit_chars),
+            notes=notes,
+            tool_error=tool_error,
+            build_s=round(build_s, 3),
+            **base,
+        )
 
     def _rewrite_sources(self, task: Task, tb: SourceFile, plan: TestbenchPlan,
                          workdir: Path, generated: str = "") -> hints.Rewrite:
@@ -505,6 +610,22 @@ class Evaluator:
             sim_time_ps=outcome.sim_time_ps,
             **base,
         )
+
+
+def kept_coverage(work: Path, fmt: CoverageFormat | None, notes: list[str]) -> Path | None:
+    """The run's own coverage file in the kept work dir ``work`` (the backend's
+    ``fmt.kept_name``, which replaced whatever the testbench wrote under that name; never
+    another file), or None when the backend has no coverage format, or the file is not
+    a regular file or is over ``fmt.max_bytes`` (a note in ``notes`` says so)."""
+    if fmt is None:
+        return None
+    dat = work / fmt.kept_name
+    size = workdirs.regular_size(dat)
+    if size > fmt.max_bytes:
+        notes.append(f"{fmt.kept_name} is {size / 1024**2:.0f} MiB, over the "
+                     f"{fmt.max_bytes >> 20} MiB cap: not read")
+        return None
+    return dat if size >= 0 else None
 
 
 def _per_instance_copies(task: Task, tb_name: str, tb_text: str, plan: TestbenchPlan

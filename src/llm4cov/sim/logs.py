@@ -52,7 +52,3 @@ def bound(text: str, limit: int) -> str:
     cut = len(text) - head - tail
     return f"{text[:head]}\n[... {cut} characters cut ...]\n{text[-tail:]}"
 
-
-def first_error_lines(log: str, n: int = 5) -> list[str]:
-    """The first ``n`` error lines of a log (for summaries and result rows)."""
-    return [ln for ln in log.splitlines() if _is_error(ln)][:n]

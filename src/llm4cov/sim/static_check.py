@@ -38,7 +38,7 @@ The backend supplies that run and how its messages read: the command is its
 :meth:`~llm4cov.sim.backends.base.SimBackend.preprocess_command` (``-E`` appended), its
 output the IEEE 1800 text with `` `line`` markers (22.12) that any SystemVerilog
 preprocessor writes, and its messages are read by the backend's
-:class:`~llm4cov.sim.backends.base.PreprocessMessages` (Verilator's:
+:class:`PreprocessMessages` (Verilator's:
 ``sim/backends/verilator/failures.py``). The refused constructs include Verilator's
 C++ escapes for every backend: refusing them elsewhere costs nothing.
 
@@ -69,9 +69,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from llm4cov.sim import vlex, workdirs
-from llm4cov.sim.backends import PreprocessMessages, get_backend
 from llm4cov.sim.bounded import PYTHON_ENV, python_sandbox
-from llm4cov.sim.config import SimConfig, default_backend
 from llm4cov.sim.host import host_env
 from llm4cov.sim.process import Limits, Sandbox, run_limited
 from llm4cov.tasks import includes
@@ -99,6 +97,38 @@ _PP_OUT = "llm4cov_pp.sv"
 _CALL_LOOKAHEAD = 256
 #: What the pyslang guard's Python child needs of the environment (nothing else).
 _PYTHON_ENV = PYTHON_ENV
+
+
+@dataclass(frozen=True)
+class PreprocessMessages:
+    """How the static check reads the messages of a backend's preprocessing run
+    (:meth:`~llm4cov.sim.backends.base.SimBackend.preprocess_command` with ``-E``)."""
+
+    limit: tuple[str, ...] = ()
+    """Texts that say the preprocessor's own limit stopped it (a macro bomb)."""
+    limit_label: str = "the preprocessor's own limit"
+    """That limit as a rejection names it."""
+    killed: tuple[str, ...] = ()
+    """Texts that say the preprocessor died (besides an exit code other than 0 and 1)."""
+    missing_include: re.Pattern[str] | None = None
+    """An include file it did not find; groups ``(file:line, included name)``."""
+
+    def missing(self, output: str) -> list[tuple[str, str]]:
+        """``(file:line, included name)`` of every include file ``output`` says was
+        not found."""
+        return self.missing_include.findall(output) if self.missing_include else []
+
+
+@dataclass(frozen=True)
+class Preprocessor:
+    """The backend's preprocessing run for one call, as the static check runs it: the
+    build's own ``command`` line (``-E`` is appended), its environment ``env`` and how
+    its ``messages`` read. The caller supplies it (the evaluator from its backend,
+    ``SimBackend.preprocessor``), so this layer names no backend."""
+
+    command: tuple[str, ...]
+    env: Mapping[str, str]
+    messages: PreprocessMessages
 
 
 @dataclass(frozen=True)
@@ -182,10 +212,8 @@ def check_testbench(
     name: str = "tb.sv",
     task: Task | None = None,
     *,
-    command: Sequence[str] | None = None,
-    messages: PreprocessMessages | None = None,
+    preprocessor: Preprocessor,
     aux_files: Sequence[SourceFile] = (),
-    env: Mapping[str, str] | None = None,
     workdir_root: str | None = None,
     limits: CheckLimits = CheckLimits(),
     sandbox: Sandbox | None = None,
@@ -193,10 +221,10 @@ def check_testbench(
     """Reasons to reject the testbench ``text`` named ``name`` (empty list = safe to compile).
 
     ``task`` gives the RTL files, macros (``Task.defines``), include dirs and compile
-    order it is compiled with (None: the testbench alone). ``command`` is the build's
-    Verilator command line (the evaluator passes its own; ``-E`` is appended), run in a
-    scratch dir laid out like the work dir; default: the default backend's
-    :meth:`~llm4cov.sim.backends.base.SimBackend.preprocess_command`. With
+    order it is compiled with (None: the testbench alone). ``preprocessor`` is the
+    build's own command line (the evaluator passes its backend's; ``-E`` is appended),
+    run in a scratch dir laid out like the work dir, with its environment and message
+    rules (:class:`Preprocessor`; required: this layer builds no backend). With
     ``sandbox`` that run is in the OS sandbox too (an included file outside is then
     judged by its name), and so is the pyslang guard
     (:func:`llm4cov.sim.bounded.python_sandbox`): it reads
@@ -205,13 +233,11 @@ def check_testbench(
     ``tb.sv:7: $system is not allowed (runs a host shell command)``.
 
     Raises:
-        ToolchainError: the default backend's simulator is missing (only when
-            ``command`` or ``env`` is None).
         OSError: the scratch dir cannot be written or Verilator cannot be started.
     """
     return inspect_testbench(
-        text, name, task, command=command, messages=messages, aux_files=aux_files,
-        env=env, workdir_root=workdir_root, limits=limits, sandbox=sandbox,
+        text, name, task, preprocessor=preprocessor, aux_files=aux_files,
+        workdir_root=workdir_root, limits=limits, sandbox=sandbox,
     ).reasons
 
 
@@ -220,10 +246,8 @@ def inspect_testbench(
     name: str = "tb.sv",
     task: Task | None = None,
     *,
-    command: Sequence[str] | None = None,
-    messages: PreprocessMessages | None = None,
+    preprocessor: Preprocessor,
     aux_files: Sequence[SourceFile] = (),
-    env: Mapping[str, str] | None = None,
     workdir_root: str | None = None,
     limits: CheckLimits = CheckLimits(),
     sandbox: Sandbox | None = None,
@@ -237,17 +261,11 @@ def inspect_testbench(
     too_big = _oversized(text, name, limits)
     if too_big:
         return Inspection(too_big)
-    if command is None or env is None or messages is None:
-        backend = get_backend(default_backend(), SimConfig())
-        tb = SourceFile(name=name, content=text)
-        alone = Task.model_construct(id="static-check", rtl_files=[], dut_module_name="tb")
-        command = command or backend.preprocess_command(task or alone, tb)  # no RTL
-        env = env or backend.env()
-        messages = messages or backend.preprocess_messages
     with _scratch(text, name, task, aux_files, workdir_root) as scratch:
         unsafe = include_reasons(text, name, task, scratch)
         rtl_bytes = sum(len(f.content) for f in task.rtl_files) if task else 0
-        reasons, view = _compiler_view(list(command), messages, scratch, dict(env), name,
+        reasons, view = _compiler_view(list(preprocessor.command), preprocessor.messages,
+                                       scratch, dict(preprocessor.env), name,
                                        rtl_bytes, limits, sandbox)
         if not reasons and not unsafe and guard and _USES_MACROS.search(text):
             reasons = _pyslang_views(scratch, name, task, limits, sandbox is not None, view)

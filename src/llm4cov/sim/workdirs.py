@@ -24,6 +24,7 @@ import fcntl
 import logging
 import os
 import shutil
+import stat
 import tempfile
 import threading
 from pathlib import Path
@@ -111,3 +112,13 @@ def sweep(root: str | Path) -> list[Path]:
     if removed:
         log.info("removed %d work dirs of killed runs in %s", len(removed), root)
     return removed
+
+
+def regular_size(path: Path) -> int:
+    """The size of ``path`` in bytes when it is a regular file with one link (not a
+    symlink, so nothing outside the work dir), else -1."""
+    try:
+        info = path.lstat()
+    except OSError:
+        return -1
+    return info.st_size if stat.S_ISREG(info.st_mode) and info.st_nlink == 1 else -1

@@ -18,6 +18,8 @@ from llm4cov.sim.backends.base import (
     SimBackend,
 )
 from llm4cov.sim.config import DEFAULT_BACKEND, SimConfig
+from llm4cov.sim.static_check import Preprocessor
+from llm4cov.tasks.model import SourceFile, Task
 
 BackendFactory = Callable[[SimConfig], SimBackend]
 """Builds a backend for a simulator config (may raise ``ToolchainError``)."""
@@ -114,6 +116,15 @@ def open_backend(config: SimConfig) -> SimBackend:
     return backend
 
 
+def preprocessor(backend: SimBackend, task: Task | None, tb: SourceFile) -> Preprocessor:
+    """The static check's preprocessing run of ``tb`` on ``backend``: its build command
+    for ``task``'s sources (None: the testbench alone, no RTL), its environment and
+    message rules."""
+    alone = Task.model_construct(id="static-check", rtl_files=[], dut_module_name="tb")
+    return Preprocessor(tuple(backend.preprocess_command(task or alone, tb)), backend.env(),
+                        backend.preprocess_messages)
+
+
 def _verilator(build: str) -> BackendFactory:
     # The return type is the static check (mypy, CI step 1b) that VerilatorBackend
     # satisfies SimBackend, for every row of the version table.
@@ -135,7 +146,23 @@ def _verilator_coverage() -> CoverageFormat:
 register_backend("verilator", _verilator("verilator"), _verilator_coverage)
 register_backend("verilator-5.052", _verilator("verilator-5.052"), _verilator_coverage)
 
-__all__ = ["DEFAULT_BACKEND", "BackendFactory", "Capabilities", "CoverageFormat",
-           "PreprocessMessages", "RunOutcome", "SimBackend", "UnknownBackend",
-           "UnsupportedOption", "backend_names", "check_name", "check_supported",
-           "coverage_format", "get_backend", "open_backend", "register_backend"]
+__all__ = [
+    "DEFAULT_BACKEND",
+    "BackendFactory",
+    "Capabilities",
+    "CoverageFormat",
+    "PreprocessMessages",
+    "Preprocessor",
+    "RunOutcome",
+    "SimBackend",
+    "UnknownBackend",
+    "UnsupportedOption",
+    "backend_names",
+    "check_name",
+    "check_supported",
+    "coverage_format",
+    "get_backend",
+    "open_backend",
+    "preprocessor",
+    "register_backend",
+]

@@ -18,7 +18,6 @@ file name can reach.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +26,7 @@ from typing import Any, Protocol
 from llm4cov.sim.coverage import Point
 from llm4cov.sim.observation import EndReason, Status
 from llm4cov.sim.process import ProcessResult, Sandbox
+from llm4cov.sim.static_check import PreprocessMessages
 from llm4cov.sim.structure import TestbenchPlan
 from llm4cov.tasks.model import SourceFile, Task
 
@@ -55,26 +55,6 @@ class Capabilities:
 
 
 @dataclass(frozen=True)
-class PreprocessMessages:
-    """How the static check (:mod:`llm4cov.sim.static_check`) reads the messages of a
-    backend's preprocessing run (:meth:`SimBackend.preprocess_command` with ``-E``)."""
-
-    limit: tuple[str, ...] = ()
-    """Texts that say the preprocessor's own limit stopped it (a macro bomb)."""
-    limit_label: str = "the preprocessor's own limit"
-    """That limit as a rejection names it."""
-    killed: tuple[str, ...] = ()
-    """Texts that say the preprocessor died (besides an exit code other than 0 and 1)."""
-    missing_include: re.Pattern[str] | None = None
-    """An include file it did not find; groups ``(file:line, included name)``."""
-
-    def missing(self, output: str) -> list[tuple[str, str]]:
-        """``(file:line, included name)`` of every include file ``output`` says was
-        not found."""
-        return self.missing_include.findall(output) if self.missing_include else []
-
-
-@dataclass(frozen=True)
 class CoverageFormat:
     """A backend's coverage file as the reports read it, with no toolchain needed
     (``report/capture.py``, ``report/lcov.py``): a kept work dir's file or an
@@ -82,7 +62,7 @@ class CoverageFormat:
     backend (:func:`llm4cov.sim.backends.register_backend`)."""
 
     kept_name: str
-    """The run's own coverage file in a kept work dir (``SimConfig.keep_workdir``)."""
+    """The run's own coverage file in a kept work dir (``Evaluator.evaluate_kept``)."""
     max_bytes: int
     """The largest coverage file read, bytes (a larger one is not read; a note says so)."""
     read: Callable[[Path], list[Point]]

@@ -63,7 +63,7 @@ COVERAGE_MAX_BYTES = COVERAGE_FORMAT.max_bytes
 #: Verilator's flag for each waveform format (``SimConfig.trace``); the driver dumps
 #: when built with one.
 TRACE_FLAGS = {"vcd": "--trace", "fst": "--trace-fst"}
-#: The run's coverage file in a kept work dir (``SimConfig.keep_workdir``).
+#: The run's coverage file in a kept work dir (``Evaluator.evaluate_kept``, ``keep_workdir``).
 KEPT_COVERAGE = COVERAGE_FORMAT.kept_name
 
 
@@ -233,8 +233,8 @@ class VerilatorBackend:
 
     def coverage(self, workdir: Path, outcome: RunOutcome) -> tuple[list[cov.Point], list[str]]:
         """The points of the run's coverage file when the end record vouches for it and
-        it is at most :data:`COVERAGE_MAX_BYTES`; kept as :data:`KEPT_COVERAGE` with
-        ``keep_workdir``."""
+        it is at most :data:`COVERAGE_MAX_BYTES`; then renamed :data:`KEPT_COVERAGE` (so a
+        kept work dir has it under that name, ``Evaluator.evaluate_kept``)."""
         notes = []
         size = outcome.end.get("coverage", -1)
         if size > COVERAGE_MAX_BYTES:
@@ -243,8 +243,7 @@ class VerilatorBackend:
         trusted = 0 <= size <= COVERAGE_MAX_BYTES
         cov_file = outcome.coverage_file if trusted else None
         points = parse_coverage_dat(workdir / cov_file) if cov_file else []
-        if self.config.keep_workdir:
-            _keep_coverage(workdir, cov_file)
+        _keep_coverage(workdir, cov_file)
         return points, notes
 
     def classify(self, outcome: RunOutcome, has_coverage: bool
