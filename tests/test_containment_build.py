@@ -27,7 +27,7 @@ from llm4cov.sim.config import SimConfig
 from llm4cov.sim.evaluator import Evaluator
 from llm4cov.sim.observation import EndReason, Status
 from llm4cov.sim.process import Limits, run_limited
-from llm4cov.sim.static_check import check_testbench
+from llm4cov.sim.static_check import inspect_testbench
 from llm4cov.sim.structure import StructureError, plan_testbench
 from llm4cov.tasks.model import SourceFile, Task
 from support import default_preprocessor
@@ -70,7 +70,8 @@ def _leaked(text: str) -> list[str]:
                                   "x#y.sv", "p%q.sv", "t'q.sv", "~x.sv"])
 def test_a_line_file_name_outside_the_name_rule_is_rejected(name):
     tb = TB.replace(STIMULUS, STIMULUS + f'`line 20 "{name}" 0\n  initial $display("x");\n')
-    reasons = check_testbench(tb, "tb.sv", TASK, preprocessor=default_preprocessor(TASK))
+    reasons = inspect_testbench(tb, "tb.sv", TASK,
+                                preprocessor=default_preprocessor(TASK)).reasons
     assert len(reasons) == 1 and reasons[0].startswith("tb.sv:6: `line names the file"), reasons
 
 

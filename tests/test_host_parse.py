@@ -130,8 +130,8 @@ def test_precheck_refuses_before_parsing(tmp_path: Path):
 def test_static_check_rejects_includes_hidden_from_verilator(branch, include, line):
     tb = (f'`define HOSTFILE "/etc/hostname"\nmodule tb;\n{branch}\n{include}\n`endif\n'
           "  initial $finish;\nendmodule\n")
-    reasons = static_check.check_testbench(tb, "tb.sv", preprocessor=static_check.Preprocessor(
-        ("false",), {}, _messages()))
+    reasons = static_check.inspect_testbench(tb, "tb.sv", preprocessor=static_check.Preprocessor(
+        ("false",), {}, _messages())).reasons
     assert reasons and reasons[0].startswith(f"tb.sv:{line}: `include")
     assert "every preprocessor branch" in reasons[0]
     assert static_check.guard_pyslang(tb, "tb.sv")

@@ -7,7 +7,7 @@ import pytest
 
 from llm4cov.sim import vlex
 from llm4cov.sim.backends.verilator import source_arg
-from llm4cov.sim.static_check import EXCEEDED, CheckLimits, check_testbench
+from llm4cov.sim.static_check import EXCEEDED, CheckLimits, inspect_testbench
 from llm4cov.tasks.model import SourceFile, Task
 from support import default_preprocessor
 
@@ -25,7 +25,7 @@ def task(rtl: str = COUNTER, name: str = "counter.sv", **extra) -> Task:
 
 
 def reasons(src: str, t: Task | None = None, **kw) -> list[str]:
-    return check_testbench(src, "tb.sv", t, preprocessor=default_preprocessor(t), **kw)
+    return inspect_testbench(src, "tb.sv", t, preprocessor=default_preprocessor(t), **kw).reasons
 
 
 def test_clean_testbench_passes():

@@ -207,7 +207,7 @@ def new_findings(before: Preprocessed, after: Preprocessed) -> list[str]:
     return list((Counter(after.findings()) - Counter(before.findings())).elements())
 
 
-def check_testbench(
+def inspect_testbench(
     text: str,
     name: str = "tb.sv",
     task: Task | None = None,
@@ -217,8 +217,13 @@ def check_testbench(
     workdir_root: str | None = None,
     limits: CheckLimits = CheckLimits(),
     sandbox: Sandbox | None = None,
-) -> list[str]:
-    """Reasons to reject the testbench ``text`` named ``name`` (empty list = safe to compile).
+    guard: bool = True,
+) -> Inspection:
+    """The static check of the testbench ``text`` named ``name``: the reasons to reject it
+    (``Inspection.reasons``; empty = safe to compile) and Verilator's view of the sources
+    (``Inspection.view``, :class:`Preprocessed`; None when the text is too big or Verilator
+    did not reach the testbench). ``guard=False`` leaves out the pyslang guard (for
+    sources the evaluator already guarded before it rewrote them).
 
     ``task`` gives the RTL files, macros (``Task.defines``), include dirs and compile
     order it is compiled with (None: the testbench alone). ``preprocessor`` is the
@@ -235,29 +240,6 @@ def check_testbench(
     Raises:
         OSError: the scratch dir cannot be written or Verilator cannot be started.
     """
-    return inspect_testbench(
-        text, name, task, preprocessor=preprocessor, aux_files=aux_files,
-        workdir_root=workdir_root, limits=limits, sandbox=sandbox,
-    ).reasons
-
-
-def inspect_testbench(
-    text: str,
-    name: str = "tb.sv",
-    task: Task | None = None,
-    *,
-    preprocessor: Preprocessor,
-    aux_files: Sequence[SourceFile] = (),
-    workdir_root: str | None = None,
-    limits: CheckLimits = CheckLimits(),
-    sandbox: Sandbox | None = None,
-    guard: bool = True,
-) -> Inspection:
-    """:func:`check_testbench`'s reasons and Verilator's view of the sources
-    (:class:`Preprocessed`; None when the text is too big or Verilator did not reach
-    the testbench). ``guard=False`` leaves out the pyslang guard (for sources the
-    evaluator already guarded before it rewrote them). Same arguments and errors as
-    :func:`check_testbench`."""
     too_big = _oversized(text, name, limits)
     if too_big:
         return Inspection(too_big)
@@ -285,7 +267,7 @@ def guard_pyslang(
     """Reasons not to parse the untrusted testbench with pyslang in this process (empty:
     its parses stay within ``limits`` and read no file outside the repo: the include
     rule, :func:`include_reasons`, then the bounded child). Only a testbench that uses
-    the preprocessor costs a child process. :func:`check_testbench` includes this; call
+    the preprocessor costs a child process. :func:`inspect_testbench` includes this; call
     it before any pyslang parse that comes first (the CLI's).
     """
     too_big = _oversized(text, name, limits)
