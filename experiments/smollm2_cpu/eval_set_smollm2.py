@@ -1,4 +1,4 @@
-"""Write the fixed evaluation set of the SmolLM2 loop (docs/results/learning_smollm2-135m_cpu.md).
+"""Write the fixed evaluation set of the SmolLM2 loop (experiments/smollm2_cpu/notebook.md).
 
 Every task whose direct prompt has at most 1,536 tokens (SmolLM2-135M's own tokenizer and
 chat template): an agentic round adds the current testbench (<= 512 tokens) and its

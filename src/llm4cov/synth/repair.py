@@ -23,7 +23,7 @@ The kinds (:class:`BreakKind`), all planted with pyslang. On the DUT instantiati
   released.
 
 In the rest of the testbench, the compile errors seen in a 135M student's own answers
-(``docs/results/learning_smollm2-135m_cpu.md``, "Why the other 42 answers fail"):
+(``experiments/smollm2_cpu/notebook.md``, "Why the other 42 answers fail"):
 
 - ``missing_endmodule``: the testbench's ``endmodule`` removed;
 - ``glued_declaration``: a declaration without a range glued to its name

@@ -3,7 +3,7 @@
 A stage continued from a converged checkpoint is fragile when it has only a few
 optimizer steps: with a warm-up and a decaying schedule (cosine, linear), the last step
 can still run near the peak learning rate, so nothing anneals the update. Measured in
-``docs/results/learning_smollm2-135m_cpu.md`` ("v5"): a stage of 2 steps (the first at
+``experiments/smollm2_cpu/notebook.md`` ("v5"): a stage of 2 steps (the first at
 lr 0, the warm-up; the second at the peak 2e-4) took SmolLM2-135M from Sim Pass 28 % to
 0 %. Each stage starts a fresh AdamW, whose first step is a sign step: every weight
 moves by that step's learning rate (0 under a warm-up, which only fills the moments).
