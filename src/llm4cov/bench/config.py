@@ -6,6 +6,7 @@ An *arm* is one row of the table: the model under test, the ``random`` baseline,
 
 from __future__ import annotations
 
+import json
 import shlex
 from dataclasses import dataclass
 from enum import StrEnum
@@ -16,6 +17,7 @@ from pydantic import Field, model_validator
 from llm4cov.agent.loop import AgentConfig, StartFrom
 from llm4cov.exec.settings import SimSettings
 from llm4cov.policies.base import SamplingParams
+from llm4cov.policies.registry import PolicyOptionsMap
 from llm4cov.sim.config import SimConfig
 from llm4cov.util.settings import Settings
 
@@ -109,15 +111,18 @@ class BenchSettings(Settings):
 
 class BenchConfig(BenchSettings):
     """Everything that defines a bench run: the tasks, the model, the mode, the
-    protocol (:class:`BenchSettings`) and the simulator (``sim``: executor, address,
-    workers, cache, sandbox, timeouts; :class:`~llm4cov.exec.settings.SimSettings`).
+    protocol (:class:`BenchSettings`), the simulator (``sim``: executor, address,
+    workers, cache, sandbox, timeouts; :class:`~llm4cov.exec.settings.SimSettings`) and
+    the options of the arms' policies (``policies``, by registered policy name; see
+    :mod:`llm4cov.policies.registry`).
 
     :meth:`identity` decides the results; a run directory refuses a resume with a
     different identity. The fields in :data:`NOT_IDENTITY` may change between resumes.
     """
 
     tasks: str
-    """Task JSONL: our schema, raw CVDP (cid012 records) or CVDP-ECov; detected from
+    """Task JSONL (our schema, raw CVDP cid012 records, CVDP-ECov, CodeV-R1-style) or a
+    directory of repo directories: any format of llm4cov.tasks.sources, detected from
     the content."""
     model: str = RANDOM
     """'random' or a served model name."""
@@ -126,6 +131,7 @@ class BenchConfig(BenchSettings):
     mode: Mode = Mode.AGENTIC
     """agentic (rounds with feedback) or direct (1 round)."""
     sim: SimSettings = Field(default_factory=SimSettings)
+    policies: PolicyOptionsMap = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _valid_model(self) -> Self:
@@ -168,14 +174,16 @@ class BenchConfig(BenchSettings):
 
     def flat(self) -> dict[str, Any]:
         """Every setting as one flat mapping in the order of the ``llm4cov bench``
-        flags (the simulator's ``seed`` is ``sim_seed``): the shape of :meth:`identity`
-        and :meth:`command`, unchanged since run directories store them."""
+        flags (the simulator's ``seed`` is ``sim_seed``), then ``policies`` when it
+        names any option: the shape of :meth:`identity` and :meth:`command`, unchanged
+        since run directories store them."""
         protocol = [(n, getattr(self, n)) for n in BenchSettings.model_fields]
         budgets = [n for n, _ in protocol].index("max_concurrency")
         sim = [("sim_seed" if n == "seed" else n, getattr(self.sim, n))
                for n in SimSettings.model_fields]
         head = [(n, getattr(self, n)) for n in ("tasks", "model", "base_url", "mode")]
-        return dict(head + protocol[:budgets] + sim + protocol[budgets:])
+        tail = [("policies", self.policies)] if self.policies else []
+        return dict(head + protocol[:budgets] + sim + protocol[budgets:] + tail)
 
     def identity(self) -> dict[str, Any]:
         """The fields that decide the results (JSON-ready)."""
@@ -185,15 +193,19 @@ class BenchConfig(BenchSettings):
 
     def command(self) -> str:
         """The ``llm4cov bench`` command line that reproduces this run (non-default
-        flags only, plus ``--tasks --model --mode --samples``)."""
+        flags only, plus ``--tasks --model --mode --samples``; policy options as
+        ``--set policies.NAME.KEY=VALUE``)."""
         defaults = BenchConfig(tasks=self.tasks).flat()
         parts = ["llm4cov", "bench"]
         for name, value in self.flat().items():
             shown = name in ("tasks", "model", "mode", "samples")
-            if not shown and value == defaults[name]:
+            if not shown and value == defaults.get(name):
                 continue
             flag = "--" + name.removesuffix("_s").replace("_", "-")
-            if name == "ids":
+            if name == "policies":
+                parts += [a for policy, options in value.items() for key, v in options.items()
+                          for a in ("--set", f"policies.{policy}.{key}={json.dumps(v)}")]
+            elif name == "ids":
                 parts += [a for i in value for a in ("--id", i)]
             elif name == "baselines":
                 parts += [flag, ",".join(value)]

@@ -24,10 +24,10 @@ from llm4cov.bench.report import html_report, markdown
 from llm4cov.bench.rows import ROW_KEY, charge_prior
 from llm4cov.bench.runner import remove_tool_error_rounds, run_bench
 from llm4cov.bench.score import score
-from llm4cov.policies import Policy, get_policy
+from llm4cov.policies import Policy, make_policy
 from llm4cov.sim.backends import open_backend
-from llm4cov.tasks.cvdp import load_any_tasks
 from llm4cov.tasks.model import Task, TaskError
+from llm4cov.tasks.sources import load_any_tasks
 from llm4cov.util.budget import Budget
 from llm4cov.util.jsonl import ResultLog, iter_jsonl
 from llm4cov.util.progress import ProgressSink
@@ -56,12 +56,13 @@ def select_tasks(config: BenchConfig) -> list[Task]:
 
 
 def make_policies(config: BenchConfig) -> dict[str, Policy]:
-    """One policy per agent arm.
+    """One policy per agent arm, with its options from ``config.policies``.
 
     Raises:
-        ValueError: an LLM model without a base URL (see ``get_policy``).
+        ValueError: an LLM model without a base URL (see
+            :func:`~llm4cov.policies.registry.make_policy`).
     """
-    return {arm.name: get_policy(arm.name, config.base_url)
+    return {arm.name: make_policy(arm.name, config.base_url, config.policies)
             for arm in config.arms() if arm.kind is ArmKind.AGENT}
 
 

@@ -14,10 +14,17 @@ from llm4cov.agent.loop import AgentRun, arun_agent
 from llm4cov.agent.warnings import run_warnings, warnings_markdown
 from llm4cov.bench.config import BenchConfig
 from llm4cov.cli import common, interrupt, report_opts
-from llm4cov.cli.options import PRINT_CONFIG, flag, print_config, with_flags
+from llm4cov.cli.options import (
+    PRINT_CONFIG,
+    flag,
+    parameter_source,
+    print_config,
+    with_flags,
+)
 from llm4cov.cli.round_progress import RoundFiles, RoundProgress, write_round
-from llm4cov.policies import BUILTIN, Policy, get_policy
+from llm4cov.policies import Policy, make_policy, policy_for
 from llm4cov.policies.formal import VERDICTS
+from llm4cov.policies.options import RandomOptions
 from llm4cov.report.capture import capture, from_observation
 from llm4cov.report.data import ReportData, TestRow
 from llm4cov.sim.call import SimCall
@@ -26,7 +33,7 @@ from llm4cov.sim.observation import Observation
 from llm4cov.sim.report import coverage_markdown
 from llm4cov.sim.rtl_check import guard
 from llm4cov.tasks.model import Task
-from llm4cov.util.settings import load
+from llm4cov.util.settings import load, merge
 
 
 def write_run(out: Path, task: Task, run: AgentRun, report: ReportData | None = None) -> None:
@@ -134,6 +141,24 @@ GEN_UNUSED: dict[str, bool | set[str]] = {
     "sim": {"workers"}}
 """:class:`BenchConfig` fields that do not apply to one gen run (left out of
 ``--print-config``)."""
+STIMULUS_LENGTH = flag("length", "--stimulus-length", min=1)
+"""``--stimulus-length``: the ``length`` option of the model's policy (random, formal),
+its default and help those of :class:`~llm4cov.policies.options.RandomOptions`."""
+
+
+def _with_length(ctx: typer.Context, settings: BenchConfig, length: int) -> BenchConfig:
+    """``settings`` with ``--stimulus-length``, when given, as the ``length`` option of
+    the model's policy in ``policies`` (a policy without that option ignores it).
+
+    Raises:
+        ConfigError: the policy refuses the value.
+    """
+    if parameter_source(ctx, "stimulus_length") not in ("COMMANDLINE", "ENVIRONMENT"):
+        return settings
+    spec = policy_for(settings.model, settings.base_url)
+    if "length" not in spec.options.model_fields:
+        return settings
+    return merge(settings, {"policies": {spec.name: {"length": length}}}, "--stimulus-length")
 
 
 @common.with_task
@@ -142,9 +167,7 @@ def gen(
     ctx: typer.Context,
     rtl: list[Path] = common.RTL_ARGUMENT,
     out: Path = typer.Option(..., "--out", file_okay=False, help="Output directory."),
-    stimulus_length: int = typer.Option(200, "--stimulus-length", min=1,
-                                        help="random policy: stimulus vectors (clock "
-                                             "cycles) per testbench."),
+    stimulus_length: int = STIMULUS_LENGTH.option(RandomOptions),
     html: Path = report_opts.HTML,
     no_html: bool = typer.Option(False, "--no-html", help="Skip the HTML report."),
     lcov: Path = report_opts.LCOV,
@@ -169,12 +192,12 @@ def gen(
     Example: llm4cov gen examples/traffic_fsm --out runs/traffic
     """
     assert task is not None and flags is not None  # with_task, with_flags give them
-    settings = load(BenchConfig, flags=flags, base={"tasks": task.id})
+    settings = _with_length(ctx, load(BenchConfig, flags=flags, base={"tasks": task.id}),
+                            stimulus_length)
     if show:
         print_config(settings.model_dump(exclude=GEN_UNUSED))
         return
-    policy = get_policy(settings.model, settings.base_url, **(
-        {"length": stimulus_length} if settings.model in BUILTIN else {}))
+    policy = make_policy(settings.model, settings.base_url, settings.policies)
     settings = common.sized_for_the_device(policy, settings, flags)
     request = report_opts.ReportRequest(None if no_html else html or out / "html", lcov, ucis,
                                         trace, keep_workdir, exclude)

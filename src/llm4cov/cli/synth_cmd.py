@@ -21,7 +21,7 @@ from llm4cov.synth.engine import PROGRESS_GROUP, run_summary
 from llm4cov.synth.export import export_dataset, read_run
 from llm4cov.synth.launch import PolicyMaker, RepoSource, role_policies, synth_run
 from llm4cov.synth.records import RepoRow, RepoStatus, Role
-from llm4cov.synth.sources import RepoFormat
+from llm4cov.tasks.sources import AUTO, UnknownTaskFormat, check_format, format_names
 from llm4cov.util.settings import (
     ConfigError,
     Settings,
@@ -87,6 +87,14 @@ def _makers(ctx: typer.Context, values: dict) -> dict[str, PolicyMaker]:
             for who in ("student", "teacher") if values[who] is not None}
 
 
+def _repos_format(value: str) -> str:
+    """``--repos-format``: a format of :mod:`llm4cov.tasks.sources`."""
+    try:
+        return check_format(value)
+    except UnknownTaskFormat as exc:
+        raise typer.BadParameter(str(exc)) from None
+
+
 @synth_app.callback(invoke_without_command=True)
 @with_options("makers", ROLE_OPTIONS, _makers)
 @with_flags(SynthFlags, *SYNTH_FLAGS)
@@ -97,8 +105,9 @@ def synth(
                                "directory of repo directories."),
     out: Path = typer.Option(None, "--out", file_okay=False,
                              help="Run directory (a rerun resumes it)."),
-    repos_format: RepoFormat = typer.Option(RepoFormat.AUTO, "--repos-format",
-                                            help="Format of --repos."),
+    repos_format: str = typer.Option(AUTO, "--repos-format", parser=_repos_format,
+                                     metavar=f"[{'|'.join(format_names())}]",
+                                     help="Format of --repos."),
     benchmarks: list[Path] = typer.Option(None, "--benchmarks", help="Benchmark task JSONL "
                                           "for the contamination filter (repeatable)."),
     config_file: Path = CONFIG,

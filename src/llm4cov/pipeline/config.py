@@ -8,7 +8,9 @@ The ``synth``, ``export`` and ``train`` mappings override those, for every stage
 the top level and for one stage under ``stages[k]``; they are checked against the
 target settings when the file is loaded. Unknown keys and wrong types are errors
 everywhere (:mod:`llm4cov.util.settings`, the one config layer). ``sim`` is the
-simulator settings of every synth and bench step (executor, address, workers, ...).
+simulator settings of every synth and bench step (executor, address, workers, ...);
+``policies`` the options of the teacher's, the student's and the bench arms' policies
+(by registered policy name, :mod:`llm4cov.policies.registry`).
 Relative paths are relative to the current directory, as in every other command.
 """
 
@@ -19,11 +21,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Self
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from llm4cov.bench.config import NOT_IDENTITY, BenchConfig, BenchSettings, Mode
 from llm4cov.exec.settings import SimSettings
-from llm4cov.policies.local_transformers import Dtype
+from llm4cov.policies.options import Dtype
+from llm4cov.policies.registry import PolicyOptionsMap
 from llm4cov.synth.config import (
     STAGES,
     ExportConfig,
@@ -31,7 +34,7 @@ from llm4cov.synth.config import (
     export_preset,
     stage_preset,
 )
-from llm4cov.synth.sources import RepoFormat
+from llm4cov.tasks.sources import AUTO, check_format
 from llm4cov.train.config import REQUIRED as TRAIN_SET_BY_PIPELINE
 from llm4cov.train.config import deciding
 from llm4cov.util.settings import (
@@ -80,9 +83,10 @@ class Student(Settings):
 
     serve: Literal["local", "vllm"] = "local"
     dtype: Dtype = "auto"
-    """Weights of a ``local`` student (:class:`~llm4cov.policies.local_transformers.
-    LocalTransformersPolicy`): auto = bf16 on a GPU that has it, else fp32; int8 =
-    dynamic int8 quantization on the CPU (about 2x faster generation)."""
+    """Weights of a ``local`` student in synthesis (the ``local`` policy's ``dtype``,
+    :class:`~llm4cov.policies.options.LocalOptions`, for the student only; give it here
+    or as ``policies.local.dtype``, not both): auto = bf16 on a GPU that has it, else
+    fp32; int8 = dynamic int8 quantization on the CPU (about 2x faster generation)."""
     base_url: str | None = None
     served_name: str = "llm4cov-ckpt{k}"
     wait_s: float = Field(3600.0, ge=0)
@@ -149,11 +153,13 @@ class BenchSpec(BenchSettings):
         return self
 
     def config(self, mode: Mode, model: str, base_url: str | None = None,
-               sim: SimSettings | None = None) -> BenchConfig:
-        """The bench run of ``model`` in ``mode`` on the simulator settings ``sim``."""
+               sim: SimSettings | None = None,
+               policies: dict[str, dict[str, Any]] | None = None) -> BenchConfig:
+        """The bench run of ``model`` in ``mode`` on the simulator settings ``sim``, with
+        the policy options ``policies`` (a ``policies:`` section)."""
         protocol = {name: getattr(self, name) for name in BenchSettings.model_fields}
         return BenchConfig(tasks=self.tasks, model=model, base_url=base_url, mode=mode,
-                           sim=sim or SimSettings(), **protocol)
+                           sim=sim or SimSettings(), policies=policies or {}, **protocol)
 
     def identity(self) -> dict[str, Any]:
         """The tasks, the modes and the protocol settings given in the file that decide
@@ -187,7 +193,9 @@ class PipelineConfig(Settings):
     """Evaluation settings; null = do not evaluate."""
     mode: Literal["progressive", "naive"] = "progressive"
     tiny: TinyInit | None = None
-    repos_format: RepoFormat = RepoFormat.AUTO
+    repos_format: str = AUTO
+    """Format of ``repos``: auto or a format of llm4cov.tasks.sources (tasks, cvdp_raw,
+    cvdp_ecov, codev, dirs, ...)."""
     limit: int | None = Field(None, ge=1)
     """Only the first N repos of every stage."""
     benchmarks: tuple[str, ...] = ()
@@ -208,6 +216,12 @@ class PipelineConfig(Settings):
     sim: SimSettings = Field(default_factory=SimSettings)
     """Simulator settings of every synth and bench step (executor, address, workers,
     timeouts, seed, fsm, cache, sandbox)."""
+    policies: PolicyOptionsMap = Field(default_factory=dict)
+
+    @field_validator("repos_format")
+    @classmethod
+    def _known_format(cls, value: str) -> str:
+        return check_format(value)
 
     @model_validator(mode="after")
     def _check(self) -> Self:
@@ -216,6 +230,9 @@ class PipelineConfig(Settings):
                              "with init: tiny)")
         if not self.stages:
             raise ValueError("stages: give at least one stage")
+        if "dtype" in self.student.model_fields_set and "dtype" in self.policies.get("local", {}):
+            raise ValueError("give the student's dtype once: student.dtype or "
+                             "policies.local.dtype")
         for k in range(len(self.stages)):
             self.stage(k)
             self.train_settings(k)
@@ -277,16 +294,28 @@ class PipelineConfig(Settings):
                 "export": to_mapping(plan.export),
                 "train": deciding(self.train_settings(k))}
 
+    def student_policies(self) -> dict[str, dict[str, Any]]:
+        """The ``policies`` of a ``local`` student: ``student.dtype``, when given, as
+        the ``local`` policy's ``dtype``."""
+        if "dtype" not in self.student.model_fields_set:
+            return self.policies
+        local = {**self.policies.get("local", {}), "dtype": self.student.dtype}
+        return {**self.policies, "local": local}
+
     def global_identity(self) -> dict[str, Any]:
+        """What decides every stage's results: checkpoint 0, the repos' format and
+        limit, the benchmarks, the roles, the bench, the simulator and (when any option
+        is given) the policies' options."""
         return {
             "init": self.init, "tiny": self.tiny.model_dump() if self.tiny else None,
-            "repos_format": self.repos_format.value, "limit": self.limit,
+            "repos_format": self.repos_format, "limit": self.limit,
             "benchmarks": list(self.benchmarks), "teacher": self.teacher.model,
             "student": {"serve": self.student.serve, "served_name": self.student.served_name,
                         **({"dtype": self.student.dtype} if self.student.dtype != "auto"
                            else {})},
             "bench": self.bench.identity() if self.bench else None,
             "sim": self.sim.identity(),
+            **({"policies": self.policies} if self.policies else {}),
         }
 
 

@@ -25,7 +25,7 @@ from llm4cov.exec.base import SimExecutor
 from llm4cov.pipeline.config import PipelineConfig, StagePlan
 from llm4cov.pipeline.records import PipelineDir
 from llm4cov.pipeline.serving import ModelRef, wait_until_served
-from llm4cov.policies import Policy, get_policy
+from llm4cov.policies import Policy, make_policy
 from llm4cov.util.jsonl import iter_jsonl
 
 StepFn = Callable[[], dict[str, Any] | None]
@@ -76,8 +76,10 @@ class Session:
         return self._executor
 
     def teacher(self) -> Policy:
+        """The teacher's policy (made once), with its options from ``policies``."""
         if self._teacher is None:
-            self._teacher = get_policy(self.config.teacher.model, self.config.teacher.base_url)
+            teacher = self.config.teacher
+            self._teacher = make_policy(teacher.model, teacher.base_url, self.config.policies)
         return self._teacher
 
     def ensure_served(self, ref: ModelRef) -> None:
@@ -87,11 +89,13 @@ class Session:
             wait_until_served(ref, student.wait_s, student.poll_s, self.on_event)
 
     def student(self, ref: ModelRef) -> Policy:
-        """The policy of checkpoint ``ref``; a served one is waited for first."""
+        """The policy of checkpoint ``ref`` with its options from ``policies`` (a local
+        one's ``dtype`` from ``student.dtype`` when given); a served one is waited for
+        first."""
         self.ensure_served(ref)
         if ref.served:
-            return get_policy(ref.name, ref.base_url)
-        return get_policy(ref.name, dtype=self.config.student.dtype)
+            return make_policy(ref.name, ref.base_url, self.config.policies)
+        return make_policy(ref.name, None, self.config.student_policies())
 
     def close(self) -> None:
         if self._executor is not None:
@@ -203,7 +207,8 @@ def bench_step(session: Session, model: ModelRef, mode: Mode, run_dir: Path
     spec = session.config.bench
     assert spec is not None  # a bench step runs only with a bench: section
     session.ensure_served(model)
-    config = spec.config(mode, model.name, model.base_url, session.config.sim)
+    config = spec.config(mode, model.name, model.base_url, session.config.sim,
+                         session.config.policies)
     before = _simulated_rows(run_dir / RESULTS_FILE)
     try:
         summary = run(config, select_tasks(config), run_dir, plots=spec.plots)

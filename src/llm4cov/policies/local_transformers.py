@@ -35,9 +35,10 @@ import threading
 import time
 import typing
 from collections.abc import Callable, Sequence
-from typing import Any, Literal, TypeGuard
+from typing import Any, TypeGuard
 
 from llm4cov.policies.base import Generation, GenerationRequest, PolicyError, SamplingParams
+from llm4cov.policies.options import ANSWER_PREFIX, Dtype
 from llm4cov.util.progress import TokenMeter
 
 log = logging.getLogger(__name__)
@@ -45,11 +46,6 @@ log = logging.getLogger(__name__)
 FENCE = "```"
 CONTEXT_EXCEEDED = "context_exceeded"
 CANCELLED = "cancelled"
-ANSWER_PREFIX = FENCE + "systemverilog\n"
-"""How a local model's answer starts by default: the fence the agent's system prompt
-asks for (:mod:`llm4cov.agent.prompt`); the teachers' answers in SFT data start so too."""
-Dtype = Literal["auto", "bf16", "fp32", "int8"]
-"""Weights of a local model (see :class:`LocalTransformersPolicy`)."""
 DTYPES: tuple[str, ...] = typing.get_args(Dtype)
 
 

@@ -1,7 +1,8 @@
 """Offline agentic data synthesis (paper, "Learning offline" and "Stages").
 
 - :mod:`~llm4cov.synth.config`: settings per command with the paper's defaults per stage.
-- :mod:`~llm4cov.synth.sources`: training repos from task/CVDP/CodeV-R1 JSONL or directories.
+- :mod:`~llm4cov.synth.sources`: training repos from any task source
+  (:mod:`llm4cov.tasks.sources`: task/CVDP/CodeV-R1 JSONL or directories).
 - :mod:`~llm4cov.synth.contamination`: the ROUGE-L filter against benchmark repos.
 - :mod:`~llm4cov.synth.selection`, :mod:`~llm4cov.synth.rejection`: the pure rules.
 - :mod:`~llm4cov.synth.engine`: :class:`SynthRun`, the resumable run over repos.
@@ -27,11 +28,11 @@ from llm4cov.synth.export import export_dataset
 from llm4cov.synth.records import DataPoint, PointKind, RepoRow, Role, SampleRow, Verdict
 from llm4cov.synth.rejection import judge_transitions
 from llm4cov.synth.selection import select_states
-from llm4cov.synth.sources import RepoFormat, RepoItem, iter_repos
+from llm4cov.synth.sources import RepoItem, iter_repos
 
 __all__ = [
     "ConfigError", "ContaminationIndex", "DataPoint", "ExportConfig", "PointKind",
-    "RebalanceConfig", "RejectionConfig", "RepoFormat", "RepoItem", "RepoRow", "Role",
+    "RebalanceConfig", "RejectionConfig", "RepoItem", "RepoRow", "Role",
     "RunDirError", "SampleRow", "SelectionConfig", "SynthConfig", "SynthRun", "TraceType",
     "Verdict", "export_dataset", "export_preset", "iter_repos", "judge_transitions",
     "resolve", "rouge_l", "rouge_tokens", "run_summary", "select_states", "stage_preset",

@@ -26,8 +26,8 @@ from pathlib import Path
 import numpy as np
 from rapidfuzz.distance import LCSseq
 
-from llm4cov.tasks.cvdp import load_any_tasks
 from llm4cov.tasks.model import Task
+from llm4cov.tasks.sources import load_any_tasks
 
 
 @functools.cache
@@ -128,7 +128,7 @@ class ContaminationIndex:
         cls, paths: Iterable[Path | str], threshold: float = 0.5
     ) -> ContaminationIndex:
         """An index of every file (spec, RTL, reference testbench) of the benchmark task
-        files at ``paths`` (any format :func:`llm4cov.tasks.cvdp.load_any_tasks` reads).
+        files at ``paths`` (any format :func:`llm4cov.tasks.sources.load_any_tasks` reads).
 
         Raises:
             TaskError: a file cannot be read as tasks.

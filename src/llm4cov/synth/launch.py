@@ -17,7 +17,8 @@ from llm4cov.synth.config import SynthConfig, TraceType
 from llm4cov.synth.contamination import ContaminationIndex
 from llm4cov.synth.engine import SynthRun
 from llm4cov.synth.records import Role
-from llm4cov.synth.sources import RepoFormat, RepoItem, count_repos, iter_repos
+from llm4cov.synth.sources import RepoItem, count_repos, iter_repos
+from llm4cov.tasks.sources import AUTO
 from llm4cov.util.settings import ConfigError
 
 PolicyMaker = Callable[[], Policy]
@@ -50,7 +51,8 @@ class RepoSource:
     file read disjoint repos."""
 
     path: Path | str
-    format: RepoFormat = RepoFormat.AUTO
+    format: str = AUTO
+    """A format of :mod:`llm4cov.tasks.sources` (``auto``: each record's detected)."""
     limit: int | None = None
     skip: int = 0
 

@@ -17,11 +17,14 @@
 Task ids get the ``cvdp/`` prefix of our task schema (``meta["upstream_id"]`` keeps the
 original). Every CVDP threshold has ``meta["target_source"] = "cvdp_official"``: it was
 calibrated on Xcelium/IMC, not on Verilator.
+
+Both are task sources (:data:`RAW_SOURCE`, :data:`ECOV_SOURCE`) of the registry in
+:mod:`llm4cov.tasks.sources`, which also holds the loader of any format
+(:func:`~llm4cov.tasks.sources.load_any_tasks`, importable from here too).
 """
 
 from __future__ import annotations
 
-import logging
 import re
 import shlex
 from collections.abc import Iterator
@@ -39,11 +42,8 @@ from llm4cov.tasks.hdl import (
     text_decls,
     top_modules,
 )
-from llm4cov.tasks.loaders import iter_tasks
 from llm4cov.tasks.model import ReferenceTestbench, SourceFile, Target, Task, TaskError
-from llm4cov.util.jsonl import iter_json_objects
-
-log = logging.getLogger(__name__)
+from llm4cov.tasks.sources import NotATask, TaskSource, detect, load_any_tasks, read_file
 
 CID = "cid012"
 DIFFICULTIES = ("easy", "medium", "hard")
@@ -63,18 +63,12 @@ _ENV_LINE = re.compile(r"^\s*(\w+)\s*=\s*(.*?)\s*$", re.MULTILINE)
 
 
 class TaskFormat(StrEnum):
-    """The JSONL formats :func:`load_any_tasks` understands."""
+    """Three of the registered task formats, as :func:`detect_format` names them (kept
+    for its callers; :func:`llm4cov.tasks.sources.format_names` lists every format)."""
 
     TASKS = "tasks"  # our schema (../shared/benchmarks/README.md)
     CVDP_RAW = "cvdp_raw"
     CVDP_ECOV = "cvdp_ecov"
-
-
-def _records(path: Path | str) -> Iterator[tuple[int, dict[str, Any]]]:
-    for n, record, why in iter_json_objects(path):
-        if record is None:
-            raise TaskError(f"{path}:{n}: {why}")
-        yield n, record
 
 
 def _task_id(upstream_id: str) -> str:
@@ -222,6 +216,23 @@ def cvdp_raw_task(record: dict[str, Any]) -> Task:
     )
 
 
+def raw_record_task(record: dict[str, Any]) -> Task:
+    """The task of one raw CVDP record of any category (the ``cvdp_raw`` source's read).
+
+    Raises:
+        NotATask: ``not_cid012``, a record of another category.
+        TaskError, ValidationError: see :func:`cvdp_raw_task`.
+    """
+    if CID not in (record.get("categories") or []):
+        raise NotATask("not_cid012", f"categories {record.get('categories')}")
+    return cvdp_raw_task(record)
+
+
+RAW_SOURCE = TaskSource("cvdp_raw", lambda r: "input" in r and "harness" in r,
+                        raw_record_task)
+"""Raw CVDP JSONL: records with ``input`` and ``harness``."""
+
+
 def iter_cvdp_raw(path: Path | str) -> Iterator[Task]:
     """Tasks of a raw CVDP JSONL file; records of other categories than cid012 are
     skipped (counted in a log message).
@@ -229,17 +240,7 @@ def iter_cvdp_raw(path: Path | str) -> Iterator[Task]:
     Raises:
         TaskError: a line is not JSON, or a cid012 record cannot be used (names the line).
     """
-    skipped = 0
-    for n, record in _records(path):
-        if CID not in (record.get("categories") or []):
-            skipped += 1
-            continue
-        try:
-            yield cvdp_raw_task(record)
-        except (TaskError, ValidationError) as exc:
-            raise TaskError(f"{path}:{n}: {exc}") from exc
-    if skipped:
-        log.info("%s: skipped %d records that are not %s", path, skipped, CID)
+    return read_file(path, RAW_SOURCE)
 
 
 def cvdp_ecov_task(record: dict[str, Any]) -> Task:
@@ -264,46 +265,37 @@ def cvdp_ecov_task(record: dict[str, Any]) -> Task:
         raise TaskError(f"{rid}: invalid CVDP-ECov record: {exc}") from exc
 
 
+ECOV_SOURCE = TaskSource(
+    "cvdp_ecov",
+    lambda r: "rtl_files" in r and "dut_instance_name" in r and "source" not in r,
+    cvdp_ecov_task)
+"""CVDP-ECov JSONL: records with ``rtl_files`` and ``dut_instance_name``, no ``source``."""
+
+
 def iter_cvdp_ecov(path: Path | str) -> Iterator[Task]:
     """Tasks of a CVDP-ECov JSONL file.
 
     Raises:
         TaskError: a line is not JSON or not a valid record (names the line).
     """
-    for n, record in _records(path):
-        try:
-            yield cvdp_ecov_task(record)
-        except TaskError as exc:
-            raise TaskError(f"{path}:{n}: {exc}") from exc
+    return read_file(path, ECOV_SOURCE)
 
 
 def detect_format(record: dict[str, Any]) -> TaskFormat:
-    """The format of one record: raw CVDP has ``input`` and ``harness``; our schema has
-    ``source``; CVDP-ECov has ``rtl_files`` and ``dut_instance_name`` but no ``source``.
+    """The format of one record as the registry detects it
+    (:func:`llm4cov.tasks.sources.detect`): raw CVDP has ``input`` and ``harness``; our
+    schema has ``source``; CVDP-ECov has ``rtl_files`` and ``dut_instance_name`` but no
+    ``source``.
 
     Raises:
-        TaskError: none of the three.
+        TaskError: none of the three (a record of another registered format too).
     """
-    if "input" in record and "harness" in record:
-        return TaskFormat.CVDP_RAW
-    if "rtl_files" in record and "source" in record:
-        return TaskFormat.TASKS
-    if "rtl_files" in record and "dut_instance_name" in record:
-        return TaskFormat.CVDP_ECOV
-    raise TaskError(f"unknown task format (keys: {', '.join(sorted(record))})")
+    name = detect(record).name
+    if name not in tuple(TaskFormat):
+        raise TaskError(f"a {name} record, not one of {', '.join(TaskFormat)}")
+    return TaskFormat(name)
 
 
-def load_any_tasks(path: Path | str) -> list[Task]:
-    """All tasks of ``path`` in any of the :class:`TaskFormat` formats (detected from the
-    first record).
-
-    Raises:
-        TaskError: empty file, unknown format or an invalid record.
-    """
-    first = next(_records(path), None)
-    if first is None:
-        raise TaskError(f"{path}: no records")
-    fmt = detect_format(first[1])
-    reader = {TaskFormat.TASKS: iter_tasks, TaskFormat.CVDP_RAW: iter_cvdp_raw,
-              TaskFormat.CVDP_ECOV: iter_cvdp_ecov}[fmt]
-    return list(reader(path))
+__all__ = ["CID", "ECOV_SOURCE", "RAW_SOURCE", "TaskFormat", "cvdp_ecov_task",
+           "cvdp_raw_task", "detect_format", "harness_build", "iter_cvdp_ecov",
+           "iter_cvdp_raw", "load_any_tasks", "parse_env", "raw_record_task"]

@@ -17,8 +17,6 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from pydantic import ValidationError
-
 from llm4cov.tasks.bender import is_manifest, parse_manifest
 from llm4cov.tasks.filelist import FileList, included, parse_filelist, resolve_repo
 from llm4cov.tasks.hdl import (
@@ -32,7 +30,7 @@ from llm4cov.tasks.hdl import (
 from llm4cov.tasks.layout import Exclusions, note, testbench_files
 from llm4cov.tasks.model import SourceFile, Task, TaskError, safe_task_id
 from llm4cov.tasks.names import name_errors
-from llm4cov.util.jsonl import iter_json_objects
+from llm4cov.tasks.sources import RecordSkip, TaskSource, dir_repo_id, read_file
 
 SPEC_SUFFIXES = (".md", ".txt", ".rst")
 _SKIP_DIRS = {".git", "obj_dir", "__pycache__", "node_modules"}
@@ -380,19 +378,40 @@ def files_below(
     return sorted(found)
 
 
+TASKS_SOURCE = TaskSource("tasks", lambda r: "rtl_files" in r and "source" in r,
+                          Task.model_validate, invalid="not a valid task: ")
+"""Task JSONL in our schema (``../shared/benchmarks/README.md``): records with
+``rtl_files`` and ``source``."""
+
+
+def dir_task(directory: Path) -> Task:
+    """The task of one repo directory of a folder (the ``dirs`` source): every RTL and
+    spec file below it (:func:`task_from_dir`), id ``dir/NAME``.
+
+    Raises:
+        RecordSkip: ``invalid_repo`` (not a usable repository, or unreadable), with the
+            whole problem.
+    """
+    repo_id = dir_repo_id(directory)
+    try:
+        return task_from_dir(directory, task_id=repo_id)
+    except RecordSkip:
+        raise
+    except (TaskError, OSError) as exc:
+        raise RecordSkip("invalid_repo", str(exc), repo_id) from exc
+
+
+DIRS_SOURCE = TaskSource("dirs", lambda directory: True, dir_task, directory=True)
+"""A directory of repo directories (each a subdirectory with HDL files)."""
+
+
 def iter_tasks(path: Path | str) -> Iterator[Task]:
     """Tasks of a JSONL file in the schema of ``../shared/benchmarks/README.md``.
 
     Raises:
         TaskError: a line is not valid JSON or not a valid task (names the line).
     """
-    for n, record, why in iter_json_objects(path):
-        try:
-            if record is None:
-                raise ValueError(why)
-            yield Task.model_validate(record)
-        except (ValueError, ValidationError) as exc:
-            raise TaskError(f"{path}:{n}: not a valid task: {exc}") from exc
+    return read_file(path, TASKS_SOURCE)
 
 
 def load_tasks(path: Path | str, ids: list[str] | None = None) -> list[Task]:
