@@ -35,48 +35,35 @@ def _task_or_saved(ctx: typer.Context, values: dict) -> Task:
     return task
 
 
-OUT_OPT = typer.Option(None, "--out", file_okay=False, help="Run directory (tests/, "
-                       "coverage.md, run.json, html/); a rerun resumes it.")
-REPLAY_OPT = typer.Option(None, "--replay", file_okay=False, help="Re-simulate the saved "
-                          "regression in DIR and compare the merged figure.")
-BUDGET_OPT = typer.Option(_D.budget_s, "--budget", min=1.0, help="Wall seconds for the loop "
-                          "(no step starts after it).")
-LENGTHS_OPT = typer.Option(",".join(map(str, _D.lengths)), "--lengths", help="Random "
-                           "stimulus lengths (cycles) tried in turn, comma-separated.")
-START_SEED_OPT = typer.Option(_D.seed, "--start-seed", help="Seed of the first test (step k "
-                              "uses start + k).")
-FORMAL_OPT = typer.Option(_D.formal, "--formal/--no-formal", help="Formal witnesses and "
-                          "unreachability proofs for the merged holes.")
-COVER_DEPTH_OPT = typer.Option(_D.cover_depth, "--cover-depth", min=1,
-                               help="formal: BMC depth of the cover job, cycles.")
-PROVE_DEPTH_OPT = typer.Option(_D.prove_depth, "--prove-depth", min=1,
-                               help="formal: k of the k-induction.")
-PROVE_BUDGET_OPT = typer.Option(_D.prove_budget_s, "--prove-budget", min=0.0,
-                                help="formal: wall seconds of prove jobs per analysis.")
-MODEL_OPT = typer.Option(None, "--model", help="A model for model tests (any "
-                         "OpenAI-compatible server with --base-url, or local:PATH).")
-BASE_URL_OPT = typer.Option(None, "--base-url", help="OpenAI-compatible endpoint.")
-MINIMIZE_OPT = typer.Option(True, "--minimize/--no-minimize", help="Final greedy set-cover "
-                            "pass over the kept tests.")
-
-
 @with_options("task", common.TASK_OPTIONS, _task_or_saved)
 @with_flags(SimSettings, *(f for f in common.EVALUATOR_FLAGS if f.key != "cache"))
 def close(
     ctx: typer.Context,
     rtl: list[Path] = common.RTL_ARGUMENT,
-    out: Path = OUT_OPT,
-    replay: Path = REPLAY_OPT,
-    budget: float = BUDGET_OPT,
-    lengths: str = LENGTHS_OPT,
-    start_seed: int = START_SEED_OPT,
-    formal: bool = FORMAL_OPT,
-    cover_depth: int = COVER_DEPTH_OPT,
-    prove_depth: int = PROVE_DEPTH_OPT,
-    prove_budget: float = PROVE_BUDGET_OPT,
-    model: str = MODEL_OPT,
-    base_url: str = BASE_URL_OPT,
-    minimize: bool = MINIMIZE_OPT,
+    out: Path = typer.Option(None, "--out", file_okay=False, help="Run directory (tests/, "
+                             "coverage.md, run.json, html/); a rerun resumes it."),
+    replay: Path = typer.Option(None, "--replay", file_okay=False, help="Re-simulate the "
+                                "saved regression in DIR and compare the merged figure."),
+    budget: float = typer.Option(_D.budget_s, "--budget", min=1.0, help="Wall seconds for "
+                                 "the loop (no step starts after it)."),
+    lengths: str = typer.Option(",".join(map(str, _D.lengths)), "--lengths", help="Random "
+                                "stimulus lengths (cycles) tried in turn, comma-separated."),
+    start_seed: int = typer.Option(_D.seed, "--start-seed", help="Seed of the first test "
+                                   "(step k uses start + k)."),
+    formal: bool = typer.Option(_D.formal, "--formal/--no-formal", help="Formal witnesses "
+                                "and unreachability proofs for the merged holes."),
+    cover_depth: int = typer.Option(_D.cover_depth, "--cover-depth", min=1,
+                                    help="formal: BMC depth of the cover job, cycles."),
+    prove_depth: int = typer.Option(_D.prove_depth, "--prove-depth", min=1,
+                                    help="formal: k of the k-induction."),
+    prove_budget: float = typer.Option(_D.prove_budget_s, "--prove-budget", min=0.0,
+                                       help="formal: wall seconds of prove jobs per "
+                                       "analysis."),
+    model: str = typer.Option(None, "--model", help="A model for model tests (any "
+                              "OpenAI-compatible server with --base-url, or local:PATH)."),
+    base_url: str = typer.Option(None, "--base-url", help="OpenAI-compatible endpoint."),
+    minimize: bool = typer.Option(True, "--minimize/--no-minimize", help="Final greedy "
+                                  "set-cover pass over the kept tests."),
     html: Path = report_opts.HTML,
     no_html: bool = typer.Option(False, "--no-html", help="Skip the HTML report."),
     lcov: Path = report_opts.LCOV,

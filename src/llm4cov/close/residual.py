@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
+from dataclasses import fields
 
 from llm4cov.close.model import Cause, GoalVerdict, ResidualPoint
 from llm4cov.sim.coverage import Point, constant_dead
@@ -35,9 +36,8 @@ from llm4cov.sim.observation import OVERALL_METRICS, MetricCoverage
 
 
 def goal_of(v: GoalVerdict) -> ProvenUnreachable:
-    """The point matcher of a verdict (the goal fields of :class:`ProvenUnreachable`)."""
-    return ProvenUnreachable(file=v.file, line=v.line, kind=v.kind, item=v.item, goal=v.goal,
-                             metric=v.metric)
+    """The goal of a verdict alone (its :class:`ProvenUnreachable` fields)."""
+    return ProvenUnreachable(**{f.name: getattr(v, f.name) for f in fields(ProvenUnreachable)})
 
 
 def verdict_for(points: Sequence[Point], verdicts: Sequence[GoalVerdict],
@@ -54,7 +54,7 @@ def verdict_for(points: Sequence[Point], verdicts: Sequence[GoalVerdict],
         if not found:
             continue
         phrase = words.phrase(p.metric, p.file, p.line, p.col, p.comment, p.lines)
-        matching = [v for v in found if goal_of(v).matches(p, phrase.line, phrase.detail)]
+        matching = [v for v in found if v.matches(p, phrase.line, phrase.detail)]
         if matching:
             proven = [v for v in matching if v.status == "unreachable"]
             out[p] = (proven or matching)[-1]

@@ -42,16 +42,6 @@ log = logging.getLogger(__name__)
 
 MAX_CONNECTIONS = 1024
 """Default cap on open client connections (``--max-connections``)."""
-IDLE_TIMEOUT_S = 5.0
-"""Seconds a connection may stay open without sending a byte of a request."""
-HEADER_TIMEOUT_S = 10.0
-"""Seconds from a request's first byte to the end of its head (request line, headers)."""
-BODY_TIMEOUT_S = 60.0
-"""Seconds from the end of a request's head to the end of its body."""
-SEND_TIMEOUT_S = 60.0
-"""Seconds a client may take to read its answer."""
-BUFFER_BYTES = 256 * 1024**2
-"""Default cap on the request bodies held at once (read, or waiting for a handler)."""
 MAX_HEAD_BYTES = 64 * 1024
 """Largest request head (431 beyond)."""
 LINGER_S = 2.0
@@ -77,11 +67,16 @@ class ConnectionLimits:
     see the module docstring)."""
 
     max_connections: int = MAX_CONNECTIONS
-    idle_timeout_s: float = IDLE_TIMEOUT_S
-    header_timeout_s: float = HEADER_TIMEOUT_S
-    body_timeout_s: float = BODY_TIMEOUT_S
-    send_timeout_s: float = SEND_TIMEOUT_S
-    buffer_bytes: int = BUFFER_BYTES
+    idle_timeout_s: float = 5.0
+    """Seconds a connection may stay open without sending a byte of a request."""
+    header_timeout_s: float = 10.0
+    """Seconds from a request's first byte to the end of its head (request line, headers)."""
+    body_timeout_s: float = 60.0
+    """Seconds from the end of a request's head to the end of its body."""
+    send_timeout_s: float = 60.0
+    """Seconds a client may take to read its answer."""
+    buffer_bytes: int = 256 * 1024**2
+    """Cap on the request bodies held at once (read, or waiting for a handler)."""
     workers: int | None = None
     """Handler threads; None: twice the policy's ``batch_size`` (at least 4)."""
 

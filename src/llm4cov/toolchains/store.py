@@ -10,17 +10,19 @@ simulator cache's (``$LLM4COV_CACHE_DIR``, else ``$XDG_CACHE_HOME/llm4cov`` or
 
 from __future__ import annotations
 
-import json
-import os
 from pathlib import Path
 from typing import Any
 
 from llm4cov.sim.host import ToolchainError
 from llm4cov.toolchains.registry import ToolchainSpec
+from llm4cov.util.fetched import FetchedStore
 
 TOOLCHAINS_ENV = "LLM4COV_TOOLCHAINS_DIR"
 CARD_NAME = "toolchain.json"
 SITE_DIR = "site"
+STORE = FetchedStore(TOOLCHAINS_ENV, "toolchains", CARD_NAME)
+"""The toolchains folder (``$LLM4COV_TOOLCHAINS_DIR``, else ``<cache root>/toolchains``):
+``<name>/`` is complete once its card is there (written last)."""
 
 
 class ToolchainNotFetched(ToolchainError):
@@ -28,24 +30,9 @@ class ToolchainNotFetched(ToolchainError):
     names the ``llm4cov toolchain get`` command)."""
 
 
-def toolchains_root() -> Path:
-    """The toolchains folder (``$LLM4COV_TOOLCHAINS_DIR``, else ``<cache root>/toolchains``)."""
-    if os.environ.get(TOOLCHAINS_ENV):
-        return Path(os.environ[TOOLCHAINS_ENV]).expanduser()
-    from llm4cov.sim.cache import cache_root
-    from llm4cov.sim.config import SimConfig
-
-    return cache_root(SimConfig()) / "toolchains"
-
-
-def toolchain_dir(name: str) -> Path:
-    """The install folder of toolchain ``name`` (it may not exist yet)."""
-    return toolchains_root() / name
-
-
-def is_fetched(name: str) -> bool:
-    """Whether ``name``'s card is on disk (written last, so the install is complete)."""
-    return (toolchain_dir(name) / CARD_NAME).is_file()
+# the toolchains folder, the install folder of a toolchain (it may not exist yet),
+# whether it is installed
+toolchains_root, toolchain_dir, is_fetched = STORE.root, STORE.dir, STORE.is_fetched
 
 
 def read_card(name: str) -> dict[str, Any]:
@@ -58,7 +45,7 @@ def read_card(name: str) -> dict[str, Any]:
         raise ToolchainNotFetched(
             f"simulator {name!r} is not fetched; run `llm4cov toolchain get {name}` once "
             f"(looked in {toolchain_dir(name)})")
-    return json.loads((toolchain_dir(name) / CARD_NAME).read_text(encoding="utf-8"))
+    return STORE.read_card(name)
 
 
 def installed_paths(spec: ToolchainSpec) -> tuple[Path, Path]:

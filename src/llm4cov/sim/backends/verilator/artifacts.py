@@ -54,6 +54,7 @@ from pathlib import Path
 
 from llm4cov.sim import workdirs
 from llm4cov.sim.process import Limits, Sandbox, run_limited
+from llm4cov.util.hashing import sha256_file
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +67,26 @@ _OBJECT_MAGIC = b"llm4cov-object/2"
 _COMPILE_MEMORY = 8 * 1024**3
 #: Precompiled headers checked in this process: (entry, key) -> stat signature of its files.
 _verified_pch: dict[tuple[Path, str], tuple] = {}
+
+
+@dataclass(frozen=True)
+class StoreBuild:
+    """How the store builds what it lacks for one build: with the build's ``env``,
+    before ``deadline`` (``time.monotonic()``), ``jobs`` compiles at a time, each in
+    ``sandbox`` (the build's, without ccache); ``scratch_root``: where to make the
+    scratch dir of the objects; ``pch_entry``: the checked precompiled header of the
+    store that objects compile against (None: the header as text)."""
+
+    env: dict[str, str]
+    deadline: float
+    jobs: int = 1
+    sandbox: Sandbox | None = None
+    scratch_root: str | None = None
+    pch_entry: Path | None = None
+
+    def timeout_s(self) -> float:
+        """What is left until the deadline, at least 1 s (one compile's wall limit)."""
+        return max(1.0, self.deadline - time.monotonic())
 
 
 class ArtifactStore:
@@ -84,16 +105,10 @@ class ArtifactStore:
 
     # -- precompiled header ---------------------------------------------------------
 
-    def provide_pch(
-        self,
-        commands: dict[str, str],
-        env: dict[str, str],
-        deadline: float,
-        dest: Path,
-        sandbox: Sandbox | None = None,
-    ) -> bool:
-        """Make ``dest`` a link to a checked precompiled runtime header; build it (in
-        ``sandbox``) if nobody has, or if the stored one fails its check.
+    def provide_pch(self, commands: dict[str, str], dest: Path, build: StoreBuild) -> bool:
+        """Make ``dest`` a link to a checked precompiled runtime header; build it
+        (:class:`StoreBuild`: in ``build.sandbox``) if nobody has, or if the stored one
+        fails its check.
 
         Returns False (the caller then uses the header as text) when no compile command
         is known, another process is building it, or the build failed.
@@ -106,16 +121,12 @@ class ArtifactStore:
         if final.exists() and not _pch_intact(final, key):
             log.warning("stored precompiled header %s failed its check: rebuilding", final)
             _discard(final)
-        if not final.exists() and not self._build_pch(
-            base, env, deadline, final, sandbox
-        ):
+        if not final.exists() and not self._build_pch(base, final, build):
             return False
         dest.symlink_to(final, target_is_directory=True)
         return True
 
-    def _build_pch(
-        self, base: list[str], env, deadline: float, final: Path, sandbox: Sandbox | None
-    ) -> bool:
+    def _build_pch(self, base: list[str], final: Path, build: StoreBuild) -> bool:
         """Precompile the header in a fresh dir below the store that holds only its
         text (the sandbox's one writable dir); rename it into place when it worked."""
         final.parent.mkdir(parents=True, exist_ok=True)
@@ -131,8 +142,8 @@ class ArtifactStore:
             header.write_text(self.PCH_TEXT)
             cmd = [*base, "-x", "c++-header", str(header), "-o", f"{header}.gch"]
             result = run_limited(
-                cmd, cwd=str(tmp), env=env, timeout_s=max(1.0, deadline - time.monotonic()),
-                limits=Limits(memory_bytes=_COMPILE_MEMORY), sandbox=sandbox,
+                cmd, cwd=str(tmp), env=build.env, timeout_s=build.timeout_s(),
+                limits=Limits(memory_bytes=_COMPILE_MEMORY), sandbox=build.sandbox,
             )
             if result.returncode != 0 or result.timed_out:
                 shutil.rmtree(tmp, ignore_errors=True)
@@ -141,7 +152,7 @@ class ArtifactStore:
                     log.warning("precompiling the runtime headers failed: %s", result.output)
                 return False
             (tmp / SUMS).write_text(f"key {final.name}\n" + "".join(
-                f"{_sha256_file(tmp / name)}  {name}\n" for name in _pch_files()
+                f"{sha256_file(tmp / name)}  {name}\n" for name in _pch_files()
             ))
             os.replace(tmp, final)
             return True
@@ -149,15 +160,7 @@ class ArtifactStore:
     # -- prebuilt objects -----------------------------------------------------------
 
     def provide_objects(
-        self,
-        commands: dict[str, str],
-        workdir: Path,
-        env: dict[str, str],
-        deadline: float,
-        jobs: int = 1,
-        sandbox: Sandbox | None = None,
-        scratch_root: str | None = None,
-        pch_entry: Path | None = None,
+        self, commands: dict[str, str], workdir: Path, build: StoreBuild
     ) -> set[str]:
         """Put every reusable object make would otherwise compile into ``workdir/obj``,
         building the ones the store lacks first (:meth:`build_objects`). Returns the
@@ -166,7 +169,7 @@ class ArtifactStore:
         missing = {name: entry for name, entry in stored.items()
                    if _checked_object(entry) is None}
         if missing:
-            self.build_objects(missing, env, deadline, jobs, sandbox, scratch_root, pch_entry)
+            self.build_objects(missing, build)
         return self.reuse_objects(stored, workdir)
 
     def reuse_objects(self, stored: dict[str, _Entry], workdir: Path) -> set[str]:
@@ -192,27 +195,18 @@ class ArtifactStore:
             placed.add(name)
         return placed
 
-    def build_objects(
-        self,
-        entries: dict[str, _Entry],
-        env: dict[str, str],
-        deadline: float,
-        jobs: int = 1,
-        sandbox: Sandbox | None = None,
-        scratch_root: str | None = None,
-        pch_entry: Path | None = None,
-    ) -> None:
+    def build_objects(self, entries: dict[str, _Entry], build: StoreBuild) -> None:
         """Compile ``entries`` from pristine inputs and store them.
 
-        The compiles run in a fresh scratch dir (``scratch_root``: where to make it)
-        that holds only the evaluator's files (:meth:`_stage_clean`; ``pch_entry``: the
-        checked precompiled header of the store to compile against, bound read-only),
-        ``jobs`` at a time, each in ``sandbox`` (the build's, without ccache) with its
-        stored command minus ccache. Entries another process is building (locked) are
-        skipped, as is any compile that fails. Of a build's work dir only the model
-        header (hashed in the driver's key, :class:`_Entry`) goes in.
+        The compiles run in a fresh scratch dir (``build.scratch_root``: where to make
+        it) that holds only the evaluator's files (:meth:`_stage_clean`; the
+        ``build.pch_entry`` to compile against is bound read-only), ``build.jobs`` at a
+        time, each in ``build.sandbox`` with its stored command minus ccache. Entries
+        another process is building (locked) are skipped, as is any compile that fails.
+        Of a build's work dir only the model header (hashed in the driver's key,
+        :class:`_Entry`) goes in.
         """
-        scratch = workdirs.create(scratch_root)
+        scratch = workdirs.create(build.scratch_root)
         try:
             (self.root / "objects").mkdir(parents=True, exist_ok=True)
             with contextlib.ExitStack() as locks:
@@ -220,14 +214,13 @@ class ArtifactStore:
                         if locks.enter_context(_try_lock(e.path.with_suffix(".lock")))}
                 if not todo:
                     return
-                self._stage_clean(scratch, todo, pch_entry)
-                if sandbox is not None and pch_entry is not None:
-                    sandbox = dataclasses.replace(
-                        sandbox, readonly=[*sandbox.readonly, pch_entry])
-                with ThreadPoolExecutor(max(1, jobs)) as pool:
-                    done = list(pool.map(
-                        lambda e: self._compile(e, scratch, env, deadline, sandbox),
-                        todo.values()))
+                self._stage_clean(scratch, todo, build.pch_entry)
+                if build.sandbox is not None and build.pch_entry is not None:
+                    build = dataclasses.replace(build, sandbox=dataclasses.replace(
+                        build.sandbox, readonly=[*build.sandbox.readonly, build.pch_entry]))
+                with ThreadPoolExecutor(max(1, build.jobs)) as pool:
+                    done = list(pool.map(lambda e: self._compile(e, scratch, build),
+                                         todo.values()))
                 for (name, entry), content in zip(todo.items(), done, strict=True):
                     if content is not None:
                         _write_object(entry, content)
@@ -255,14 +248,12 @@ class ArtifactStore:
             pch.mkdir()
             (pch / self.PCH_HEADER).write_text(self.PCH_TEXT)
 
-    def _compile(self, entry: _Entry, scratch: Path, env, deadline: float,
-                 sandbox: Sandbox | None) -> bytes | None:
+    def _compile(self, entry: _Entry, scratch: Path, build: StoreBuild) -> bytes | None:
         """Run ``entry``'s command in ``scratch/obj``; the object's bytes, or None."""
         out = scratch / "obj" / entry.name
         result = run_limited(
-            entry.words, cwd=str(out.parent), env=env,
-            timeout_s=max(1.0, deadline - time.monotonic()),
-            limits=Limits(memory_bytes=_COMPILE_MEMORY), sandbox=sandbox,
+            entry.words, cwd=str(out.parent), env=build.env, timeout_s=build.timeout_s(),
+            limits=Limits(memory_bytes=_COMPILE_MEMORY), sandbox=build.sandbox,
             workdir=str(scratch),
         )
         if result.returncode != 0 or result.timed_out or not out.is_file():
@@ -331,14 +322,6 @@ def _pch_files() -> tuple[str, str]:
     return (ArtifactStore.PCH_HEADER, f"{ArtifactStore.PCH_HEADER}.gch")
 
 
-def _sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        while chunk := fh.read(1 << 20):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def _pch_intact(entry: Path, key: str) -> bool:
     """Whether a stored precompiled header still matches its ``SHA256SUMS``: exactly the
     header and its ``.gch``, regular files, with the recorded hashes, recorded for
@@ -354,7 +337,7 @@ def _pch_intact(entry: Path, key: str) -> bool:
                           for st in stats)
         if _verified_pch.get((entry, key)) == signature:
             return True
-        expected = [f"key {key}", *(f"{_sha256_file(entry / name)}  {name}"
+        expected = [f"key {key}", *(f"{sha256_file(entry / name)}  {name}"
                                     for name in _pch_files())]
         if (entry / SUMS).read_text().splitlines() != expected:
             return False

@@ -69,7 +69,7 @@ import shutil
 import time
 from pathlib import Path
 
-from llm4cov.sim.backends.verilator.artifacts import ArtifactStore
+from llm4cov.sim.backends.verilator.artifacts import ArtifactStore, StoreBuild
 from llm4cov.sim.backends.verilator.toolchain import Toolchain, ccache_dir
 from llm4cov.sim.config import SimConfig
 from llm4cov.sim.isolation import python_paths
@@ -326,17 +326,17 @@ def _use_store(
     Any failure of the store leaves the build to compile without it."""
     if not (config.runtime_pch or config.reuse_runtime):
         return set()
-    deadline = time.monotonic() + STORE_TIMEOUT_S
+    build = StoreBuild(env, time.monotonic() + STORE_TIMEOUT_S, config.jobs(), sandbox,
+                       config.workdir_root)
     pch = workdir / PCH_DIR
     try:
         commands = compile_commands(make, workdir, env, sandbox)
         if config.runtime_pch and not pch.exists() and not pch.is_symlink():
-            store.provide_pch(commands, env, deadline, pch, sandbox)
+            store.provide_pch(commands, pch, build)
         if not config.reuse_runtime:
             return set()
-        return store.provide_objects(
-            commands, workdir, env, deadline, config.jobs(), sandbox, config.workdir_root,
-            pch.resolve() if pch.is_symlink() and pch.exists() else None)
+        return store.provide_objects(commands, workdir, dataclasses.replace(
+            build, pch_entry=pch.resolve() if pch.is_symlink() and pch.exists() else None))
     except OSError as exc:  # the store is an optimization: build without it
         log.warning("build artifact store %s unusable (%s)", store.root, exc)
         return set()
