@@ -17,7 +17,7 @@ from llm4cov.bench.config import BenchConfig
 from llm4cov.bench.metrics import Estimator
 from llm4cov.bench.report import tables
 from llm4cov.cli import common
-from llm4cov.cli.options import PRINT_CONFIG, flag, print_config, with_flags
+from llm4cov.cli.options import PRINT_CONFIG, flag, print_config, switch, with_flags
 from llm4cov.util.jsonl import iter_jsonl
 from llm4cov.util.settings import load
 
@@ -54,28 +54,28 @@ def _print_results(summary: dict, out: Path) -> None:
 
 
 BENCH_FLAGS = (
-    flag("tasks", "--tasks"),
-    flag("model", "--model"),
-    flag("base_url", "--base-url"),
-    flag("mode", "--mode"),
-    flag("rounds", "--rounds", min=1),
-    flag("samples", "--samples", min=1),
-    flag("baselines", "--baselines", comma_list=True),
-    flag("temperature", "--temperature", min=0.0),
-    flag("top_p", "--top-p", min=0.0, max=1.0),
-    flag("max_tokens", "--max-tokens", min=1),
-    flag("seed", "--seed"),
-    flag("start_from", "--start-from"),
-    flag("syntax_rules", "--syntax-rules/--no-syntax-rules"),
-    flag("stop_at_full_coverage", "--stop-at-full-coverage/--no-stop-at-full-coverage"),
+    flag("tasks"),
+    flag("model"),
+    flag("base_url"),
+    flag("mode"),
+    flag("rounds", min=1),
+    flag("samples", min=1),
+    flag("baselines", comma_list=True),
+    flag("temperature", min=0.0),
+    flag("top_p", min=0.0, max=1.0),
+    flag("max_tokens", min=1),
+    flag("seed"),
+    flag("start_from"),
+    switch("syntax_rules"),
+    switch("stop_at_full_coverage"),
     flag("ids", "--id"),
-    flag("limit", "--limit", min=1),
+    flag("limit", min=1),
     *common.sim_flags(seed="--sim-seed"),
-    flag("max_concurrency", "--max-concurrency", min=1),
-    flag("max_samples", "--max-samples", min=0),
-    flag("max_sim_calls", "--max-sim-calls", min=0),
-    flag("max_total_tokens", "--max-total-tokens", min=0),
-    flag("retry_tool_errors", "--retry-tool-errors/--no-retry-tool-errors"),
+    flag("max_concurrency", min=1),
+    flag("max_samples", min=0),
+    flag("max_sim_calls", min=0),
+    flag("max_total_tokens", min=0),
+    switch("retry_tool_errors"),
 )
 """The flags of ``llm4cov bench``: fields of :class:`BenchConfig`, in the order of
 :meth:`BenchConfig.command`."""

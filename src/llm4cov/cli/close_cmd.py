@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 import typer
@@ -35,7 +36,43 @@ def _task_or_saved(ctx: typer.Context, values: dict) -> Task:
     return task
 
 
+#: The options of the closure loop itself (:class:`CloseSettings`).
+CLOSE_OPTIONS = {
+    "budget": (float, typer.Option(_D.budget_s, "--budget", min=1.0, help="Wall seconds for "
+                                     "the loop (no step starts after it).")),
+    "lengths": (str, typer.Option(",".join(map(str, _D.lengths)), "--lengths", help="Random "
+                                    "stimulus lengths (cycles) tried in turn, comma-separated.")),
+    "start_seed": (int, typer.Option(_D.seed, "--start-seed", help="Seed of the first test "
+                                       "(step k uses start + k).")),
+    "formal": (bool, typer.Option(_D.formal, "--formal/--no-formal", help="Formal witnesses "
+                                    "and unreachability proofs for the merged holes.")),
+    "cover_depth": (int, typer.Option(_D.cover_depth, "--cover-depth", min=1,
+                                        help="formal: BMC depth of the cover job, cycles.")),
+    "prove_depth": (int, typer.Option(_D.prove_depth, "--prove-depth", min=1,
+                                        help="formal: k of the k-induction.")),
+    "prove_budget": (float, typer.Option(_D.prove_budget_s, "--prove-budget", min=0.0,
+                                           help="formal: wall seconds of prove jobs per "
+                                           "analysis.")),
+    "model": (str, typer.Option(None, "--model", help="A model for model tests (any "
+                                  "OpenAI-compatible server with --base-url, or local:PATH).")),
+    "base_url": (str, typer.Option(None, "--base-url", help="OpenAI-compatible endpoint.")),
+    "minimize": (bool, typer.Option(True, "--minimize/--no-minimize", help="Final greedy "
+                                      "set-cover pass over the kept tests.")),
+}
+
+
+def _settings(_ctx: typer.Context, v: dict) -> CloseSettings:
+    """The :class:`CloseSettings` of the options (``--lengths`` checked)."""
+    return CloseSettings(
+        budget_s=v["budget"], lengths=_lengths(v["lengths"]), seed=v["start_seed"],
+        formal=v["formal"], cover_depth=v["cover_depth"], prove_depth=v["prove_depth"],
+        prove_budget_s=v["prove_budget"], model=v["model"], base_url=v["base_url"],
+        minimize=v["minimize"])
+
+
 @with_options("task", common.TASK_OPTIONS, _task_or_saved)
+@with_options("settings", CLOSE_OPTIONS, _settings)
+@report_opts.with_reports("html", "lcov", "ucis", "exclude")
 @with_flags(SimSettings, *(f for f in common.EVALUATOR_FLAGS if f.key != "cache"))
 def close(
     ctx: typer.Context,
@@ -44,34 +81,12 @@ def close(
                              "coverage.md, run.json, html/); a rerun resumes it."),
     replay: Path = typer.Option(None, "--replay", file_okay=False, help="Re-simulate the "
                                 "saved regression in DIR and compare the merged figure."),
-    budget: float = typer.Option(_D.budget_s, "--budget", min=1.0, help="Wall seconds for "
-                                 "the loop (no step starts after it)."),
-    lengths: str = typer.Option(",".join(map(str, _D.lengths)), "--lengths", help="Random "
-                                "stimulus lengths (cycles) tried in turn, comma-separated."),
-    start_seed: int = typer.Option(_D.seed, "--start-seed", help="Seed of the first test "
-                                   "(step k uses start + k)."),
-    formal: bool = typer.Option(_D.formal, "--formal/--no-formal", help="Formal witnesses "
-                                "and unreachability proofs for the merged holes."),
-    cover_depth: int = typer.Option(_D.cover_depth, "--cover-depth", min=1,
-                                    help="formal: BMC depth of the cover job, cycles."),
-    prove_depth: int = typer.Option(_D.prove_depth, "--prove-depth", min=1,
-                                    help="formal: k of the k-induction."),
-    prove_budget: float = typer.Option(_D.prove_budget_s, "--prove-budget", min=0.0,
-                                       help="formal: wall seconds of prove jobs per "
-                                       "analysis."),
-    model: str = typer.Option(None, "--model", help="A model for model tests (any "
-                              "OpenAI-compatible server with --base-url, or local:PATH)."),
-    base_url: str = typer.Option(None, "--base-url", help="OpenAI-compatible endpoint."),
-    minimize: bool = typer.Option(True, "--minimize/--no-minimize", help="Final greedy "
-                                  "set-cover pass over the kept tests."),
-    html: Path = report_opts.HTML,
     no_html: bool = typer.Option(False, "--no-html", help="Skip the HTML report."),
-    lcov: Path = report_opts.LCOV,
-    ucis: Path = report_opts.UCIS,
-    exclude: Path = report_opts.EXCLUDE,
     show: bool = PRINT_CONFIG,
     task: Task | None = None,
     flags: dict | None = None,
+    reports: report_opts.ReportRequest | None = None,
+    settings: CloseSettings | None = None,
 ) -> None:
     """Close coverage with a regression: random seeds and lengths, formal witnesses and a
     model's answers aimed at the merged holes; tests that add nothing are dropped, the
@@ -83,18 +98,14 @@ def close(
 
     Example: llm4cov close examples/traffic_fsm --out runs/traffic_close
     """
-    assert task is not None and flags is not None
+    assert task is not None and flags is not None  # the decorators give them
+    assert reports is not None and settings is not None
     sim = load(SimSettings, flags=flags)
-    settings = CloseSettings(
-        budget_s=budget, lengths=_lengths(lengths), seed=start_seed, formal=formal,
-        cover_depth=cover_depth, prove_depth=prove_depth, prove_budget_s=prove_budget,
-        model=model, base_url=base_url, minimize=minimize)
     if show:
         print_config({"close": settings, "sim": sim})
         return
-    page = None if no_html else html or (out / "html" if out else None)
-    request = report_opts.ReportRequest(page, lcov, ucis, None, False, exclude)
-    raise typer.Exit(_dispatch(task, out, replay, settings, sim, request))
+    page = None if no_html else reports.html or (out / "html" if out else None)
+    raise typer.Exit(_dispatch(task, out, replay, settings, sim, replace(reports, html=page)))
 
 
 def _dispatch(task: Task, out: Path | None, replay: Path | None, settings: CloseSettings,

@@ -162,22 +162,18 @@ def _with_length(ctx: typer.Context, settings: BenchConfig, length: int) -> Benc
 
 
 @common.with_task
+@report_opts.with_reports()
 @with_flags(BenchConfig, *GEN_FLAGS)
 def gen(
     ctx: typer.Context,
     rtl: list[Path] = common.RTL_ARGUMENT,
     out: Path = typer.Option(..., "--out", file_okay=False, help="Output directory."),
     stimulus_length: int = STIMULUS_LENGTH.option(RandomOptions),
-    html: Path = report_opts.HTML,
     no_html: bool = typer.Option(False, "--no-html", help="Skip the HTML report."),
-    lcov: Path = report_opts.LCOV,
-    ucis: Path = report_opts.UCIS,
-    trace: str = report_opts.TRACE,
-    keep_workdir: bool = report_opts.KEEP_WORKDIR,
-    exclude: Path = report_opts.EXCLUDE,
     show: bool = PRINT_CONFIG,
     task: Task | None = None,
     flags: dict | None = None,
+    reports: report_opts.ReportRequest | None = None,
 ) -> None:
     """Write a high-coverage testbench with the memoryless agent (N rounds).
 
@@ -191,7 +187,7 @@ def gen(
 
     Example: llm4cov gen examples/traffic_fsm --out runs/traffic
     """
-    assert task is not None and flags is not None  # with_task, with_flags give them
+    assert task is not None and flags is not None and reports is not None  # the decorators
     settings = _with_length(ctx, load(BenchConfig, flags=flags, base={"tasks": task.id}),
                             stimulus_length)
     if show:
@@ -199,8 +195,7 @@ def gen(
         return
     policy = make_policy(settings.model, settings.base_url, settings.policies)
     settings = common.sized_for_the_device(policy, settings, flags)
-    request = report_opts.ReportRequest(None if no_html else html or out / "html", lcov, ucis,
-                                        trace, keep_workdir, exclude)
+    request = replace(reports, html=None if no_html else reports.html or out / "html")
     best = report_opts.BestRun()
     run = _run_agent(task, policy, settings, request, out, best)
     write_run(out, task, run, _reports(task, run, best, request, out,

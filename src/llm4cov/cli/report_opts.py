@@ -11,13 +11,14 @@ testbench). ``--exclude FILE`` applies exclusion rules to every count
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 import typer
 
 from llm4cov.cli import common
+from llm4cov.cli.options import F, with_options
 from llm4cov.report.capture import TRACE_FORMATS, Capture, capture, fst_headers_missing
 from llm4cov.report.data import ReportData, TestRow, build_report_data
 from llm4cov.sim.call import Simulate
@@ -48,6 +49,20 @@ KEEP_WORKDIR = typer.Option(False, "--keep-workdir",
 EXCLUDE = typer.Option(None, "--exclude", dir_okay=False,
                        help="Exclusion file: FILE:LINE[-LAST] or 'hier PATTERN' rules, "
                             "optionally with metrics (docs/reports.md).")
+
+
+#: The report options of ``sim`` and ``gen``: parameter -> (type, option).
+REPORT_OPTIONS = {"html": (Path, HTML), "lcov": (Path, LCOV), "ucis": (Path, UCIS),
+                  "trace": (str, TRACE), "keep_workdir": (bool, KEEP_WORKDIR),
+                  "exclude": (Path, EXCLUDE)}
+
+
+def with_reports(*names: str) -> Callable[[F], F]:
+    """Add the report options ``names`` (all of :data:`REPORT_OPTIONS` when none: ``--html
+    --lcov --ucis --trace --keep-workdir --exclude``) to a Typer command that takes
+    ``ctx`` and a parameter ``reports``: it gets them as one :class:`ReportRequest`."""
+    options = {n: REPORT_OPTIONS[n] for n in names or REPORT_OPTIONS}
+    return with_options("reports", options, lambda _ctx, values: ReportRequest(**values))
 
 
 @dataclass(frozen=True)

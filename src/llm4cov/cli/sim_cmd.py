@@ -47,6 +47,7 @@ def _read_testbench(tb: Path, aux: list[Path], task: Task
 
 
 @common.with_task
+@report_opts.with_reports()
 @with_flags(SimSettings, *common.EVALUATOR_FLAGS)
 def sim(
     ctx: typer.Context,
@@ -59,15 +60,10 @@ def sim(
         [], "--aux", help="Data file the testbench reads ($fopen, $readmemh), or a "
         "directory of them; repeatable. Only these are copied (a file next to --tb "
         "that it names gets a note)."),
-    html: Path = report_opts.HTML,
-    lcov: Path = report_opts.LCOV,
-    ucis: Path = report_opts.UCIS,
-    trace: str = report_opts.TRACE,
-    keep_workdir: bool = report_opts.KEEP_WORKDIR,
-    exclude: Path = report_opts.EXCLUDE,
     show: bool = PRINT_CONFIG,
     task: Task | None = None,
     flags: dict | None = None,
+    reports: report_opts.ReportRequest | None = None,
 ) -> None:
     """Simulate one testbench against an RTL repo and report DUT coverage.
 
@@ -77,13 +73,13 @@ def sim(
 
     Example: llm4cov sim examples/alu_comb --tb my_tb.sv (or --rtl examples/alu_comb)
     """
-    assert task is not None  # with_task resolves it (no subcommands here)
+    assert task is not None and reports is not None  # with_task, with_reports give them
     settings = load(SimSettings, flags=flags)
     if show:
         print_config(settings)
         return
     text, aux_files, notes = _read_testbench(tb, aux, task)
-    request = report_opts.ReportRequest(html, lcov, ucis, trace, keep_workdir, exclude)
+    request = reports
     what = f"{tb.name} against {task.dut_module_name}"
     open_backend(settings.sim_config())  # a missing simulator fails before any progress
     with Phase(common.console, common.simulating(settings.sim_config(), what)):
