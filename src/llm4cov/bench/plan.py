@@ -18,7 +18,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from llm4cov.bench.config import Arm, BenchConfig
-from llm4cov.sim.observation import OVERALL_METRICS
+from llm4cov.sim.metrics import scored_metrics
 from llm4cov.tasks.hdl import task_ports
 from llm4cov.tasks.model import Task
 
@@ -139,7 +139,7 @@ def make_plan(config: BenchConfig, tasks: list[Task], simulator: str,
               options: list[str]) -> RunPlan:
     """The plan of a new run on ``simulator`` with its coverage ``options``
     (:meth:`~llm4cov.sim.backends.base.SimBackend.coverage_options`)."""
-    metrics = [m for m in OVERALL_METRICS if m != "fsm" or "--coverage-fsm" in options]
+    metrics = scored_metrics(options)
     return RunPlan(
         command=config.command(), identity=config.identity(), tasks_file=config.tasks,
         tasks_sha256=tasks_sha256(tasks), simulator=simulator, coverage_options=options,

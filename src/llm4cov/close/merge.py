@@ -26,11 +26,11 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from llm4cov.sim.backends.verilator.coverage_dat import POINT_LINE, decode_key
+from llm4cov.sim.backends.verilator.coverage_dat import POINT_LINE, decode_key, metric_name
 from llm4cov.sim.coverage import DesignModules, in_subtree
+from llm4cov.sim.metrics import is_code
 
 HEADER = "# SystemC::Coverage-3\n"
-_FUNCTIONAL = "covergroup"
 
 
 def encode_key(pairs: Iterable[tuple[str, str]]) -> str:
@@ -70,7 +70,7 @@ def run_points(dat_text: str, scope: RunScope, root: str) -> dict[str, int]:
         kind = attrs.get("t", "")
         hier = attrs.get("h", "")
         module = attrs.get("page", "").partition("/")[2]
-        if kind == _FUNCTIONAL or not in_subtree(hier, scope.dut_hier):
+        if not is_code(metric_name(kind)) or not in_subtree(hier, scope.dut_hier):
             continue
         if attrs.get("f", "") not in scope.rtl_files:
             continue

@@ -26,7 +26,7 @@ from llm4cov.close.model import (
     TestContribution,
 )
 from llm4cov.close.residual import classify, closure_percent, goal_of, proven_counts
-from llm4cov.sim.backends.verilator.coverage_dat import decode_key
+from llm4cov.sim.backends.verilator.coverage_dat import decode_key, metric_name
 from llm4cov.sim.coverage import DesignModules, Point, summarize, uncovered_items
 from llm4cov.sim.exclusions import Rule, split_points
 from llm4cov.sim.observation import CoverageReport, EndReason, Observation, Status
@@ -39,17 +39,13 @@ MD_LIMIT = 300
 """Residual items listed per cause in ``coverage.md`` (``run.json`` lists every one)."""
 
 
-def _metric(kind: str) -> str:
-    return "fsm" if kind.startswith("fsm") else kind or "user"
-
-
 def keyed_points(counts: Mapping[str, int]) -> dict[str, Point]:
     """Each merged key as a :class:`Point` (the attributes Verilator's reader maps)."""
     out = {}
     for key, count in counts.items():
         a = decode_key(key)
         out[key] = Point(
-            metric=_metric(a.get("t", "")), file=a.get("f", ""),
+            metric=metric_name(a.get("t", "")), file=a.get("f", ""),
             line=int(a["l"]) if a.get("l", "").isdigit() else 0,
             comment=a.get("o", "") or a.get("bin_type", ""), hier=a.get("h", ""),
             count=count, lines=a.get("S", ""),

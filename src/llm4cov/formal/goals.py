@@ -1,8 +1,9 @@
 """Coverage holes -> formal goals: markers placed in a working copy of the RTL.
 
-Each uncovered item of an observation (``Observation.uncovered``: file, line, kind,
-detail) becomes one or more *goals*, each a labelled immediate check placed where the
-simulator counts the point:
+Each uncovered item (``Observation.uncovered`` or the whole hole list of
+:func:`llm4cov.sim.coverage.uncovered_items`: file, line, kind and its typed construct,
+``UncoveredItem.typed``) becomes one or more *goals*, each a labelled immediate check
+placed where the simulator counts the point:
 
 - a branch or block never taken/executed (``then``/``else`` of an ``if``, a ``case``
   item, an ``elsif`` block): ``LABEL: cover (1'b1);`` as the first statement of that
@@ -18,8 +19,10 @@ The statement is found with pyslang on each file's own syntax tree (byte offsets
 non-ASCII text is safe). In ``prove`` mode each goal is ``assert (!(COND))``: proving it
 means the point is unreachable. Items that cannot be placed (a ``?:`` arm, an FSM or
 user point, a field of a structured signal) are returned with the reason.
-Wording of items follows ``sim/coverage.py`` and ``sim/feedback_terms.py`` (both the
-raw Verilator comments and the engineer's wording are read).
+Goals are built from the typed construct alone (:class:`~llm4cov.sim.construct.Construct`:
+the line of the ``if`` an arm belongs to, the arm, the expression's terms, the toggled
+signal, bits and direction), never from the item's wording: rewording a miss
+(``sim/wording.py``) changes no goal.
 
 Each file is parsed with the macros it sees (the task's defines, then the
 `` `define``s of the RTL files it `` `include``s, found by name: no include is opened
@@ -39,6 +42,14 @@ from dataclasses import dataclass, field
 import pyslang
 from pyslang import parsing, syntax
 
+from llm4cov.sim.construct import (
+    Construct,
+    ConstructKind,
+    term_condition,
+    toggle_bits,
+    toggle_directions,
+)
+from llm4cov.sim.metrics import BRANCH, EXPR, LINE, TOGGLE
 from llm4cov.sim.observation import UncoveredItem
 from llm4cov.tasks.hdl import (
     VIRTUAL_ROOT,
@@ -51,20 +62,8 @@ from llm4cov.tasks.hdl import (
 from llm4cov.tasks.model import SourceFile
 
 K = syntax.SyntaxKind
-_CONSTANT_NOTE = re.compile(r"\s*\((condition depends only|constant)[^)]*\)\s*$")
-_TERM_OF = re.compile(r"\s*\(term of `.*`\)\s*$")
-_IF_AT = re.compile(r"of the if at (?P<file>\S+):(?P<line>\d+)|the if at (?P<f2>\S+):(?P<l2>\d+)")
-_TOGGLE = re.compile(
-    r"^(?P<sig>[A-Za-z_][\w$]*(?:\[\d+\])*?)(\[(?P<bits>[\d:,]+)\])? never toggled"
-    r"(?: (?P<dir>0->1|1->0))?$"
-)
-_OLD_TERM = re.compile(r"^expression term \((?P<cond>.*)\) => \S+ never seen$")
-_NEVER_BOOL = re.compile(r"^`(?P<expr>.+)` never (?P<value>true|false)$")
-_WITH = re.compile(
-    r"^`?(?P<expr>.*?)`? never (?:evaluated to \S+|true|false) with (?P<words>.+)$")
-_WORD = re.compile(
-    r"`(?P<subj>[^`]+)` (?P<bool>true|false|= [^\s,]+)|(?P<name>[\w.$\[\]:]+)=(?P<val>[^\s,]+)")
-_ELSE = re.compile(r"\belse\b")
+_BRANCH_KINDS = (ConstructKind.IF_ARM, ConstructKind.CASE_ITEM, ConstructKind.TERNARY_ARM,
+                 ConstructKind.BLOCK)
 
 
 @dataclass(frozen=True)
@@ -302,54 +301,21 @@ def _fold_selects(expr: str) -> str:
 
 
 def branch_condition(item: UncoveredItem) -> str | None:
-    """The SystemVerilog condition of an expression-term item, or None if unreadable
-    (wordings: :func:`_branch_condition`; a bit of a part-select is folded,
-    ``x[14:6][4]`` -> ``x[10]``)."""
-    cond = _branch_condition(item)
+    """The SystemVerilog condition of an expression-term item, or None when its row was
+    not read (:func:`llm4cov.sim.construct.term_condition` on ``item.typed``; a bit of
+    a part-select is folded, ``x[14:6][4]`` -> ``x[10]``)."""
+    cond = term_condition(item.typed)
     return _fold_selects(cond) if cond is not None else None
-
-
-def _branch_condition(item: UncoveredItem) -> str | None:
-    """The SystemVerilog condition of an expression-term item, or None if unreadable.
-
-    Reads ``expression term (a==1 && b==0) => 1 never seen`` (Verilator's comment),
-    `` `x == 3` never true`` (also followed by `` (term of `x == 3 || y`)``: the term
-    alone) and `` `e` never evaluated to 1 with a=1, `b > 2` false``.
-    """
-    detail = _TERM_OF.sub("", _CONSTANT_NOTE.sub("", item.detail)).strip()
-    if m := _OLD_TERM.match(detail):
-        return f"({m['cond']})"
-    if m := _NEVER_BOOL.match(detail):
-        return f"({m['expr']})" if m["value"] == "true" else f"!({m['expr']})"
-    if m := _WITH.match(detail):
-        terms = []
-        for w in _WORD.finditer(m["words"]):
-            if w["name"]:
-                terms.append(f"({w['name']}) == {w['val']}")
-            elif w["bool"] in ("true", "false"):
-                terms.append(f"({w['subj']})" if w["bool"] == "true" else f"!({w['subj']})")
-            else:
-                terms.append(f"({w['subj']}) == {w['bool'][2:]}")
-        return "(" + " && ".join(terms) + ")" if terms else None
-    return None
 
 
 def toggle_targets(item: UncoveredItem) -> tuple[str, list[int], list[str]] | None:
     """``(signal, bits, directions)`` of a toggle item (bits ``[-1]`` = the whole 1-bit
     signal; ``signal`` keeps unpacked indices: ``mem[3]`` of ``mem[3][7:4]``), or None
-    when the wording is not a plain or array signal (``s.f[2]``)."""
-    m = _TOGGLE.match(_CONSTANT_NOTE.sub("", item.detail).strip())
-    if m is None:
+    when it is not a toggle of a plain or array signal (``s.f[2]``)."""
+    typed = item.typed
+    if not typed.plain_signal():
         return None
-    bits: list[int] = []
-    for part in (m["bits"] or "").split(","):
-        if not part:
-            continue
-        hi, _, lo = part.partition(":")
-        lo = lo or hi
-        bits.extend(range(int(lo), int(hi) + 1))
-    dirs = [m["dir"]] if m["dir"] else ["0->1", "1->0"]
-    return m["sig"], bits or [-1], dirs
+    return typed.signal, toggle_bits(typed), toggle_directions(typed)
 
 
 class _Placer:
@@ -402,24 +368,25 @@ class _Placer:
             return f"file {item.file!r} is not among the RTL files"
         if len(self.result.goals) >= self.max_goals:
             return f"goal budget of {self.max_goals} per job used up"
-        if item.kind in ("line", "branch"):
-            return self.place_branch(file, item)
-        if item.kind == "expr":
+        if item.kind in (LINE.name, BRANCH.name) and item.typed.kind in _BRANCH_KINDS:
+            return self.place_branch(file, item, item.typed)
+        if item.kind == EXPR.name:
             return self.place_expr(file, item)
-        if item.kind == "toggle":
+        if item.kind == TOGGLE.name:
             return self.place_toggle(file, item)
         return f"no formal goal for {item.kind} points"
 
-    def place_branch(self, file: _File, item: UncoveredItem) -> str | None:
-        detail = item.detail
-        if "?:" in detail or "cond_then" in detail or "cond_else" in detail:
+    def place_branch(self, file: _File, item: UncoveredItem, typed: Construct) -> str | None:
+        """An ``if`` arm, a case item or a block: ``then``/``else`` of the ``if`` at
+        ``typed.at`` (else: of an ``if`` whose ``else`` is at the item's line), the case
+        item at the item's line, or the statement there (a block: the ``if`` starting
+        there counts as its then arm)."""
+        if typed.kind is ConstructKind.TERNARY_ARM:
             return "?: arms are not placed (no statement to mark)"
-        at = _IF_AT.search(detail)
-        if_line = int(at["line"] or at["l2"]) if at else item.line
-        is_case = "case" in detail
-        wants_else = bool(_ELSE.search(detail.split(" of the if")[0])) \
-            or "condition false" in detail
-        if is_case:
+        if_arm = typed.kind is ConstructKind.IF_ARM
+        if_line = typed.at if if_arm and typed.at else item.line
+        wants_else = if_arm and typed.arm == "else"
+        if typed.kind is ConstructKind.CASE_ITEM:
             items = file.case_items.get(item.line)
             if not items:
                 return f"no case item at {item.file}:{item.line}"

@@ -141,6 +141,9 @@ class FormalPolicy:
         shown = list(obs.uncovered) if obs is not None else []
         truncated = obs is not None and any(n.endswith("more uncovered items not listed")
                                             for n in obs.notes)
+        # items read back from their wording (an observation stored before items were
+        # typed): the goals come from a fresh, typed hole list
+        truncated = truncated or any(i.typed.from_text for i in shown)
         seed = request.seed if request.seed is not None else (request.params.seed or 0)
         key = self._key(request.task)
         with self._lock:

@@ -17,21 +17,23 @@ IMC do, with the headline unchanged and a separate figure each:
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from llm4cov.sim.construct import ConstructKind, bit_ranges
 from llm4cov.sim.coverage import (
-    TOGGLE_POINT,
     DesignModules,
     Point,
-    bit_ranges,
+    TypedPoint,
     constant_dead,
     dut_points,
     summarize,
+    typed_points,
     uncovered_items,
 )
 from llm4cov.sim.exclusions import ProvenUnreachable, Rule, split_points, unreachable_misses
 from llm4cov.sim.feedback_terms import SourceIndex
+from llm4cov.sim.metrics import LINE, REPORT_ORDER, TOGGLE
 from llm4cov.sim.observation import (
     CoverageReport,
     MetricCoverage,
@@ -40,7 +42,8 @@ from llm4cov.sim.observation import (
     overall_without,
 )
 
-METRIC_ORDER = ("line", "branch", "expr", "toggle", "fsm", "user")
+METRIC_ORDER = REPORT_ORDER
+"""The report's metric columns (the code metrics of :data:`llm4cov.sim.metrics.METRICS`)."""
 
 
 @dataclass
@@ -237,7 +240,7 @@ def build_report_data(
     }
     sites: dict[tuple, list[Point]] = defaultdict(list)  # one point's site, all instances
     for p, is_excluded in [*((p, False) for p in kept), *((p, True) for p in excluded)]:
-        if p.metric != "toggle":
+        if p.metric != TOGGLE.name:
             sites[(p.file, p.metric, p.line, p.col, p.comment, p.lines, is_excluded)].append(p)
     for (file, *_, is_excluded), group in sites.items():
         _mark(files[file], group, words, is_excluded, unr)
@@ -249,20 +252,22 @@ def build_report_data(
         _mark_toggle(files[file], rows)
     summary = summarize(list(kept), dut_hier, sources, modules) if kept else None
     dead = constant_dead(kept, sources) - unr
+    missed = {t.point: t for t in typed_points([p for p in kept if p.count == 0], sources,
+                                               constant=dead, unreachable=unr, words=words)}
 
-    def words_of(select) -> list[UncoveredItem]:
+    def words_of(select: Callable[[TypedPoint], bool]) -> list[UncoveredItem]:
         return uncovered_items(list(kept), dut_hier, sources, limit=10**9, modules=modules,
-                               select=select)[0]
+                               select=lambda p: select(missed[p]))[0]
 
     return ReportData(
         dut_hier=dut_hier,
         summary=summary,
         files=files,
-        uncovered=words_of(lambda p: p not in unr and p not in dead),
+        uncovered=words_of(lambda t: not t.unreachable and not t.constant),
         toggles=toggles,
         excluded=dict(sorted(Counter(p.metric for p in excluded).items())),
-        constant_items=words_of(lambda p: p in dead),
-        unreachable_items=words_of(lambda p: p in unr),
+        constant_items=words_of(lambda t: t.constant),
+        unreachable_items=words_of(lambda t: t.unreachable),
         unreachable=dict(sorted(Counter(p.metric for p in unr).items())),
         instances=_instance_rows(summary, kept, modules),
         modules=_module_rows(kept, modules),
@@ -293,7 +298,7 @@ def _mark(lines: list[SourceLine], group: list[Point], words: SourceIndex, exclu
     mark = Mark(p.metric, not missed, phrase.hit_label() + _instances_note(missed, len(group)),
                 sum(q.count for q in group), excluded, partial=0 < len(missed) < len(group),
                 unreachable=all(q.count > 0 or q in unr for q in group))
-    spots = line_span(p.lines, p.line) if p.metric == "line" else [phrase.line]
+    spots = line_span(p.lines, p.line) if p.metric == LINE.name else [phrase.line]
     for n in spots:
         if 0 < n <= len(lines):
             lines[n - 1].marks.append(mark)
@@ -314,12 +319,10 @@ def _toggle_rows(points: Sequence[Point], unr: set[Point] | frozenset = frozense
     groups: dict[tuple[str, str, int, str], dict[int, dict[str, Point]]] = defaultdict(
         lambda: defaultdict(dict)
     )
-    for p in points:
-        m = TOGGLE_POINT.match(p.comment) if p.metric == "toggle" else None
-        if m is None:
-            continue
-        bit = int(m["bit"]) if m["bit"] is not None else -1
-        groups[(p.hier, p.file, p.line, m["sig"])][bit][m["dir"]] = p
+    for t in typed_points([p for p in points if p.metric == TOGGLE.name], {}):
+        c = t.construct
+        if c.kind is ConstructKind.TOGGLE and c.bits:
+            groups[(t.hier, t.file, t.point.line, c.signal)][c.bits[0]][c.direction] = t.point
     rows = []
     for (hier, file, line, sig), bits in sorted(groups.items()):
         missing_by_dir: dict[str, list[int]] = defaultdict(list)
@@ -358,7 +361,7 @@ def _mark_toggle(lines: list[SourceLine], rows: list[ToggleRow]) -> None:
     if proven:
         label += f", {proven} proven unreachable"
     lines[first.line - 1].marks.append(
-        Mark("toggle", covered == total, label, covered, first.excluded,
+        Mark(TOGGLE.name, covered == total, label, covered, first.excluded,
              partial=0 < covered < total, unreachable=covered + proven == total))
 
 

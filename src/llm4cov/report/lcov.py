@@ -43,6 +43,7 @@ from llm4cov.sim.backends import CoverageFormat
 from llm4cov.sim.coverage import DesignModules, Point, dut_points
 from llm4cov.sim.exclusions import Rule, split_points
 from llm4cov.sim.feedback_terms import SourceIndex
+from llm4cov.sim.metrics import LCOV_RECORDS, UCIS_BINS
 
 _ELSE_ARMS = ("else", "cond_else")
 _NOT_IN_TEST_NAME = re.compile(r"[^A-Za-z0-9_.-]")
@@ -95,11 +96,12 @@ def lcov_text(
         lines: dict[int, int] = {}
         branches: dict[tuple[int, int], list[tuple[int, int]]] = defaultdict(list)
         for p in (p for p in kept if p.file == name):
-            if p.metric == "line":
+            record = LCOV_RECORDS.get(p.metric)
+            if record == "DA":
                 for n in line_span(p.lines, p.line):
                     lines[n] = max(lines.get(n, 0), p.count)
-            elif p.metric == "branch":
-                own = words.phrase(p.metric, p.file, p.line, p.col, p.comment, p.lines).line
+            elif record == "BRDA":
+                _, own = words.construct(p.metric, p.file, p.line, p.col, p.comment, p.lines)
                 col = p.col - 1 if p.comment in _ELSE_ARMS else p.col
                 branches[(p.line, col)].append((own, p.count))
         if not lines and not branches:
@@ -169,16 +171,15 @@ def mark_unreachable_ucis(ucis_xml: Path, unreachable: Sequence[Point]) -> int:
     Raises:
         OSError, xml.etree.ElementTree.ParseError: the file cannot be read or parsed.
     """
-    wanted = {(p.metric, p.file, p.line, p.col) for p in unreachable
-              if p.metric in ("line", "branch")}
+    bins = {metric for metric, *_ in UCIS_BINS}
+    wanted = {(p.metric, p.file, p.line, p.col) for p in unreachable if p.metric in bins}
     if not wanted:
         return 0
     tree = ET.parse(ucis_xml)
     root = tree.getroot()
     files = {f.get("id"): f.get("fileName") for f in root.iter("sourceFiles")}
     marked = 0
-    for metric, holder, bin_tag in (("line", "statement", "bin"), ("branch", "branch",
-                                                                    "branchBin")):
+    for metric, holder, bin_tag in UCIS_BINS:
         for elem in root.iter(holder):
             where, bin_elem = elem.find("id"), elem.find(bin_tag)
             if where is None or bin_elem is None:

@@ -23,19 +23,23 @@ once, and :func:`merged_hierarchies` names it for a note.
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 from collections.abc import Callable, Collection, Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
-from llm4cov.sim.feedback_terms import CONSTANT_NOTE, SourceIndex
-from llm4cov.sim.functional import FUNCTIONAL_METRIC
+from llm4cov.sim.construct import TOGGLE_POINT, Construct, ConstructKind, bit_ranges
+from llm4cov.sim.feedback_terms import SourceIndex, render
+from llm4cov.sim.metrics import CONDITIONAL, TOGGLE, feedback_rank, is_code
 from llm4cov.sim.observation import (
     CoverageReport,
     MetricCoverage,
     UncoveredItem,
     overall_percent,
 )
+
+__all__ = ["TOGGLE_POINT", "DesignModules", "Point", "TypedPoint", "bit_ranges",
+           "constant_dead", "constant_misses", "dut_points", "in_subtree",
+           "merged_hierarchies", "summarize", "typed_points", "uncovered_items"]
 
 
 @dataclass(frozen=True)
@@ -56,6 +60,54 @@ class Point:
     lines: str = ""
     col: int = 0
     module: str = ""
+
+
+@dataclass(frozen=True)
+class TypedPoint:
+    """A :class:`Point` with what it counts (:func:`typed_points`): its typed
+    ``construct`` and its own ``line`` (an ``else`` at its keyword; the anchor
+    ``point.line`` is where the simulator put it), and its flags: ``constant``, a miss
+    the parameters make unreachable (:func:`constant_dead`); ``excluded``, matched by
+    an exclusion rule; ``unreachable``, proven unreachable by formal."""
+
+    point: Point
+    construct: Construct
+    line: int
+    constant: bool = False
+    excluded: bool = False
+    unreachable: bool = False
+
+    @property
+    def metric(self) -> str:
+        return self.point.metric
+
+    @property
+    def file(self) -> str:
+        return self.point.file
+
+    @property
+    def hier(self) -> str:
+        return self.point.hier
+
+    def detail(self) -> str:
+        """The point's wording (:func:`llm4cov.sim.wording.render`)."""
+        return render(self.point.metric, self.point.file, self.construct)
+
+
+def typed_points(points: Iterable[Point], sources: Mapping[str, str], *,
+                 constant: Collection[Point] = (), excluded: Collection[Point] = (),
+                 unreachable: Collection[Point] = (),
+                 words: SourceIndex | None = None) -> list[TypedPoint]:
+    """``points`` with their constructs (read from ``sources``, the RTL texts by file
+    name) and flags: a point in ``constant``, ``excluded`` or ``unreachable`` has that
+    flag set."""
+    words = words or SourceIndex(sources)
+    out = []
+    for p in points:
+        construct, own = words.construct(p.metric, p.file, p.line, p.col, p.comment, p.lines)
+        out.append(TypedPoint(p, construct, own, constant=p in constant,
+                              excluded=p in excluded, unreachable=p in unreachable))
+    return out
 
 
 @dataclass(frozen=True)
@@ -102,7 +154,7 @@ def dut_points(
     when ``rtl_files`` is given, from one of those files (never the testbench's) and,
     when ``modules`` is given, of an RTL module (:meth:`DesignModules.is_rtl`).
     Covergroup bins never count here (:mod:`llm4cov.sim.functional`)."""
-    return [p for p in points if p.metric != FUNCTIONAL_METRIC and in_subtree(p.hier, dut_hier)
+    return [p for p in points if is_code(p.metric) and in_subtree(p.hier, dut_hier)
             and (rtl_files is None or p.file in rtl_files)
             and (modules is None or modules.is_rtl(p.module))]
 
@@ -158,8 +210,7 @@ def constant_misses(points: Iterable[Point], sources: Mapping[str, str]) -> dict
 
 def constant_dead(points: Iterable[Point], sources: Mapping[str, str]) -> set[Point]:
     """Misses that cannot be hit under the elaborated parameters: the condition reads
-    only parameters (the wording ends with
-    :data:`~llm4cov.sim.feedback_terms.CONSTANT_NOTE`; a syntactic check) and the run
+    only parameters (the construct is ``param_only``; a syntactic check) and the run
     saw its other outcome in the same instance (the other arm of the ``if``/``?:``, at
     the same or the next column; another row of the same expression). A constant
     condition whose code never ran is left out: which arm is dead is then unknown.
@@ -167,25 +218,20 @@ def constant_dead(points: Iterable[Point], sources: Mapping[str, str]) -> set[Po
     points = list(points)
     hit: dict[tuple, list[Point]] = defaultdict(list)
     for p in points:
-        if p.count > 0 and p.metric in ("line", "branch", "expr"):
+        if p.count > 0 and p.metric in CONDITIONAL:
             hit[(p.hier, p.file, p.metric, p.line)].append(p)
     words = SourceIndex(sources)
     dead = set()
     for p in points:
-        if p.count or p.metric not in ("line", "branch", "expr") or p.file not in sources:
+        if p.count or p.metric not in CONDITIONAL or p.file not in sources:
             continue
-        near = 0 if p.metric == "expr" else 1
+        construct, _ = words.construct(p.metric, p.file, p.line, p.col, p.comment, p.lines)
+        near = 0 if construct.kind is ConstructKind.EXPR_TERM else 1
         seen = [q for q in hit.get((p.hier, p.file, p.metric, p.line), ())
                 if abs(q.col - p.col) <= near and q.comment != p.comment]
-        if seen and words.phrase(p.metric, p.file, p.line, p.col, p.comment,
-                                 p.lines).detail.endswith(CONSTANT_NOTE):
+        if seen and construct.param_only:
             dead.add(p)
     return dead
-
-
-#: A toggle point's comment: ``sig[bit]:0->1`` (``sig:1->0`` for 1-bit signals).
-TOGGLE_POINT = re.compile(r"^(?P<sig>.*?)(\[(?P<bit>\d+)\])?:(?P<dir>0->1|1->0)$")
-_KIND_ORDER = {"line": 0, "branch": 1, "fsm": 2, "expr": 3, "user": 4, "toggle": 5}
 
 
 def uncovered_items(
@@ -214,29 +260,28 @@ def uncovered_items(
         hiers_at[(p.file, p.line)].add(p.hier)
     missed = [p for p in mine if p.count == 0 and (select is None or select(p))]
     lines = {name: text.splitlines() for name, text in sources.items()}
-    words = SourceIndex(sources)
     items: list[UncoveredItem] = []
     toggles: dict[tuple[str, int, str, str], dict[int, set[str]]] = defaultdict(
         lambda: defaultdict(set)
     )
-    for p in missed:
-        if p.metric == "toggle" and (m := TOGGLE_POINT.match(p.comment)):
-            bit = int(m["bit"]) if m["bit"] is not None else -1
-            toggles[(p.file, p.line, m["sig"], p.hier)][bit].add(m["dir"])
+    for t in typed_points(missed, sources):
+        c, p = t.construct, t.point
+        if c.kind is ConstructKind.TOGGLE and c.bits:  # merged per signal below
+            toggles[(p.file, p.line, c.signal, p.hier)][c.bits[0]].add(c.direction)
             continue
-        phrase = words.phrase(p.metric, p.file, p.line, p.col, p.comment, p.lines)
-        hiers_at[(p.file, phrase.line)] |= hiers_at[(p.file, p.line)]  # an else's own line
-        items.append(_item(replace(p, line=phrase.line), phrase.detail, lines))
+        hiers_at[(p.file, t.line)] |= hiers_at[(p.file, p.line)]  # an else's own line
+        items.append(_item(p.metric, p.file, t.line, p.hier, c, lines))
     for (file, line, sig, hier), bit_dirs in toggles.items():
-        point = Point("toggle", file, line, "", hier, 0)
         by_dirs: dict[tuple[str, ...], list[int]] = defaultdict(list)
         for bit, seen in bit_dirs.items():
             by_dirs[tuple(sorted(seen))].append(bit)
         for dirs, bits in sorted(by_dirs.items()):
-            how = "never toggled" if len(dirs) == 2 else f"never toggled {dirs[0]}"
-            items.append(_item(point, f"{bit_ranges(sig, bits)} {how}", lines))
+            signal = Construct(kind=ConstructKind.TOGGLE, signal=sig,
+                               bits=tuple(sorted(bits, reverse=True)),
+                               direction=dirs[0] if len(dirs) == 1 else "")
+            items.append(_item(TOGGLE.name, file, line, hier, signal, lines))
     grouped: dict[tuple[str, str, int, str], list[UncoveredItem]] = defaultdict(list)
-    for item in items:
+    for item in items:  # one miss shown once: the same wording at the same line
         grouped[(item.kind, item.file, item.line, item.detail)].append(item)
     merged = []
     for (_, file, line, _), group in grouped.items():
@@ -245,32 +290,17 @@ def uncovered_items(
             "instance": where[0], "instances": where,
             "copies": len(hiers_at.get((file, line), ())) or 1,
         }))
-    merged.sort(key=lambda i: (_KIND_ORDER.get(i.kind, 9), i.file, i.line, i.detail))
+    merged.sort(key=lambda i: (feedback_rank(i.kind), i.file, i.line, i.detail))
     return merged[:limit], max(0, len(merged) - limit)
 
 
-def _item(p: Point, detail: str, lines: Mapping[str, list[str]]) -> UncoveredItem:
-    text = lines.get(p.file, [])
-    source = text[p.line - 1].strip() if 0 < p.line <= len(text) else ""
+def _item(metric: str, file: str, line: int, hier: str, construct: Construct,
+          lines: Mapping[str, list[str]]) -> UncoveredItem:
+    """The item of a miss at ``file``:``line`` (its own line) in instance ``hier``: its
+    construct, and its wording and source line for the reader."""
+    text = lines.get(file, [])
+    source = text[line - 1].strip() if 0 < line <= len(text) else ""
     return UncoveredItem(
-        kind=p.metric, file=p.file, line=p.line, detail=detail, source=source[:160],
-        instance=p.hier,
+        kind=metric, file=file, line=line, detail=render(metric, file, construct),
+        typed=construct, source=source[:160], instance=hier,
     )
-
-
-def bit_ranges(sig: str, bits: list[int]) -> str:
-    """``sig`` with its toggle bits as descending ranges (``q[7:4,1]``); ``[-1]``: a
-    1-bit signal, shown bare."""
-    if bits == [-1]:
-        return sig
-    bits = sorted(set(b for b in bits if b >= 0), reverse=True)
-    runs: list[str] = []
-    start = prev = bits[0]
-    for b in [*bits[1:], None]:
-        if b is not None and b == prev - 1:
-            prev = b
-            continue
-        runs.append(f"{start}" if start == prev else f"{start}:{prev}")
-        if b is not None:
-            start = prev = b
-    return f"{sig}[{','.join(runs)}]"

@@ -35,8 +35,11 @@ from pathlib import Path
 from typing import Protocol, TypeVar
 
 from llm4cov.sim.feedback_terms import SourceIndex
+from llm4cov.sim.metrics import EXCLUDABLE, TOGGLE
 
-METRICS = frozenset({"line", "branch", "expr", "toggle", "fsm", "user"})
+METRICS = EXCLUDABLE
+"""The metric names a rule may end with (the excludable rows of
+:data:`llm4cov.sim.metrics.METRICS`)."""
 _LINES = re.compile(r"^(?P<file>[^:\s]+):(?P<first>\d+)(?:-(?P<last>\d+))?$")
 
 
@@ -207,7 +210,7 @@ class ProvenUnreachable:
         A toggle goal ``q[3] 0->1`` is the point ``q[3]:0->1`` at the item's line."""
         if (point.metric, point.file) != (self.metric, self.file):
             return False
-        if self.metric == "toggle":
+        if self.metric == TOGGLE.name:
             ref, _, direction = self.goal.rpartition(" ")
             return point.line == self.line and point.comment == f"{ref}:{direction}"
         return (line, detail) == (self.line, self.item)

@@ -1,19 +1,14 @@
-"""Uncovered coverage points in an engineer's terms, at the item's own source line.
+"""Coverage points -> the RTL constructs they count, at the point's own source line.
 
 Verilator names points by its internal construct (``'elsif'``, ``'cond_then'``,
 ``((timer == 4'h9)==1) => 1``) and gives an ``else`` the line of its ``if``. This
 module maps each point back to the RTL construct with pyslang (syntax only, no
-elaboration) and words it the way an engineer reads the code:
-
-- ``then branch of the if at uart_tx.v:89 never taken`` / ``else branch of the if at
-  uart_tx.v:89 never taken`` (shown at the ``else`` keyword's own line) / ``the if at
-  f.v:12 never saw its condition false (it has no else)``;
-- ``case item 2'd3 of the case at f.v:20 never executed``;
-- ``true arm of the ?: on `go` at f.v:27 never taken``;
-- ``` `sel && en` never evaluated to 1 with sel=1, en=1``` and, for a row that is one
-  term of a larger condition, that term as the row writes it: ``` `timer == 4'h9`
-  never true (term of `timer == 4'd9 || (ped_req && timer >= 4'd2)`)``` (never "the
-  whole condition never true": its other terms may have made it true).
+elaboration): :meth:`SourceIndex.construct` gives its typed
+:class:`~llm4cov.sim.construct.Construct` (an ``if`` arm with its condition, a ``case``
+item with its label, a ``?:`` arm, an expression term with its terms, a toggle bit,
+...) and the item's own line; :meth:`SourceIndex.phrase` words it through the phrase
+table (:func:`llm4cov.sim.wording.render`), e.g. ``then branch of the if at
+uart_tx.v:89 never taken``.
 
 Verilator's point naming (observed on the pinned 5.049 build, ``tests/test_feedback_terms.py``):
 a branch/line point with comment ``if`` sits at the ``if`` keyword, ``else`` one column
@@ -23,9 +18,9 @@ of an ``if`` whose ``else`` is another ``if``, ``case`` sits at the item's colon
 the first token of a one-term expression).
 
 A condition whose identifiers are all parameters (``if (MODE == 1)``) is constant once
-the design is elaborated, so one of its branches can never be taken: such items say
-``(condition depends only on parameters: constant after elaboration, likely
-unreachable)`` - a known source of false holes.
+the design is elaborated, so one of its branches can never be taken: such constructs
+are ``param_only`` and their wording ends with :data:`~llm4cov.sim.wording.CONSTANT_NOTE`
+- a known source of false holes.
 """
 
 from __future__ import annotations
@@ -38,28 +33,18 @@ from dataclasses import dataclass
 import pyslang
 from pyslang import syntax
 
+from llm4cov.sim.construct import TOGGLE_POINT, Construct, strip_parens
+from llm4cov.sim.construct import ConstructKind as Kind
+from llm4cov.sim.metrics import BRANCH, COVERGROUP, EXPR, FSM, LINE, TOGGLE
+from llm4cov.sim.wording import CONSTANT_NOTE, Phrase, render
 from llm4cov.tasks.hdl import parse_tree
+
+__all__ = ["CONSTANT_NOTE", "Phrase", "SourceIndex", "design_time_unit", "render",
+           "sim_time_text"]
 
 K = syntax.SyntaxKind
 IDENTIFIER = pyslang.parsing.TokenKind.Identifier
-CONSTANT_NOTE = (
-    " (condition depends only on parameters: constant after elaboration, likely unreachable)"
-)
 _MAX_EXPR = 60
-
-
-@dataclass(frozen=True)
-class Phrase:
-    """An uncovered point in words: ``detail`` and the item's own ``line`` (1-based)."""
-
-    detail: str
-    line: int
-
-    def hit_label(self) -> str:
-        """The point named without the miss, for a point that was hit: ``then branch of
-        the if at f.v:3``, ```sel && en` true with sel=1, en=1``."""
-        text = re.sub(r" never (executed|taken|hit)\b", "", self.detail, count=1)
-        return text.replace(" never ", " ", 1)
 
 
 @dataclass(frozen=True)
@@ -101,7 +86,7 @@ _COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
 def _text(node: object) -> str:
     """The source text of ``node`` on one line, without comments (a case item's
     ``// synopsys parallel_case`` is trivia of its first token), at most ``_MAX_EXPR``."""
-    text = _strip_parens(" ".join(_COMMENT.sub(" ", str(node)).split()))
+    text = strip_parens(" ".join(_COMMENT.sub(" ", str(node)).split()))
     return text if len(text) <= _MAX_EXPR else text[: _MAX_EXPR - 3] + "..."
 
 
@@ -178,10 +163,12 @@ def _parameter_names(tree: syntax.SyntaxTree) -> set[str]:
 
 
 class SourceIndex:
-    """Words coverage points of one design; build once per set of sources.
+    """Maps the coverage points of one design to their constructs; build once per set
+    of sources.
 
     ``sources`` maps file names as they appear in ``coverage.dat`` to their text. A
-    file that is missing or does not parse still gets a plain wording.
+    file that is missing or does not parse still gets a plain construct (``condition``
+    None, a case item without ``label``).
     """
 
     def __init__(self, sources: Mapping[str, str]):
@@ -191,50 +178,61 @@ class SourceIndex:
         text = self._sources.get(name)
         return _index(text, name) if text is not None else None
 
-    def phrase(self, metric: str, file: str, line: int, col: int, comment: str,
-               lines: str = "") -> Phrase:
-        """The wording and own line of an uncovered point (``Point`` fields; ``lines``
-        is Verilator's ``S`` key, ``col`` its ``n`` key, 0 when unknown)."""
+    def construct(self, metric: str, file: str, line: int, col: int, comment: str,
+                  lines: str = "") -> tuple[Construct, int]:
+        """The typed construct of a point and the point's own line (1-based; an
+        ``else`` at its keyword) from its ``Point`` fields (``lines`` is Verilator's
+        ``S`` key, ``col`` its ``n`` key, 0 when unknown)."""
         idx = self._file(file)
-        where = f"{file}:{line}"
-        if metric in ("line", "branch"):
-            verb = "executed" if metric == "line" else "taken"
+        if metric in (LINE.name, BRANCH.name):
             if comment in ("if", "elsif", "else"):
-                return self._if_phrase(idx, file, line, col, comment, verb, lines)
+                return _if_construct(idx, line, col, comment, lines)
             if comment.startswith("case"):
-                return self._case_phrase(idx, file, line, col, verb)
+                item = _nearest([c for c in idx.case_items if c.line == line], col) if idx else None
+                if item is None:
+                    return Construct(kind=Kind.CASE_ITEM, at=line), line
+                return Construct(kind=Kind.CASE_ITEM, at=item.case_line, label=item.label), line
             if comment in ("cond_then", "cond_else"):
                 tern = _nearest([t for t in idx.ternaries if t.line == line], col) if idx else None
-                arm = "true" if comment == "cond_then" else "false"
-                on = f" on `{tern.predicate}`" if tern else ""
-                note = CONSTANT_NOTE if tern and tern.constant else ""
-                return Phrase(f"{arm} arm of the ?:{on} at {where} never {verb}{note}", line)
-            span = f" (lines {lines})" if lines else ""
-            label = "block" if comment in ("", "block") else f"{comment} block"
-            return Phrase(f"{label} never {verb}{span}", line)
-        if metric == "expr":
-            return Phrase(_expr_phrase(idx, line, col, comment), line)
-        return Phrase(f"{comment or metric} never hit", line)
+                return Construct(kind=Kind.TERNARY_ARM, at=line,
+                                 arm="true" if comment == "cond_then" else "false",
+                                 condition=tern.predicate if tern else None,
+                                 param_only=bool(tern and tern.constant)), line
+            return Construct(kind=Kind.BLOCK, label=comment, lines=lines), line
+        if metric == EXPR.name:
+            return _expr_construct(idx, line, col, comment), line
+        if metric == TOGGLE.name:
+            if (m := TOGGLE_POINT.match(comment)) is None:  # no signal, bit, direction
+                return Construct(kind=Kind.TOGGLE, label=comment), line
+            bit = int(m["bit"]) if m["bit"] is not None else -1
+            return Construct(kind=Kind.TOGGLE, signal=m["sig"], bits=(bit,),
+                             direction=m["dir"], label=comment), line
+        if metric == FSM.name:  # `state::IDLE`, `state::IDLE->RUN`
+            variable, named, _ = comment.rpartition("::")
+            return Construct(kind=Kind.FSM, label=comment, signal=variable if named else ""), line
+        kind = Kind.COVERGROUP_BIN if metric == COVERGROUP.name else Kind.NAMED
+        return Construct(kind=kind, label=comment), line
 
-    def _if_phrase(self, idx, file, line, col, comment, verb, lines) -> Phrase:
-        cands = [i for i in idx.ifs if i.line == line] if idx else []
-        stmt = _nearest(cands, col if comment != "else" else col - 1)
-        where = f"{file}:{line}"
-        note = CONSTANT_NOTE if stmt and stmt.constant else ""
-        if comment != "else":
-            return Phrase(f"then branch of the if at {where} never {verb}{note}", line)
-        if (stmt is not None and stmt.else_line is None) or (stmt is None and not lines):
-            return Phrase(f"the if at {where} never saw its condition false "
-                          f"(it has no else){note}", line)
-        own = stmt.else_line if stmt and stmt.else_line else _first_line(lines, line)
-        return Phrase(f"else branch of the if at {where} never {verb}{note}", own)
+    def phrase(self, metric: str, file: str, line: int, col: int, comment: str,
+               lines: str = "") -> Phrase:
+        """The wording and own line of an uncovered point (``Point`` fields, see
+        :meth:`construct`)."""
+        construct, own = self.construct(metric, file, line, col, comment, lines)
+        return Phrase(render(metric, file, construct), own)
 
-    def _case_phrase(self, idx, file, line, col, verb) -> Phrase:
-        item = _nearest([c for c in idx.case_items if c.line == line], col) if idx else None
-        if item is None:
-            return Phrase(f"case item at {file}:{line} never {verb}", line)
-        return Phrase(f"case item {item.label} of the case at {file}:{item.case_line} "
-                      f"never {verb}", line)
+
+def _if_construct(idx: _FileIndex | None, line: int, col: int, comment: str,
+                  lines: str) -> tuple[Construct, int]:
+    cands = [i for i in idx.ifs if i.line == line] if idx else []
+    stmt = _nearest(cands, col if comment != "else" else col - 1)
+    fields = {"kind": Kind.IF_ARM, "at": line, "condition": stmt.predicate if stmt else None,
+              "param_only": bool(stmt and stmt.constant)}
+    if comment != "else":
+        return Construct(arm="then", **fields), line
+    if (stmt is not None and stmt.else_line is None) or (stmt is None and not lines):
+        return Construct(arm="else", has_else=False, **fields), line
+    own = stmt.else_line if stmt and stmt.else_line else _first_line(lines, line)
+    return Construct(arm="else", **fields), own
 
 
 def _nearest(cands: list, col: int):
@@ -250,70 +248,15 @@ def _first_line(lines: str, default: int) -> int:
 _RESULT = re.compile(r"^(?P<terms>.*)\s=>\s*(?P<result>\S+)$")
 
 
-def _expr_phrase(idx: _FileIndex | None, line: int, col: int, comment: str) -> str:
+def _expr_construct(idx: _FileIndex | None, line: int, col: int, comment: str) -> Construct:
     m = _RESULT.match(comment.strip())
     found = idx.exprs.get((line, col)) if idx else None
     expr, const = found if found else ("", False)
-    note = CONSTANT_NOTE if const else ""
     if m is None:
-        return f"expression `{expr or comment}` term {comment} never seen{note}"
-    terms = [_split_term(t) for t in _split_and(_strip_parens(m["terms"]))]
-    result = _BOOL.get(m["result"], f"evaluated to {m['result']}")
-    if len(terms) == 1 and terms[0][1] in _BOOL:
-        subject, value = terms[0]
-        if not expr or _norm(subject) == _norm(expr):
-            return f"`{expr or subject}` never {_BOOL[value]}{note}"
-        if not _is_name(subject):  # one term of a larger condition: name the term
-            return f"`{subject}` never {_BOOL[value]} (term of `{expr}`){note}"
-    words = ", ".join(_term_words(s, v) for s, v in terms)
-    subject = f"`{expr}`" if expr else "the expression"
-    return f"{subject} never {result} with {words}{note}"
-
-
-_BOOL = {"1": "true", "0": "false"}
-
-
-def _is_name(text: str) -> bool:
-    return re.fullmatch(r"[\w.$\[\]:]+", text) is not None
-
-
-def _term_words(subject: str, value: str) -> str:
-    if _is_name(subject):
-        return f"{subject}={value}"
-    return f"`{subject}` {_BOOL.get(value, f'= {value}')}"
-
-
-_LITERAL = re.compile(r"(?<![\w$'])(?:\d[\d_]*\s*)?'[sS]?(?P<base>[bodhBODH])\s*"
-                      r"(?P<digits>[0-9a-fA-F_]+)\b|(?<![\w$'])(?P<dec>\d[\d_]*)\b")
-_RADIX = {"b": 2, "o": 8, "d": 10, "h": 16}
-
-
-def _literal_value(m: re.Match) -> str:
-    if m["dec"] is not None:
-        return str(int(m["dec"].replace("_", "")))
-    return str(int(m["digits"].replace("_", ""), _RADIX[m["base"].lower()]))
-
-
-def _norm(text: str) -> str:
-    """``text`` without spaces and outer parentheses, number literals as their values:
-    Verilator's row writes ``timer == 4'h9`` for the RTL's ``timer == 4'd9``."""
-    return re.sub(r"\s+", "", _LITERAL.sub(_literal_value, _strip_parens(text)))
-
-
-def _strip_parens(text: str) -> str:
-    text = text.strip()
-    while text.startswith("(") and text.endswith(")") and _balanced(text[1:-1]):
-        text = text[1:-1].strip()
-    return text
-
-
-def _balanced(text: str) -> bool:
-    depth = 0
-    for ch in text:
-        depth += {"(": 1, ")": -1}.get(ch, 0)
-        if depth < 0:
-            return False
-    return depth == 0
+        return Construct(kind=Kind.EXPR_TERM, expression=expr, row=comment, param_only=const)
+    terms = tuple(_split_term(t) for t in _split_and(strip_parens(m["terms"])))
+    return Construct(kind=Kind.EXPR_TERM, expression=expr, terms=terms, result=m["result"],
+                     row=comment, param_only=const)
 
 
 def _split_and(text: str) -> list[str]:
@@ -337,8 +280,8 @@ def _split_term(term: str) -> tuple[str, str]:
         depth += {")": 1, "(": -1}.get(term[j + 1], 0)
         if (depth == 0 and term[j : j + 2] == "==" and term[j - 1] not in "=!<>"
                 and term[j + 2 : j + 3] != "="):
-            return _strip_parens(term[:j]), term[j + 2 :].strip()
-    return _strip_parens(term), "1"
+            return strip_parens(term[:j]), term[j + 2 :].strip()
+    return strip_parens(term), "1"
 
 
 _TIMESCALE = re.compile(r"`timescale\s+(\d+)\s*([munpf]?s)\b")

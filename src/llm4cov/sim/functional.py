@@ -24,11 +24,13 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from llm4cov.sim.metrics import COVERGROUP
+
 if TYPE_CHECKING:
     from llm4cov.sim.coverage import Point
 
-FUNCTIONAL_METRIC = "covergroup"
-"""The metric name of a covergroup bin point."""
+FUNCTIONAL_METRIC = COVERGROUP.name
+"""The metric name of a covergroup bin point (:data:`llm4cov.sim.metrics.COVERGROUP`)."""
 UNCOUNTED_BINS = frozenset({"ignore", "illegal", "default"})
 """Bin types left out of the counts (IEEE 1800-2017 19.5, 19.6)."""
 _CLASS_PREFIX = "__vlAnonCG_"

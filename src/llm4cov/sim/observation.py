@@ -7,20 +7,25 @@ Units: coverage percentages are percent (0-100) everywhere in reports;
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import ClassVar
+from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from llm4cov.sim.construct import Construct
 from llm4cov.sim.functional import FunctionalCoverage
+from llm4cov.sim.metrics import OVERALL_METRICS
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 """2: ``CoverageReport.constant``; expression terms named from their own row.
 3: ``Observation.functional`` (testbench covergroups).
 4: ``Observation.tb_error_prints``, ``Observation.sim_time_ps``; the fidelity notes
-(time-0 edge, a run that ended at time 0; ``sim/fidelity.py``)."""
+(time-0 edge, a run that ended at time 0; ``sim/fidelity.py``).
+5: ``UncoveredItem.typed`` (the typed construct of a miss; an item stored without
+one reads its construct back from its wording, ``Construct.from_text``)."""
 
-#: Metrics that enter ``overall`` when they have points (IMC "Overall Average").
-OVERALL_METRICS = ("line", "branch", "expr", "toggle", "fsm")
+__all__ = ["OVERALL_METRICS", "SCHEMA_VERSION", "CoverageData", "CoverageReport",
+           "EndReason", "MetricCoverage", "Observation", "Status", "UncoveredItem",
+           "overall_percent", "overall_without"]
 
 
 class Status(StrEnum):
@@ -151,12 +156,19 @@ class CoverageReport(BaseModel):
 
 
 class UncoveredItem(BaseModel):
-    """One coverage miss of the DUT subtree (stable data model; wording for the model
-    may be built elsewhere from these fields).
+    """One coverage miss of the DUT subtree (stable data model).
 
-    - ``kind``: ``line`` | ``branch`` | ``expr`` | ``toggle`` | ``fsm`` | ``user``;
-    - ``file``, ``line``: RTL file name (as in the repo) and 1-based line;
-    - ``detail``: what was missed (``'else' branch never taken``, ``q[3] never toggled 0->1``);
+    - ``kind``: the metric (:data:`llm4cov.sim.metrics.METRICS`: ``line`` | ``branch``
+      | ``expr`` | ``toggle`` | ``fsm`` | ``user``);
+    - ``file``, ``line``: RTL file name (as in the repo) and 1-based line (the miss's
+      own line: an ``else`` at its keyword);
+    - ``typed``: what was missed, its typed construct
+      (:class:`~llm4cov.sim.construct.Construct`: the ``if`` arm, case item, expression
+      term, toggle bits, ...), which every program reads (formal goals, the
+      parameter-constant flag ``param_only``);
+    - ``detail``: what was missed in words, rendered from ``typed``
+      (:func:`llm4cov.sim.wording.render`: ``else branch of the if at f.v:3 never
+      taken``, ``q[3] never toggled 0->1``) for the reader only;
     - ``source``: that RTL source line (stripped, at most 160 characters);
     - ``instance``: the exact hierarchy of the (first) instance that missed it;
     - ``instances``: every instance hierarchy that missed it (sorted), and ``copies``:
@@ -174,6 +186,27 @@ class UncoveredItem(BaseModel):
     instance: str = ""
     instances: tuple[str, ...] = ()
     copies: int = 1
+    typed: Construct
+
+    @model_validator(mode="before")
+    @classmethod
+    def _typed(cls, data: Any) -> Any:
+        """An item given without a construct (written by hand, or stored before items
+        carried one) reads it back from its wording
+        (:func:`llm4cov.sim.wording.read_detail`, ``from_text``)."""
+        if isinstance(data, dict) and data.get("typed") is None:
+            from llm4cov.sim.wording import read_detail
+
+            data = {**data, "typed": read_detail(
+                str(data.get("kind", "")), int(data.get("line", 0) or 0),
+                str(data.get("detail", "")))}
+        return data
+
+    @property
+    def param_only(self) -> bool:
+        """The missed outcome's condition reads only parameters (constant after
+        elaboration: likely unreachable)."""
+        return self.typed.param_only
 
     def where(self) -> str:
         """Which instances missed it, when the line belongs to several instances:

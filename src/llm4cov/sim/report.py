@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from llm4cov.sim.feedback_terms import CONSTANT_NOTE
 from llm4cov.sim.functional import FunctionalCoverage, shown
 from llm4cov.sim.observation import Observation, UncoveredItem, overall_percent, overall_without
 from llm4cov.tasks.model import Task
@@ -38,7 +37,8 @@ def coverage_markdown(
     parameter-constant (``constant``, counted in ``CoverageReport.constant``). The
     headline is the evaluator's overall; each of the two other groups gets a separate
     "excluded" figure. Without lists (``llm4cov sim``) the observation's own bounded
-    list is split by its wording (``CONSTANT_NOTE``). Percentages are percent (0-100).
+    list is split by each item's flag (``UncoveredItem.param_only``: the condition
+    reads only parameters). Percentages are percent (0-100).
     """
     out = [f"# {md_text(title)}: {md_text(task.id)}", ""]
     out.append(f"- status: **{obs.status.value}** (end: {obs.end_reason.value})")
@@ -96,8 +96,8 @@ def coverage_markdown(
             out.append(f"| {md_text(t.inst_name)} {md_text(t.metric)} | "
                        f"{t.target_percentage:g} | {got:.2f} | {met} |")
     if uncovered is None:
-        uncovered = [i for i in obs.uncovered if not i.detail.endswith(CONSTANT_NOTE)]
-        constant = [i for i in obs.uncovered if i.detail.endswith(CONSTANT_NOTE)]
+        uncovered = [i for i in obs.uncovered if not i.param_only]
+        constant = [i for i in obs.uncovered if i.param_only]
     out += _section("Uncovered", uncovered)
     out += _section("Proven unreachable (UNR: no run from reset reaches it, k-induction)",
                     unreachable, mark=" UNR")

@@ -38,6 +38,7 @@ from llm4cov.sim.backends.verilator.versions import PINNED, VerilatorBuild
 from llm4cov.sim.cache import BUILD_DIR, cache_root, evict_build_store
 from llm4cov.sim.config import SimConfig
 from llm4cov.sim.logs import scrub_paths
+from llm4cov.sim.metrics import opt_in_flags, verilator_flags
 from llm4cov.sim.observation import EndReason, Status
 from llm4cov.sim.process import Limits, ProcessResult, Sandbox, run_limited
 from llm4cov.sim.structure import TestbenchPlan, always_without_timing, stop_sites
@@ -103,8 +104,7 @@ class VerilatorBackend:
     def coverage_options(self) -> list[str]:
         """The exact Verilator coverage flags of the build (FSM coverage when
         ``SimConfig.fsm_coverage``)."""
-        flags = ["--coverage-line", "--coverage-expr", "--coverage-toggle", "--coverage-user"]
-        return [*flags, "--coverage-fsm"] if self.config.fsm_coverage else flags
+        return verilator_flags(self.config.fsm_coverage)
 
     def compiler_version(self) -> str:
         """The C++ compiler the build uses (``$CXX``, default ``c++``): the first line of
@@ -126,7 +126,7 @@ class VerilatorBackend:
         tool failure)."""
         cfg = self.config
         flags = [f for f in self.coverage_options()
-                 if (fsm or f != "--coverage-fsm") and f not in drop]
+                 if (fsm or f not in opt_in_flags()) and f not in drop]
         sources = [source_arg(f.name)
                    for f in compile_order(task.rtl_files, task.compile_files)]
         return [

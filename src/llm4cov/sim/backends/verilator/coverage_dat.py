@@ -15,14 +15,16 @@ from pathlib import Path
 
 from llm4cov.sim.backends.base import CoverageFormat
 from llm4cov.sim.coverage import Point
+from llm4cov.sim.metrics import metric_of_tag
 
 POINT_LINE = re.compile(r"^C '(?P<key>.*)' (?P<count>\d+)\s*$")
 """One point line of ``coverage.dat``: its key and its hit count."""
 
 
 def metric_name(point_type: str) -> str:
-    """Our metric name for a Verilator point type (``fsm_state`` -> ``fsm``)."""
-    return "fsm" if point_type.startswith("fsm") else point_type or "user"
+    """Our metric name for a Verilator point type (``fsm_state`` -> ``fsm``): the row
+    of :data:`llm4cov.sim.metrics.METRICS` whose ``tag`` it is."""
+    return metric_of_tag(point_type)
 
 
 def decode_key(compact: str) -> dict[str, str]:
