@@ -11,9 +11,11 @@ control bit in ascending order, each followed by a bounded wait (polling the sta
 register until its ready bit sets, at most ``poll`` reads, else ``settle`` idle cycles),
 read every address back, then random transactions (a decoded or a fully random address,
 read or write, random data). The reset is pulsed before rounds 2, 6, 10, ... (round 1 of
-two), which also frees a core that a random command left waiting forever. Inputs the bus
-does not use are driven as the random style drives them (per clock domain, in parallel,
-until the transactions end). Iterations: ``ceil(length / 50)`` (at least 2) times one
+two), which also frees a core that a random command left waiting forever. Streams and
+bus-master ports of the DUT get their protocol agents (:mod:`llm4cov.policies.agents`),
+started after the reset release; the inputs neither the bus nor an agent uses are driven
+as the random style drives them (per clock domain, in parallel, until the transactions
+end). Iterations: ``ceil(length / 50)`` (at least 2) times one
 more per 1,500 RTL lines; the settle wait is ``16 + length / 4`` cycles, the poll bound
 ``50 + 2 * length`` reads (``length`` doubles with each agent round).
 """
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import re
 
+from llm4cov.policies.agents import Agent
 from llm4cov.policies.register_bus import HANDSHAKE, AddressMap, Bus, Register, norm_name
 from llm4cov.policies.stimulus_plan import Domain, Stimulus
 from llm4cov.tasks.hdl import Port
@@ -126,17 +129,19 @@ def _hex(width: int, value: int) -> str:
     return f"{width}'h{value:x}"
 
 
-def _other_drivers(s: Stimulus, bus: Bus, done: str) -> list[str]:
-    """Fork branches that drive the inputs the bus does not use, as the random style
-    does, on their own domain's edges, until ``done``."""
+def _other_drivers(s: Stimulus, bus: Bus, done: str, agents: list[Agent]) -> list[str]:
+    """Fork branches that drive the inputs neither the bus nor an agent uses, as the
+    random style does, on their own domain's edges, until ``done``; the agents start
+    in the same fork."""
     from llm4cov.policies.random_stimulus import HOLD_CYCLES, _assign, _free
 
     taken = {p.name for p in s.ports} | {done}
     index = [_free(f"i{j}", taken) for j in range(4)]
     k = _free("k", taken)
     branches: list[str] = []
+    skip = bus.inputs() | {name for a in agents for name in a.inputs}
     for d in s.domains:
-        data = [p for p in d.data if p.name not in bus.inputs()]
+        data = [p for p in d.data if p.name not in skip]
         if not data:
             continue
         step = d.step()
@@ -149,6 +154,7 @@ def _other_drivers(s: Stimulus, bus: Bus, done: str) -> list[str]:
                          f"!{r.name}; {k}++) {step}")
         lines += ["        end", "      end"]
         branches += lines
+    branches += [f"      {a.call}" for a in agents]
     return ["    fork", *branches, "    join_none"] if branches else []
 
 
@@ -175,10 +181,13 @@ def usable(bus: Bus | None, amap: AddressMap | None) -> bool:
 
 
 def bus_testbench(task: Task, s: Stimulus, bus: Bus, amap: AddressMap, seed: int,
-                  length: int, header: list[str]) -> str:
+                  length: int, header: list[str], agents: list[Agent] | None = None) -> str:
     """The register-bus testbench (see the module docstring); ``header`` is the random
     style's module header (ports, DUT, clocks), ``length`` the stimulus cycles
-    (iterations, the settle wait and the poll bound grow with it)."""
+    (iterations, the settle wait and the poll bound grow with it); ``agents`` (streams,
+    bus-master responders, :mod:`llm4cov.policies.agents`) start after the reset
+    release, beside the transactions."""
+    agents = agents or []
     d = _bus_clock(s, bus)
     if d.clock is None:
         raise ValueError("a register bus needs a clock")
@@ -195,6 +204,8 @@ def bus_testbench(task: Task, s: Stimulus, bus: Bus, amap: AddressMap, seed: int
     writes = [r for r in regs if r.role != "control"] or regs
     done = "tb_done"
     lines = list(header)
+    for a in agents:
+        lines += a.lines
     lines.append(f"  bit {done} = 1'b0;")
     lines.append(f"  logic [{aw - 1}:0] tb_addr [{len(regs)}] = "
                  f"'{{{', '.join(_hex(aw, r.addr) for r in regs)}}};")
@@ -221,7 +232,7 @@ def bus_testbench(task: Task, s: Stimulus, bus: Bus, amap: AddressMap, seed: int
     adraw = f"{aw}'({{{', '.join(['$urandom'] * -(-aw // 32))}}})" if aw != 32 else "$urandom"
     body = [f"    void'($urandom({seed}));", *s.reset(True),
             *(f"    {x}" for x in w.idle()), f"    repeat (2) {neg}", *s.reset(False),
-            *_other_drivers(s, bus, done), f"    repeat (2) {neg}",
+            *_other_drivers(s, bus, done, agents), f"    repeat (2) {neg}",
             f"    for (int it = 0; it < {iters}; it++) begin"]
     if s.resets:
         when = "it % 4 == 2" if iters > 2 else "it == 1"

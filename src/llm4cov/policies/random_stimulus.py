@@ -5,8 +5,10 @@ controls, clock domains). A DUT with a recognised register interface (a chip-sel
 write-enable/address/data port with a decoded address map, Wishbone, APB, AXI4-Lite)
 gets legal bus transactions in the ``compact`` style (``register_bus.py``: writes to
 every decoded address, control bits pulsed in order, bounded waits on the status, reads
-back, random transactions); ``bus=False`` (the ``random-flat`` policy) keeps the
-per-cycle loop below. Two styles write the plan:
+back, random transactions); valid/ready streams and bus-master ports get protocol
+agents beside either (``agents.py``: legal stream transfers, a memory that answers the
+master); ``bus=False`` (the ``random-flat`` policy) keeps the per-cycle loop below
+everywhere. Two styles write the plan:
 
 - ``compact`` (the default): the stimulus is a seeded loop, so the answer's length does
   not grow with the number of cycles (a testbench a model can learn to write):
@@ -35,6 +37,7 @@ import re
 import time
 from typing import Any, Literal
 
+from llm4cov.policies.agents import Agent, fork, master_ports, protocol_agents
 from llm4cov.policies.base import Generation, GenerationRequest
 from llm4cov.policies.bus_testbench import bus_testbench, usable
 from llm4cov.policies.register_bus import AddressMap, Bus, address_map, detect_bus
@@ -191,19 +194,30 @@ def _fill(ports: list[Port], ones: bool) -> str:
 
 
 def _domain_block(s: Stimulus, d: Domain, order: int, length: int, taken: set[str],
-                  pad: str) -> list[str]:
-    """The stimulus of one clock domain (``compact`` style), indented by ``pad``."""
+                  pad: str, agents: list[Agent] | None = None) -> list[str]:
+    """The stimulus of one clock domain (``compact`` style), indented by ``pad``; the
+    ``agents`` of its clock start after its reset release and drive their own inputs."""
     step = d.step()
     n = _free("n", taken)
     k = _free("k", taken | {n})
     index = [_free(f"i{j}", taken | {n, k}) for j in range(4)]
+    mine = [a for a in agents or [] if d.clock is not None and a.clock == d.clock.name]
+    driven = {name for a in agents or [] for name in a.inputs}
+    data = [p for p in d.data if p.name not in driven]
     body = [f"{pad}repeat ({2 + 3 * order}) {step}",
-            *(f"{pad}{line.strip()}" for line in s.reset(False, d.resets))]
-    if not d.data:
+            *(f"{pad}{line.strip()}" for line in s.reset(False, d.resets)),
+            *fork(mine, pad)]
+    if not data and mine and d.resets:  # the agents drive every input: a reset pulse
+        at = max(1, (2 * length) // 3)
+        return [*body, f"{pad}repeat ({at}) {step}",
+                *(f"{pad}{line.strip()}" for line in s.reset(True, d.resets)), f"{pad}{step}",
+                *(f"{pad}{line.strip()}" for line in s.reset(False, d.resets)),
+                f"{pad}repeat ({max(1, length - at - 1)}) {step}"]
+    if not data:
         return [*body, f"{pad}repeat ({length}) {step}"]
     hold = " ".join(f"for (int {k} = 0; {k} < {HOLD_CYCLES} && {v.name} && !{r.name}; "
-                    f"{k}++) {step}" for v, r in d.holds) if d.clock else ""
-    body += [f"{pad}{_fill(d.data, False)} {step}", f"{pad}{_fill(d.data, True)} {step}"]
+                    f"{k}++) {step}" for v, r in d.holds if v in data) if d.clock else ""
+    body += [f"{pad}{_fill(data, False)} {step}", f"{pad}{_fill(data, True)} {step}"]
     cycles = max(1, length - 2)  # after the two fill vectors
     body.append(f"{pad}for (int {n} = 0; {n} < {cycles}; {n}++) begin")
     if d.resets:
@@ -212,7 +226,7 @@ def _domain_block(s: Stimulus, d: Domain, order: int, length: int, taken: set[st
         body.append(f"{pad}    {step}")
         body += [f"{pad}    {line.strip()}" for line in s.reset(False, d.resets)]
         body.append(f"{pad}  end")
-    body += [f"{pad}  {_assign(s, p, index)}" for p in d.data]
+    body += [f"{pad}  {_assign(s, p, index)}" for p in data]
     body.append(f"{pad}  {step}")
     if hold:
         body.append(f"{pad}  {hold}")
@@ -220,17 +234,18 @@ def _domain_block(s: Stimulus, d: Domain, order: int, length: int, taken: set[st
     return body
 
 
-def _compact_body(s: Stimulus, seed: int, length: int, exhaustive_bits: int) -> list[str]:
+def _compact_body(s: Stimulus, seed: int, length: int, exhaustive_bits: int,
+                  agents: list[Agent] | None = None) -> list[str]:
     loop = _exhaustive(s, exhaustive_bits)
     if loop is not None:
         return [*s.reset(True), "    repeat (2) #10;", *s.reset(False), *loop]
     taken = {p.name for p in s.ports}
     body = [f"    void'($urandom({seed}));", *s.reset(True)]
     if len(s.domains) == 1:
-        return body + _domain_block(s, s.domains[0], 0, length, taken, "    ")
+        return body + _domain_block(s, s.domains[0], 0, length, taken, "    ", agents)
     body.append("    fork")
     for order, d in enumerate(s.domains):
-        body += ["      begin", *_domain_block(s, d, order, length, taken, "        "),
+        body += ["      begin", *_domain_block(s, d, order, length, taken, "        ", agents),
                  "      end"]
     body.append("    join")
     return body
@@ -238,8 +253,10 @@ def _compact_body(s: Stimulus, seed: int, length: int, exhaustive_bits: int) -> 
 
 def register_bus_plan(task: Task, s: Stimulus) -> tuple[Bus, AddressMap] | None:
     """The DUT's register bus and address map when the bus style applies to it
-    (``register_bus.usable``), else None."""
-    bus = detect_bus(s.ports)
+    (``register_bus.usable``), else None; a bus-master port's signals are not part of
+    it (``agents.master_ports``)."""
+    masters = master_ports(s)
+    bus = detect_bus([p for p in s.ports if p.name not in masters])
     if bus is None or not s.clocks:
         return None
     amap = address_map(s.design, task.dut_module_name, bus, task.parameters)
@@ -254,7 +271,9 @@ def random_testbench(
     the recipe); ``length`` is the number of stimulus cycles (per clock domain). With
     ``bus`` (the default) and the ``compact`` style, a DUT with a recognised register
     interface gets legal bus transactions instead (``register_bus.py``; ``length`` sets
-    their number); ``bus=False`` keeps the per-cycle random loop (``random-flat``).
+    their number), and its streams and bus-master ports their protocol agents
+    (``agents.py``), with or without a register bus; ``bus=False`` keeps the per-cycle
+    random loop (``random-flat``).
 
     Raises:
         ValueError: the DUT module is not declared in the task's RTL, or has an
@@ -265,9 +284,14 @@ def random_testbench(
     s = Stimulus(task, seed)
     lines = _header(task, s)
     plan = register_bus_plan(task, s) if bus and style == "compact" else None
+    agents = protocol_agents(s, set(plan[0].ports()) if plan else set()) \
+        if bus and style == "compact" else []
     if plan is not None:
-        return bus_testbench(task, s, *plan, seed=seed, length=length, header=lines)
-    body = (_compact_body(s, seed, length, exhaustive_bits) if style == "compact"
+        return bus_testbench(task, s, *plan, seed=seed, length=length, header=lines,
+                             agents=agents)
+    for a in agents:
+        lines += a.lines
+    body = (_compact_body(s, seed, length, exhaustive_bits, agents) if style == "compact"
             else _vectors_body(s, length, exhaustive_bits))
     last = Domain(s.clocks[0] if s.clocks else None).step()
     body += [f"    repeat (2) {last}", "    $finish;"]

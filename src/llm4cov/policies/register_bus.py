@@ -79,6 +79,10 @@ class Bus:
         """Names of the DUT inputs the bus drives."""
         return {p.name for p in self.roles.values() if p.direction == "input"}
 
+    def ports(self) -> set[str]:
+        """Names of every port of the bus."""
+        return {p.name for p in self.roles.values()}
+
 
 def _find(ports: list[Port], pattern: str, direction: str, width: int | None = None,
           multi: bool | None = None) -> Port | None:

@@ -1,0 +1,356 @@
+"""Protocol agents of the ``random`` policy's testbench: processes that run beside the
+main stimulus (the register-bus transactions or the per-cycle loop), one per stream or
+bus-master port of the DUT, each a ``task`` forked after the reset release of its clock
+domain, on that clock's falling edges.
+
+- **input stream** (``tb_inN``, :mod:`llm4cov.policies.streams`): an idle gap (1-3
+  cycles, one in four 8-32), then a burst of 1 to ``MAX_BURST`` transfers: valid raised
+  with random data (``last`` on the burst's last beat, ``first`` on its first, byte
+  enables all ones but on the last beat), each held until ready (a monitor samples
+  valid && ready at the rising edge), at most ``HANDSHAKE`` cycles, else the burst
+  ends;
+- **output stream** (``tb_outN``): ready driven in phases of 8-32 cycles: always high,
+  random (one in two), mostly low (one in four) or held low (back-pressure);
+- **bus-master port** (``tb_wbmN``, ``tb_apbN``, ``tb_axwN``/``tb_axrN``,
+  :mod:`llm4cov.policies.bus_master`): a memory of ``MEM_WORDS`` words (random at the
+  start, written by the DUT's writes, word ``(address >> log2(bytes per word)) %
+  MEM_WORDS``) that answers each request after 0 wait states, one in four after 1-4
+  (Wishbone ``ack`` with ``stall`` high meanwhile, APB ``pready``; AXI: ``awready``/
+  ``arready`` after 0-2 cycles, ``wready`` low one cycle in four, read beats after
+  gaps, ``awlen``/``arlen`` + 1 beats, ``rlast``, ``bid``/``rid`` echo the request's
+  id), with an error one response in ``ERROR_ODDS`` (Wishbone ``err``, APB ``pslverr``,
+  AXI ``SLVERR``) where the port has the signal. Every wait on the DUT is bounded
+  (``RESPONSE_WAIT`` cycles), so a DUT that stops mid-transfer (a reset pulse) frees it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from llm4cov.policies.bus_master import MasterPort, detect_masters
+from llm4cov.policies.register_bus import HANDSHAKE
+from llm4cov.policies.stimulus_plan import Drive, Stimulus
+from llm4cov.policies.streams import Stream, detect_streams
+from llm4cov.tasks.hdl import Port
+
+MAX_BURST = 16
+"""Transfers in one burst of an input stream, at most."""
+MEM_WORDS = 256
+"""Words of a bus-master responder's memory."""
+ERROR_ODDS = 32
+"""A responder answers with an error once in this many responses."""
+RESPONSE_WAIT = 256
+"""Cycles a responder waits for the DUT (write data, a response's ready)."""
+
+
+@dataclass(frozen=True)
+class Agent:
+    """One protocol agent: the DUT inputs it drives, its clock, its module-level lines
+    (monitors, memory, the task) and the statement that starts it."""
+
+    clock: str
+    inputs: frozenset[str]
+    lines: tuple[str, ...]
+    call: str
+
+
+def _port_draw(p: Port) -> str:
+    """A random value of the port's type (the random style's draw)."""
+    from llm4cov.policies.random_stimulus import _draw as draw
+
+    return draw(p)
+
+
+def _clock(s: Stimulus, names: set[str]) -> str | None:
+    for d in s.domains:
+        if d.clock is not None and names & {p.name for p in d.data}:
+            return d.clock.name
+    return s.clocks[0].name if s.clocks else None
+
+
+def _monitor(hs: str, clk: str, valid: str, ready: str) -> list[str]:
+    """A bit that holds ``valid && ready`` as sampled at the last rising edge (the
+    handshake a testbench's valid waits for)."""
+    return [f"  bit {hs} = 1'b0;", f"  always @(posedge {clk}) {hs} <= {valid} && {ready};"]
+
+
+def _stream_in(st: Stream, i: int, clk: str) -> list[str]:
+    neg = f"@(negedge {clk});"
+    hs, v, r = f"tb_hs{i}", st.valid.name, st.ready.name
+    beat = [f"{v} = 1'b1;"]
+    for p in st.data:
+        if p is st.last:
+            beat.append(f"{p.name} = tb_i == tb_len - 1;")
+        elif p is st.first:
+            beat.append(f"{p.name} = tb_i == 0;")
+        elif p in st.keep:
+            beat.append(f"{p.name} = tb_i == tb_len - 1 ? {_port_draw(p)} : '1;")
+        else:
+            beat.append(f"{p.name} = {_port_draw(p)};")
+    idle = [f"{v} = 1'b0;"] + [f"{m.name} = 1'b0;" for m in (st.last, st.first) if m]
+    return [
+        *_monitor(hs, clk, v, r),
+        f"  task automatic tb_in{i}();  // input stream {v}/{r}: bursts, data held until "
+        "ready, idle gaps",
+        "    int tb_len;",
+        "    forever begin",
+        f"      {' '.join(idle)}",
+        f"      repeat ($urandom_range(3) == 0 ? $urandom_range(8, 32) : $urandom_range(1, 3)) "
+        f"{neg}",
+        f"      tb_len = $urandom_range(1, {MAX_BURST});",
+        "      for (int tb_i = 0; tb_i < tb_len; tb_i++) begin",
+        f"        {' '.join(beat)}",
+        f"        {neg}",
+        f"        for (int tb_k = 0; tb_k < {HANDSHAKE} && !{hs}; tb_k++) {neg}",
+        f"        if (!{hs}) break;",
+        "      end",
+        "    end",
+        "  endtask"]
+
+
+def _stream_out(st: Stream, i: int, clk: str) -> list[str]:
+    r = st.ready.name
+    return [
+        f"  task automatic tb_out{i}();  // output stream {st.valid.name}/{r}: ready high, "
+        "random, mostly low or low",
+        "    int tb_mode;",
+        "    forever begin",
+        "      tb_mode = $urandom_range(3);",
+        "      repeat ($urandom_range(8, 32)) begin",
+        f"        {r} = tb_mode == 0 || (tb_mode == 1 && $urandom_range(1) == 1) || "
+        "(tb_mode == 2 && $urandom_range(3) == 0);",
+        f"        @(negedge {clk});",
+        "      end",
+        "    end",
+        "  endtask"]
+
+
+class _Responder:
+    """The SystemVerilog of one bus-master port's memory model."""
+
+    def __init__(self, m: MasterPort, i: int, clk: str):
+        self.m, self.i, self.r = m, i, m.roles
+        self.neg = f"@(negedge {clk});"
+        self.clk = clk
+        data = self.r.get("rdata") or self.r.get("wdata")
+        self.dw = data.width if data is not None else 32
+        self.mem = f"tb_mem{i}"
+        self.shift = max(0, (self.dw // 8).bit_length() - 1) if self.dw % 8 == 0 else 0
+
+    def name(self, role: str) -> str:
+        return self.r[role].name
+
+    def has(self, *roles: str) -> bool:
+        return all(r in self.r for r in roles)
+
+    def word(self, addr: str) -> str:
+        """The memory word of an address expression."""
+        bits = (MEM_WORDS - 1).bit_length()
+        shifted = f"{addr} >> {self.shift}" if self.shift else addr
+        return f"{self.mem}[{bits}'({shifted})]"
+
+    def set(self, role: str, value: str) -> str:
+        return f"{self.name(role)} = {value};" if role in self.r else ""
+
+    def error(self, role: str, value: str) -> str:
+        p = self.r.get(role)
+        if p is None:
+            return ""
+        return f"{p.name} = $urandom_range({ERROR_ODDS - 1}) == 0 ? {p.width}'({value}) : '0;"
+
+    def header(self, what: str) -> list[str]:
+        return [f"  logic [{self.dw - 1}:0] {self.mem} [{MEM_WORDS}];",
+                f"  // {what}: a memory of {MEM_WORDS} words, wait states, rare errors"]
+
+    def fill(self) -> str:
+        value = _port_draw(Port(self.mem, "input", self.dw))
+        return f"    foreach ({self.mem}[tb_j]) {self.mem}[tb_j] = {value};"
+
+    def waits(self, on: bool = True) -> list[str]:
+        """Statements that count a request's wait states (0, one in four 1-4); Wishbone
+        ``stall`` high meanwhile."""
+        stall = f" {self.set('stall', chr(39) + '1')}" if "stall" in self.r else ""
+        return ["      if (tb_w < 0) tb_w = $urandom_range(3) == 0 ? $urandom_range(1, 4) : 0;",
+                f"      if (tb_w > 0) begin tb_w--;{stall} continue; end",
+                "      tb_w = -1;"] if on else []
+
+    def wishbone(self) -> tuple[list[str], str]:
+        stb = self.name("stb")
+        req = f"{self.name('cyc')} && {stb}" if self.has("cyc") else stb
+        addr = self.name("addr")
+        clear = " ".join(x for x in (self.set("ack", "1'b0"), self.set("err", "1'b0"),
+                                     self.set("rty", "1'b0"), self.set("stall", "1'b0")) if x)
+        body = [f"  task automatic tb_wbm{self.i}();",
+                "    int tb_w = -1;", self.fill(), "    forever begin", f"      {self.neg}",
+                f"      {clear}",
+                f"      if (!({req})) begin tb_w = -1; continue; end", *self.waits()]
+        if self.has("we", "wdata"):
+            body.append(f"      if ({self.name('we')}) {self.word(addr)} = "
+                        f"{self.name('wdata')};")
+        if self.has("rdata"):
+            body.append(f"      {self.name('rdata')} = {self.word(addr)};")
+        if self.has("err"):
+            body.append(f"      if ($urandom_range({ERROR_ODDS - 1}) == 0) "
+                        f"{self.name('err')} = 1'b1; else {self.name('ack')} = 1'b1;")
+        else:
+            body.append(f"      {self.name('ack')} = 1'b1;")
+        body += ["    end", "  endtask"]
+        what = f"Wishbone master port {self.m.prefix or stb}"
+        return [*self.header(what), *body], f"tb_wbm{self.i}();"
+
+    def apb(self) -> tuple[list[str], str]:
+        psel, addr = self.name("psel"), self.name("addr")
+        clear = " ".join(x for x in (self.set("pready", "1'b0"), self.set("pslverr", "1'b0"))
+                         if x)
+        body = [f"  task automatic tb_apb{self.i}();", "    int tb_w = -1;", self.fill(),
+                "    forever begin", f"      {self.neg}"]
+        if clear:
+            body.append(f"      {clear}")
+        if self.has("rdata"):
+            body.append(f"      if ({psel}) {self.name('rdata')} = {self.word(addr)};")
+        body.append(f"      if (!({psel} && {self.name('penable')})) begin tb_w = -1; "
+                    "continue; end")
+        body += self.waits(self.has("pready"))
+        if self.has("we", "wdata"):
+            body.append(f"      if ({self.name('we')}) {self.word(addr)} = "
+                        f"{self.name('wdata')};")
+        done = " ".join(x for x in (self.set("pready", "1'b1"), self.error("pslverr", "1"))
+                        if x)
+        if done:
+            body.append(f"      {done}")
+        body += ["    end", "  endtask"]
+        return [*self.header(f"APB requester port {self.m.prefix or psel}"), *body], \
+            f"tb_apb{self.i}();"
+
+    def _axi_start(self, ch: str) -> list[str]:
+        """Accept one address of channel ``ch`` (``aw``/``ar``) after 0-2 cycles."""
+        start = f"tb_a = int'({self.name(ch + 'addr')} >> {self.shift});" \
+            if self.has(ch + "addr") else "tb_a = 0;"
+        count = f"tb_n = int'({self.name(ch + 'len')});" if self.has(ch + "len") else "tb_n = 0;"
+        rid = {"aw": "bid", "ar": "rid"}[ch]
+        echo = (f" {self.name(rid)} = {self.r[rid].width}'({self.name(ch + 'id')});"
+                if self.has(rid, ch + "id") else "")
+        return [f"      {self.neg}", f"      if (!{self.name(ch + 'valid')}) continue;",
+                f"      repeat ($urandom_range(2)) {self.neg}",
+                f"      {self.name(ch + 'ready')} = 1'b1; {start} {count}{echo}",
+                f"      {self.neg}", f"      {self.name(ch + 'ready')} = 1'b0;"]
+
+    def _word(self) -> str:
+        bits = (MEM_WORDS - 1).bit_length()
+        return f"{self.mem}[{bits}'(tb_a + tb_b)]"
+
+    def _axi_head(self, task: str, hs: str, valid: str, ready: str, fill: bool
+                  ) -> list[str]:
+        """A response channel's handshake monitor (when the port has its ready), the
+        task's head and the memory fill."""
+        lines = _monitor(hs, self.clk, self.name(valid), self.name(ready)) \
+            if ready in self.r else []
+        return [*lines, f"  task automatic {task}();", "    int tb_a, tb_n;",
+                *([self.fill()] if fill else []), "    forever begin"]
+
+    def axi_write(self, fill: bool) -> list[str]:
+        hs, wv = f"tb_hsb{self.i}", self.name("wvalid")
+        store = f" {self._word()} = {self.name('wdata')};" if self.has("wdata") else ""
+        bready = self.r.get("bready")
+        lines = self._axi_head(f"tb_axw{self.i}", hs, "bvalid", "bready", fill)
+        lines += [*self._axi_start("aw"),
+                  "      for (int tb_b = 0; tb_b <= tb_n; tb_b++) begin",
+                  f"        for (int tb_k = 0; tb_k < {RESPONSE_WAIT} && (!{wv} || "
+                  f"$urandom_range(3) == 0); tb_k++) {self.neg}",
+                  f"        if (!{wv}) break;",
+                  f"        {self.name('wready')} = 1'b1;{store}",
+                  f"        {self.neg}",
+                  f"        {self.name('wready')} = 1'b0;",
+                  "      end",
+                  f"      {self.name('bvalid')} = 1'b1; {self.error('bresp', '2')}".rstrip(),
+                  f"      {self.neg}"]
+        if bready is not None:
+            lines.append(f"      for (int tb_k = 0; tb_k < {RESPONSE_WAIT} && !{hs}; tb_k++) "
+                         f"{self.neg}")
+        lines += [f"      {self.name('bvalid')} = 1'b0;", "    end", "  endtask"]
+        return lines
+
+    def axi_read(self, fill: bool) -> list[str]:
+        hs, rv = f"tb_hsr{self.i}", self.name("rvalid")
+        rready = self.r.get("rready")
+        beat = " ".join(x for x in (
+            f"{rv} = 1'b1;", self.set("rdata", self._word()), self.set("rlast", "tb_b == tb_n"),
+            self.error("rresp", "2")) if x)
+        lines = self._axi_head(f"tb_axr{self.i}", hs, "rvalid", "rready", fill)
+        lines += [*self._axi_start("ar"),
+                  "      for (int tb_b = 0; tb_b <= tb_n; tb_b++) begin",
+                  f"        repeat ($urandom_range(3) == 0 ? $urandom_range(1, 3) : 0) "
+                  f"{self.neg}",
+                  f"        {beat}",
+                  f"        {self.neg}"]
+        if rready is not None:
+            lines += [f"        for (int tb_k = 0; tb_k < {RESPONSE_WAIT} && !{hs}; tb_k++) "
+                      f"{self.neg}"]
+        lines.append(f"        {rv} = 1'b0; {self.set('rlast', chr(39) + '0')}".rstrip())
+        if rready is not None:
+            lines.append(f"        if (!{hs}) break;")
+        lines += ["      end", "    end", "  endtask"]
+        return lines
+
+    def axi(self) -> tuple[list[str], list[str]]:
+        lines = self.header(f"AXI manager port {self.m.prefix or 'axi'}")
+        calls = []
+        if self.m.writes:
+            lines += self.axi_write(fill=True)
+            calls.append(f"tb_axw{self.i}();")
+        if self.m.reads:
+            lines += self.axi_read(fill=not self.m.writes)
+            calls.append(f"tb_axr{self.i}();")
+        return lines, calls
+
+
+def responder(m: MasterPort, i: int, clk: str) -> Agent:
+    """The memory model that answers the bus-master port ``m`` (see the module
+    docstring)."""
+    w = _Responder(m, i, clk)
+    if m.kind == "wishbone":
+        lines, call = w.wishbone()
+        calls = [call]
+    elif m.kind == "apb":
+        lines, call = w.apb()
+        calls = [call]
+    else:
+        lines, calls = w.axi()
+    return Agent(clk, frozenset(m.inputs()), tuple(lines), " ".join(calls))
+
+
+def protocol_agents(s: Stimulus, skip: set[str] | None = None) -> list[Agent]:
+    """The agents of the DUT's bus-master ports and streams (ports in ``skip``, a
+    register bus's, left out), masters first; none without a clock."""
+    if not s.clocks:
+        return []
+    skip = set(skip or ())
+    agents: list[Agent] = []
+    masters = [m for m in detect_masters(s.ports) if not m.ports() & skip]
+    for m in masters:
+        clk = _clock(s, m.inputs())
+        if clk is not None:
+            agents.append(responder(m, len(agents), clk))
+        skip |= m.ports()
+    plain = {name for name, drive in s.drives.items() if drive is Drive.DATA}
+    for st in detect_streams(s.ports, s.data, s.design, skip, plain):
+        clk = _clock(s, st.inputs())
+        if clk is None:
+            continue
+        i = len(agents)
+        lines = _stream_in(st, i, clk) if st.direction == "in" else _stream_out(st, i, clk)
+        call = f"tb_in{i}();" if st.direction == "in" else f"tb_out{i}();"
+        agents.append(Agent(clk, frozenset(st.inputs()), tuple(lines), call))
+    return agents
+
+
+def master_ports(s: Stimulus) -> set[str]:
+    """Names of the ports of the DUT's bus-master ports (no register bus among them)."""
+    return {n for m in detect_masters(s.ports) for n in m.ports()}
+
+
+def fork(agents: list[Agent], pad: str) -> list[str]:
+    """The statement that starts ``agents`` (none: no line)."""
+    if not agents:
+        return []
+    return [f"{pad}fork {' '.join(a.call for a in agents)} join_none"]
