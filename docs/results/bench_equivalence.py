@@ -6,17 +6,20 @@ A bench run (``results.jsonl``): every row field by field, the full observation
 included, and ``summary.json`` but for invocations and seconds. A ``gen`` run
 (``rounds/``) or a ``close`` run (``steps.jsonl``): ``run.json``, every round or step
 record, the best testbench and ``coverage.md``. Timing is left out everywhere: keys that
-end in ``_s`` (seconds), ``cached`` and ``invocations``. ``--ignore KEY`` leaves out a key
+end in ``_s`` (seconds), ``cached`` and ``invocations``, and seconds in Markdown (``22 s``,
+``4.52 s``). ``--ignore KEY`` leaves out a key
 wherever it occurs too (a field a change added on purpose, e.g. ``typed`` and
 ``schema_version`` of issue 43's typed coverage). Exit 0 when all is identical.
 Issue 14 acceptance: docs/results/refactor_equivalence.md; issue 43: the same file.
 """
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 
 DROPPED = {"cached", "invocations", "ended_at", "started_at"}
+SECONDS = re.compile(r"\b\d+(\.\d+)? s\b")
 
 
 def clean(value, ignore: set[str]):
@@ -64,6 +67,8 @@ def compare_run(before: Path, after: Path, ignore: set[str]) -> bool:
                      == clean(json.loads(y.read_text()), ignore))
         elif x.suffix == ".jsonl":
             equal = jsonl(x, ignore) == jsonl(y, ignore)
+        elif x.suffix == ".md":
+            equal = SECONDS.sub("N s", x.read_text()) == SECONDS.sub("N s", y.read_text())
         else:
             equal = x.read_text() == y.read_text()
         same &= equal
