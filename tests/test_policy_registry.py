@@ -171,7 +171,8 @@ def test_model_names_find_their_policy(monkeypatch):
 @pytest.mark.parametrize(("options", "module", "cls", "skip"), [
     (RandomOptions, "llm4cov.policies.random_stimulus", "RandomStimulusPolicy", ()),
     (FormalOptions, "llm4cov.policies.formal", "FormalPolicy",
-     ("cover_depth", "prove_depth", "prove_budget_s", "escalate_budget_s")),
+     ("cover_depth", "prove_depth", "prove_budget_s", "escalate_budget_s", "continue_steps",
+      "continue_budget_s")),
     (OpenAIChatOptions, "llm4cov.policies.openai_chat", "OpenAIChatPolicy", ()),
     (LocalOptions, "llm4cov.policies.local_transformers", "LocalTransformersPolicy", ()),
 ])

@@ -74,6 +74,13 @@ def formal(
                                       help="Wall-clock limit of each SBY job, seconds."),
     prove_budget: float = typer.Option(_DEFAULTS.prove_budget_s, "--prove-budget", min=0.0,
                                        help="Wall seconds for all prove jobs of the design."),
+    continue_steps: int = typer.Option(
+        _DEFAULTS.continue_steps, "--continue-steps", min=0,
+        help="Continuation steps: cover jobs from the state the closing testbench ends in "
+             "(0: none)."),
+    continue_budget: float = typer.Option(
+        _DEFAULTS.continue_budget_s, "--continue-budget", min=0.0,
+        help="Wall seconds for the continuation (its simulations and cover jobs)."),
     show: bool = PRINT_CONFIG,
     task: Task | None = None,
     flags: dict | None = None,
@@ -96,6 +103,7 @@ def formal(
     sim = load(SimSettings, flags=flags)
     config = FormalConfig(cover_depth=cover_depth, prove_depth=prove_depth,
                           job_timeout_s=job_timeout, prove_budget_s=prove_budget,
+                          continue_steps=continue_steps, continue_budget_s=continue_budget,
                           sandbox=sim.sandbox, cache=sim.cache)
     if show:
         print_config({"formal": config, "sim": sim})

@@ -48,7 +48,7 @@ from llm4cov.sim.config import SimConfig
 from llm4cov.sim.evaluator import Evaluator
 from llm4cov.sim.observation import Observation, UncoveredItem, overall_without
 from llm4cov.tasks.hdl import Port, compile_order, search_dirs
-from llm4cov.tasks.model import Task
+from llm4cov.tasks.model import SourceFile, Task
 
 CACHE_VERSION = 4
 
@@ -67,6 +67,13 @@ class FormalConfig:
     none): the goals still ``unknown`` are searched again at twice the depth, then
     twice that, up to ``max_cover_depth``, each job only with the goals left open,
     until the budget is used up (a job gets the budget that is left as its timeout).
+    ``continue_steps``/``continue_budget_s``: steps of a continuation
+    (:func:`llm4cov.formal.continuation.continue_closure`: cover jobs from the state
+    the simulated closing testbench ends in; 0: none) and the wall seconds of its
+    Yosys run and cover jobs (each job gets what is left as its timeout; the
+    simulations between them, at most ``continue_steps + 1``, are bounded by the
+    evaluator's own limits). Each step's job starts at ``cover_depth`` and doubles up
+    to ``max_cover_depth`` while it reaches nothing.
     """
 
     cover_depth: int = 30
@@ -81,10 +88,14 @@ class FormalConfig:
     cache_dir: str | None = None
     escalate_budget_s: float = 0.0
     max_cover_depth: int = 120
+    continue_steps: int = 0
+    continue_budget_s: float = 60.0
 
     def __post_init__(self) -> None:
         if self.cover_depth < 1 or self.prove_depth < 1:
             raise ValueError("cover_depth and prove_depth must be >= 1")
+        if self.continue_steps < 0:
+            raise ValueError("continue_steps must be >= 0")
 
 
 class GoalResult(BaseModel):
@@ -122,6 +133,9 @@ class FormalResult(BaseModel):
     wall_s: float = 0.0
     cached: bool = False
     notes: list[str] = Field(default_factory=list)
+    continued: int = 0
+    """Goals ``unknown`` from reset that a continuation phase reached and its replay
+    covered (counted in ``reached``; :func:`llm4cov.formal.continuation.apply`)."""
 
     def count(self, status: str) -> int:
         """How many goals have ``status``."""
@@ -138,7 +152,7 @@ class Closure(BaseModel):
 
     result: FormalResult
     testbench: str
-    how: str  # merged | directed | unchanged
+    how: str  # merged | directed | continued (continuation phases only) | unchanged
     before: Observation
     after: Observation
 
@@ -188,10 +202,13 @@ class _Runner:
         self.runs = 0
         self.frontend = "slang"
 
-    def run(self, items: list[UncoveredItem], mode: str, depth: int, keep: set[str] | None,
-            workdir: Path, timeout_s: float | None = None
-            ) -> tuple[goal_mod.Placement, JobResult]:
-        extra = {self.task.dut_module_name: _reset_code(self.design)}
+    def place(self, items: list[UncoveredItem], mode: str, keep: set[str] | None,
+              workdir: Path, from_reset: bool = True
+              ) -> tuple[goal_mod.Placement, list[SourceFile], list[str]]:
+        """Place the goals and write the marked RTL into ``workdir``: ``(placement,
+        files in compile order, include dirs)``. ``from_reset``: with the reset
+        assumption of the first cycle (a continuation starts from a simulated state)."""
+        extra = {self.task.dut_module_name: _reset_code(self.design)} if from_reset else {}
         placement = goal_mod.place_goals(self.task.rtl_files, items, mode,
                                          self.config.max_goals, keep, extra,
                                          dict(self.task.defines))
@@ -200,28 +217,40 @@ class _Runner:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(f.content, encoding="utf-8", errors="surrogateescape")
         compiled = compile_order(placement.files, self.task.compile_files)
-        incdirs = search_dirs(placement.files, self.task.include_dirs)
+        return placement, compiled, search_dirs(placement.files, self.task.include_dirs)
+
+    def run(self, items: list[UncoveredItem], mode: str, depth: int, keep: set[str] | None,
+            workdir: Path, timeout_s: float | None = None
+            ) -> tuple[goal_mod.Placement, JobResult]:
+        placement, compiled, incdirs = self.place(items, mode, keep, workdir)
         errors = []
         self.runs += 1
         for frontend in dict.fromkeys((self.frontend, "slang", "verilog")):
             name = f"{mode}{self.jobs}"
-            (workdir / f"{name}.sby").write_text(job_text(
+            result = self.sby(name, job_text(
                 compiled, self.task.dut_module_name, mode, depth, self.task.parameters,
                 self.task.defines, incdirs, frontend, copied=placement.files),
-                encoding="utf-8")
-            self.jobs += 1
-            proc = run_tool(self.tools, self.tools.sby_command(f"{name}.sby"), workdir,
-                            timeout_s or self.config.job_timeout_s, self.config.job_cpu_s,
-                            self.config.sandbox)
-            result = parse_log(proc.output, name)
-            if proc.timed_out:
-                result.status = "TIMEOUT"
+                workdir, timeout_s)
             if result.status != "ERROR" or result.cycles:
                 self.frontend = frontend
                 return placement, result
             errors.append(f"{frontend}: {result.error or 'failed'}")
         result.error = "; ".join(errors)
         return placement, result
+
+    def sby(self, name: str, text: str, workdir: Path, timeout_s: float | None = None
+            ) -> JobResult:
+        """Write the job ``text`` to ``NAME.sby`` in ``workdir``, run it and parse its log
+        (counted in :attr:`jobs`)."""
+        (workdir / f"{name}.sby").write_text(text, encoding="utf-8")
+        self.jobs += 1
+        proc = run_tool(self.tools, self.tools.sby_command(f"{name}.sby"), workdir,
+                        timeout_s or self.config.job_timeout_s, self.config.job_cpu_s,
+                        self.config.sandbox)
+        result = parse_log(proc.output, name)
+        if proc.timed_out:
+            result.status = "TIMEOUT"
+        return result
 
 
 def _cache_key(task: Task, items: list[UncoveredItem], config: FormalConfig,
@@ -452,23 +481,32 @@ def _base_reached(prove: JobResult, label: str, goal: goal_mod.Goal,
     return True
 
 
-def _still_uncovered(goal: GoalResult, items: list[UncoveredItem]) -> bool:
+def _matching(goal: GoalResult | goal_mod.Goal, items: list[UncoveredItem]
+              ) -> list[UncoveredItem]:
+    """The items of ``items`` (an observation's uncovered list) that still list
+    ``goal``'s point (for a toggle: its bit and direction)."""
     if goal.metric != "toggle":
-        return any((i.kind, i.file, i.line, i.detail) ==
-                   (goal.item.kind, goal.item.file, goal.item.line, goal.item.detail)
-                   for i in items)
+        return [i for i in items if (i.kind, i.file, i.line, i.detail) ==
+                (goal.item.kind, goal.item.file, goal.item.line, goal.item.detail)]
+    found = []
     for i in items:
         if i.kind != "toggle" or (i.file, i.line) != (goal.item.file, goal.item.line):
             continue
         target = goal_mod.toggle_targets(i)
         if target is None:
-            return True
+            found.append(i)
+            continue
         sig, bits, dirs = target
-        for bit in bits:
-            for d in dirs:
-                if f"{sig if bit < 0 else f'{sig}[{bit}]'} {d}" == goal.what:
-                    return True
-    return False
+        if any(f"{sig if bit < 0 else f'{sig}[{bit}]'} {d}" == goal.what
+               for bit in bits for d in dirs):
+            found.append(i)
+    return found
+
+
+def _still_uncovered(goal: GoalResult | goal_mod.Goal, items: list[UncoveredItem]) -> bool:
+    """True while ``items`` (an observation's uncovered list) still lists ``goal``'s
+    point (for a toggle: its bit and direction)."""
+    return bool(_matching(goal, items))
 
 
 def close(task: Task, testbench: str | None, evaluator: Evaluator,
@@ -488,17 +526,30 @@ def close(task: Task, testbench: str | None, evaluator: Evaluator,
         testbench = random_testbench(task, seed)
     before = evaluator.evaluate(task, testbench)
     result = analyze(task, before.uncovered, config, tools)
+    config = config or FormalConfig()
     phases = [Phase(f"trace {n}: " + ", ".join(sorted({
         f"{g.item.file}:{g.item.line} {g.what}" for g in result.goals if g.trace == n}))[:200],
         steps) for n, steps in enumerate(result.traces)]
-    if not phases:
+    text, how, after = testbench, "unchanged", before
+    if phases:
+        text, how = closing_testbench(testbench, task, design.ports, design.clock, phases, seed)
+        after = evaluator.evaluate(task, text)
+        if not after.sim_pass and how == "merged":
+            text, how = closing_testbench(None, task, design.ports, design.clock, phases, seed)
+            after = evaluator.evaluate(task, text)
+    if config.continue_steps and design.clock is not None and after.sim_pass:
+        from llm4cov.formal.continuation import apply, continue_closure
+
+        open_items = list({g.item.model_dump_json(): g.item for g in result.goals
+                           if g.status in ("unknown", "reached")}.values())
+        cont = continue_closure(task, text, open_items, evaluator.config, config, tools)
+        apply(result, cont)
+        if cont.phases:
+            text, how = cont.testbench, ("continued" if how == "unchanged" else how)
+            after = evaluator.evaluate(task, text)
+    if not phases and text is testbench:
         return Closure(result=result, testbench=testbench, how="unchanged",
                        before=before, after=before)
-    text, how = closing_testbench(testbench, task, design.ports, design.clock, phases, seed)
-    after = evaluator.evaluate(task, text)
-    if not after.sim_pass and how == "merged":
-        text, how = closing_testbench(None, task, design.ports, design.clock, phases, seed)
-        after = evaluator.evaluate(task, text)
     if after.sim_pass:
         result.goals = [g.model_copy(update={"confirmed": not _still_uncovered(g, after.uncovered)})
                         if g.status == "reached" else g for g in result.goals]

@@ -23,7 +23,7 @@ def summary(closure: Closure) -> dict[str, Any]:
         "cover_depth": r.cover_depth, "prove_depth": r.prove_depth,
         "reached": r.count("reached"), "unreachable": r.count("unreachable"),
         "unknown": r.count("unknown"), "error": r.count("error"),
-        "confirmed": sum(bool(g.confirmed) for g in r.goals),
+        "confirmed": sum(bool(g.confirmed) for g in r.goals), "continued": r.continued,
         "coverage_before": closure.before.overall(),
         "coverage_after": closure.after.overall(),
         "status_after": closure.after.status.value,
@@ -53,7 +53,9 @@ def markdown(closure: Closure) -> str:
         f"- cover depth {r.cover_depth} cycles, k-induction depth {r.prove_depth}; "
         f"{r.jobs} SBY jobs, {r.wall_s:.1f} s{' (cached)' if r.cached else ''}",
         f"- goals: {r.count('reached')} reached "
-        f"({sum(bool(g.confirmed) for g in r.goals)} confirmed by the evaluator), "
+        f"({sum(bool(g.confirmed) for g in r.goals)} confirmed by the evaluator"
+        + (f"; {r.continued} by continuation from a simulated state" if r.continued else "")
+        + "), "
         f"{r.count('unreachable')} proven unreachable, {r.count('unknown')} unknown"
         + (f", {r.count('error')} not classified (job error)" if r.count("error") else ""),
         f"- coverage: {_cov(closure.before)} before, {_cov(closure.after)} with the "

@@ -30,11 +30,31 @@ _DONE = re.compile(r"DONE \((?P<status>[A-Z]+)")
 _ERROR = re.compile(r"(ERROR: .*|\S+:\d+:\d+: error: .*)")
 
 
+def read_script(
+    files: list[SourceFile], top: str, parameters: dict[str, str] | None = None,
+    defines: dict[str, str] | None = None, include_dirs: list[str] | None = None,
+    frontend: str = "slang",
+) -> list[str]:
+    """The Yosys commands that read ``files`` (in that order, ``-I`` list
+    ``include_dirs``) with ``frontend`` (``slang``: ``read_slang``; ``verilog``: Yosys'
+    own parser) and elaborate ``top`` with ``parameters``."""
+    names = " ".join(shlex.quote(f.name) for f in files)
+    opts = [f"-I{shlex.quote(d)}" for d in include_dirs or []]
+    opts += [f"-D{shlex.quote(f'{k}={v}')}" for k, v in (defines or {}).items()]
+    if frontend == "slang":
+        opts += [f"-G {shlex.quote(f'{k}={v}')}" for k, v in (parameters or {}).items()]
+        read = [f"read_slang -j 1 --top {top} {' '.join(opts)} {names}"]
+    else:
+        read = [f"read_verilog -formal -sv {' '.join(opts)} {names}"]
+        read += [f"chparam -set {k} {v} {top}" for k, v in (parameters or {}).items()]
+    return [*read, f"prep -top {top}"]
+
+
 def job_text(
     files: list[SourceFile], top: str, mode: str, depth: int,
     parameters: dict[str, str] | None = None, defines: dict[str, str] | None = None,
     include_dirs: list[str] | None = None, frontend: str = "slang",
-    copied: list[SourceFile] | None = None,
+    copied: list[SourceFile] | None = None, model: str | None = None,
 ) -> str:
     """The ``.sby`` file of one job that compiles ``files`` (in that order) with the
     ``-I`` list ``include_dirs``; ``frontend`` is ``slang`` (``read_slang``) or
@@ -45,22 +65,26 @@ def job_text(
     same relative path in the job's ``src/`` (a ``[files]`` line ``DEST SOURCE``: a
     bare name would be copied by its base name, and ``src/x.sv`` or
     `` `include "cc/r.svh"`` would not be found).
+
+    Traces are written as Yosys witnesses only (``vcd off``: writing a VCD per trace
+    took about half of a cover job's time with a hundred traces).
+
+    ``model``: an RTLIL file of the work dir to read instead of ``files`` (an
+    elaborated, flattened model with its initial state set: a continuation,
+    :mod:`llm4cov.formal.continuation`).
     """
-    names = " ".join(shlex.quote(f.name) for f in files)
-    opts = [f"-I{shlex.quote(d)}" for d in include_dirs or []]
-    opts += [f"-D{shlex.quote(f'{k}={v}')}" for k, v in (defines or {}).items()]
-    if frontend == "slang":
-        opts += [f"-G {shlex.quote(f'{k}={v}')}" for k, v in (parameters or {}).items()]
-        read = [f"read_slang -j 1 --top {top} {' '.join(opts)} {names}"]
+    if model is not None:
+        script = [f"read_rtlil {shlex.quote(model)}", "setundef -zero -init"]
+        copy = [model]
     else:
-        read = [f"read_verilog -formal -sv {' '.join(opts)} {names}"]
-        read += [f"chparam -set {k} {v} {top}" for k, v in (parameters or {}).items()]
-    script = [*read, f"prep -top {top}", "setundef -zero -init"]
+        script = [*read_script(files, top, parameters, defines, include_dirs, frontend),
+                  "setundef -zero -init"]
+        copy = [f.name for f in copied or files]
     return "\n".join([
-        "[options]", f"mode {mode}", f"depth {depth}", "",
+        "[options]", f"mode {mode}", f"depth {depth}", "vcd off", "",
         "[engines]", "smtbmc yices", "",
         "[script]", *script, "",
-        "[files]", *(f"{f.name} {f.name}" for f in (copied or files)), "",
+        "[files]", *(f"{name} {name}" for name in copy), "",
     ])
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from pyslang import syntax
 
@@ -106,10 +107,10 @@ def phase_code(
     return "\n".join(lines) + "\n"
 
 
-def dut_connections(testbench: str, task: Task, ports: list[Port]) -> dict[str, str] | None:
-    """DUT input port -> the plain testbench signal connected to it, for the instance of
-    ``task.dut_module_name`` (named ``task.dut_instance_name`` when there are several);
-    None when an input is connected to anything but a plain name."""
+def _dut_instance(testbench: str, task: Task) -> tuple[syntax.SyntaxTree, Any]:
+    """The syntax tree of ``testbench`` and its instance of ``task.dut_module_name``
+    (the one named ``task.dut_instance_name`` when there are several), or None; keep the
+    tree while the instance is used (pyslang frees its nodes with it)."""
     tree = parse_tree(testbench, "tb.sv")
     found: list = []
 
@@ -122,9 +123,16 @@ def dut_connections(testbench: str, task: Task, ports: list[Port]) -> dict[str, 
     tree.root.visit(visit)
     named = [i for i in found if i.decl is not None
              and i.decl.name.valueText == task.dut_instance_name]
-    if not (named or found):
+    return tree, ((named or found)[0] if (named or found) else None)
+
+
+def dut_connections(testbench: str, task: Task, ports: list[Port]) -> dict[str, str] | None:
+    """DUT input port -> the plain testbench signal connected to it, for the instance of
+    ``task.dut_module_name`` (named ``task.dut_instance_name`` when there are several);
+    None when an input is connected to anything but a plain name."""
+    _tree, inst = _dut_instance(testbench, task)
+    if inst is None:
         return None
-    inst = (named or found)[0]
     conns: dict[str, str] = {}
     ordered = [c for c in inst.connections if getattr(c, "kind", None) == K.OrderedPortConnection]
     for port, c in zip(ports, ordered, strict=False):
@@ -175,19 +183,45 @@ def _finish_offset(testbench: str) -> int | None:
     return best[1] if best else None
 
 
+STATE_TAG = "llm4cov_state"
+"""Start of each line of a state dump (:func:`dump_code`): ``llm4cov_state K WIDTH
+HEX``."""
+
+
+def dump_code(instance: str, signals: list[str], wait: str, indent: str = "    ") -> str:
+    """Statements that wait for the next falling clock edge (``wait``), where the next
+    phase would assign its first step, and print each of ``signals`` (expressions
+    relative to the DUT instance ``instance``) as a line ``llm4cov_state K WIDTH HEX``
+    (``$bits`` of the expression: a reader can tell a value it did not expect)."""
+    lines = [f"{indent}// llm4cov formal: state of the DUT for a continuation "
+             f"({len(signals)} signals)", f"{indent}{wait}"]
+    lines += [f'{indent}$display("{STATE_TAG} {k} %0d %h", $bits({instance}.{expr}), '
+              f'{instance}.{expr});' for k, expr in enumerate(signals)]
+    return "\n".join(lines) + "\n"
+
+
 def merge_phases(
     testbench: str, task: Task, ports: list[Port], clock: str | None, phases: list[Phase],
-    style: Style = "compact",
+    style: Style = "compact", dump: list[str] | None = None,
 ) -> str | None:
     """``testbench`` with ``phases`` inserted before its final ``$finish``, or None when
-    the DUT's inputs or the ``$finish`` cannot be found (see the module docstring)."""
+    the DUT's inputs or the ``$finish`` cannot be found (see the module docstring).
+    ``dump``: expressions relative to the DUT instance printed after the phases, at the
+    falling clock edge where one more phase would start (:func:`dump_code`; needs a
+    clock)."""
     conns = dut_connections(testbench, task, ports)
     offset = _finish_offset(testbench)
     if conns is None or offset is None or (clock is not None and clock not in conns):
         return None
     data = testbench.encode("utf-8", errors="surrogateescape")
     taken = set(re.findall(r"[A-Za-z_]\w*", testbench))
-    code = phase_code(phases, ports, conns, clock, style=style, taken=taken).lstrip() + "    "
+    code = phase_code(phases, ports, conns, clock, style=style, taken=taken) if phases else ""
+    if dump is not None:
+        _tree, inst = _dut_instance(testbench, task)
+        if clock is None or inst is None or inst.decl is None:
+            return None
+        code += dump_code(inst.decl.name.valueText, dump, f"@(negedge {conns[clock]});")
+    code = code.lstrip() + "    "
     return (data[:offset] + code.encode() + data[offset:]).decode(
         "utf-8", errors="surrogateescape")
 

@@ -12,9 +12,12 @@ from the current testbench. It simulates that start once with the whole hole lis
 (``Observation.uncovered`` without the feedback's limit: typed items, file, line,
 kind), runs the formal analysis on the items it has not tried before for this design
 (``llm4cov.formal.analyze``: witnesses for the reachable ones) and answers with the
-start plus one replay phase per witness trace (``formal/stimulus.py``). Where that
-simulation fails it falls back to the current testbench and the items the feedback
-shows. It needs no model server, only the ``formal`` extra.
+start plus one replay phase per witness trace (``formal/stimulus.py``), continued
+from the state where that answer's simulation ends (``formal/continuation.py``:
+cover jobs from the dumped state for the holes still open, this round's and earlier
+ones, their witnesses appended; the annotation's ``continued`` counts the goals they
+covered). Where that simulation fails it falls back to the current testbench and the
+items the feedback shows. It needs no model server, only the ``formal`` extra.
 """
 
 from __future__ import annotations
@@ -31,9 +34,19 @@ from llm4cov.sim.observation import UncoveredItem
 POLICY_PROVE_BUDGET_S = 20.0
 """Prove budget per analysis (seconds): smaller than the CLI's, the policy runs often."""
 
-POLICY_ESCALATE_BUDGET_S = 30.0
-"""Seconds per analysis for deeper cover jobs (depth doubled from 30 up to 120 cycles)
-on the goals still unknown after the prove jobs."""
+POLICY_ESCALATE_BUDGET_S = 0.0
+"""Seconds per analysis for deeper cover jobs from reset (depth doubled from 30 up to
+120 cycles) on the goals still unknown after the prove jobs: none, the continuation
+searches deeper from the simulated state instead (on ac97 the 30 s these jobs had
+reached 3 goals, 60 s of continuation jobs 66: docs/results/realip.md)."""
+
+POLICY_CONTINUE_STEPS = 3
+"""Continuation steps per answer: cover jobs from the state the simulated answer ends
+in (``formal/continuation.py``), for the holes it leaves open; each step costs one
+more simulation of the answer."""
+
+POLICY_CONTINUE_BUDGET_S = 60.0
+"""Seconds of the continuation's cover jobs per answer (its simulations not counted)."""
 
 
 VERDICTS = ("reached", "unreachable", "unknown", "error")
@@ -71,12 +84,16 @@ class FormalPolicy:
         self.random = RandomStimulusPolicy(length, exhaustive_bits, style)
         self.name = "formal" if style == "compact" else f"formal-{style}"
         self.config = config or FormalConfig(prove_budget_s=POLICY_PROVE_BUDGET_S,
-                                             escalate_budget_s=POLICY_ESCALATE_BUDGET_S)
+                                             escalate_budget_s=POLICY_ESCALATE_BUDGET_S,
+                                             continue_steps=POLICY_CONTINUE_STEPS,
+                                             continue_budget_s=POLICY_CONTINUE_BUDGET_S)
         self.sim_config = sim_config
         """:class:`~llm4cov.sim.config.SimConfig` of the start's simulation (default:
         the evaluator's defaults; its ``feedback_limit`` is lifted)."""
         self._tried: dict[str, set[tuple[str, int, str, str]]] = {}
         self._phases: dict[str, list] = {}
+        self._settled: dict[str, set[tuple[str, int, str, str]]] = {}
+        """Per design: items proven unreachable or whose job failed (no continuation)."""
         self._mine: set[str] = set()
         self._lock = threading.Lock()
 
@@ -121,6 +138,43 @@ class FormalPolicy:
         cfg = replace(cfg, feedback_limit=1_000_000,
                       **({"seed": seed} if seed is not None else {}))
         return Evaluator(cfg).evaluate(task, testbench)
+
+    def _continue(self, task, answer: str, holes: list[UncoveredItem], result,
+                  seed: int | None, clock: str | None) -> tuple[str, list[str], int]:
+        """Continue ``answer`` from the state its simulation ends in
+        (:func:`llm4cov.formal.continuation.continue_closure`) for ``holes`` (the
+        start's hole list: this analysis' open goals and those of earlier rounds, whose
+        start state was another), less the items proven unreachable or whose job
+        failed. Its continuation phases are not replayed in later rounds (they continue
+        this start only). Folds the covered goals into ``result`` (when given).
+        Returns the answer, comment lines and how many goals its phases covered."""
+        from dataclasses import replace
+
+        from llm4cov.formal.continuation import apply, continue_closure
+        from llm4cov.sim.config import SimConfig
+
+        if not self.config.continue_steps or clock is None:
+            return answer, [], 0
+        with self._lock:
+            settled = self._settled.setdefault(self._key(task), set())
+            if result is not None:
+                settled.update((g.item.kind, g.item.line, g.item.file, g.item.detail)
+                               for g in result.goals if g.status in ("unreachable", "error"))
+            apart = set(settled)
+        holes = [i for i in holes if (i.kind, i.line, i.file, i.detail) not in apart]
+        if not holes:
+            return answer, [], 0
+        cfg = self.sim_config or SimConfig()
+        cfg = replace(cfg, **({"seed": seed} if seed is not None else {}))
+        cont = continue_closure(task, answer, holes, cfg, self.config, style=self.random.style)
+        lines: list[str] = []
+        if result is not None:
+            apply(result, cont)
+        elif cont.phases or cont.errors:
+            lines = [f"continuation: {len(cont.phases)} phases from the simulated state, "
+                     f"{len(cont.covered())} goals covered", *cont.notes,
+                     *(f"job error: {e}" for e in cont.errors)]
+        return cont.testbench, lines, len(cont.covered())
 
     def generate(self, request: GenerationRequest) -> Generation:
         from llm4cov.formal.closure import analyze, design_io
@@ -171,6 +225,13 @@ class FormalPolicy:
             note = (f"// llm4cov formal: {lead}no new holes\n" if lead
                     else "// llm4cov formal: no new holes in the feedback\n")
             answer = base
+            if not items:
+                answer, lines, continued = self._continue(
+                    request.task, answer, shown, None, obs.seed if obs else None,
+                    design.clock)
+                if continued or lines:
+                    note += "".join(f"// llm4cov formal: {' '.join(n.split())[:300]}\n"
+                                    for n in lines)
             if items:
                 result = analyze(request.task, items, self.config)
                 self._untry(request.task, [g.item for g in result.goals if g.status == "unknown"
@@ -185,6 +246,10 @@ class FormalPolicy:
                     if how == "merged":
                         with self._lock:
                             self._phases.setdefault(key, []).extend(phases)
+                answer, _, continued = self._continue(request.task, answer, shown, result,
+                                                      obs.seed if obs else None, design.clock)
+                if continued:
+                    how += f", {continued} goals covered by continuation phases"
                 note = (f"// llm4cov formal: {lead}{result.count('reached')} reached, "
                         f"{result.count('unreachable')} proven unreachable, "
                         f"{result.count('unknown')} unknown of {len(result.goals)} goals "
@@ -193,7 +258,7 @@ class FormalPolicy:
                                 for n in result.notes)
                 note += "".join(f"// llm4cov formal: job error: {' '.join(e.split())[:300]}\n"
                                 for e in result.errors)
-                annotations = {"formal": verdicts(result)}
+                annotations = {"formal": {**verdicts(result), "continued": continued}}
         except ValueError as exc:
             return Generation(text=f"formal policy: {exc}", model=self.name,
                               latency_s=time.monotonic() - start)
@@ -203,4 +268,5 @@ class FormalPolicy:
     def describe(self) -> dict[str, Any]:
         return {"model": self.name, "length": self.random.length,
                 "exhaustive_bits": self.random.exhaustive_bits, "style": self.random.style,
-                "cover_depth": self.config.cover_depth, "prove_depth": self.config.prove_depth}
+                "cover_depth": self.config.cover_depth, "prove_depth": self.config.prove_depth,
+                "continue_steps": self.config.continue_steps}

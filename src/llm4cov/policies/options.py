@@ -51,7 +51,14 @@ class FormalOptions(RandomOptions):
     prove_budget_s: float | None = Field(None, ge=0)
     """Wall seconds of the prove jobs per analysis (None: the policy's, 20 s)."""
     escalate_budget_s: float | None = Field(None, ge=0)
-    """Wall seconds of deeper cover jobs per analysis (None: the policy's, 30 s)."""
+    """Wall seconds of deeper cover jobs from reset per analysis (None: the policy's,
+    none: its continuation searches deeper, from the simulated state)."""
+    continue_steps: int | None = Field(None, ge=0)
+    """Continuation steps per answer: cover jobs from the state the simulated answer
+    ends in, one more simulation each (None: the policy's, 3; 0: none)."""
+    continue_budget_s: float | None = Field(None, ge=0)
+    """Wall seconds of the continuation's cover jobs per answer (None: the policy's,
+    60 s)."""
 
 
 class OpenAIChatOptions(Settings):
