@@ -43,11 +43,11 @@ from pathlib import Path
 import mutants
 from sim_throughput import new_testbench, workload
 
+from llm4cov.sim.analysis.instances import plan_per_instance
+from llm4cov.sim.analysis.structure import StructureError, plan_testbench
 from llm4cov.sim.config import SimConfig
 from llm4cov.sim.evaluator import Evaluator
-from llm4cov.sim.instances import plan_per_instance
-from llm4cov.sim.observation import Observation
-from llm4cov.sim.structure import StructureError, plan_testbench
+from llm4cov.sim.model.observation import Observation
 from llm4cov.tasks.hdl import module_decls, top_modules
 from llm4cov.tasks.loaders import load_tasks
 from llm4cov.tasks.model import SourceFile, Task
@@ -66,7 +66,7 @@ _EXPR = (
     "when the condition is evaluated. ")
 _AES = (
     "Per-instance (a bug of ours, in the pinned flow only): the RTL rewrite "
-    "(`sim/instances.py`) compares pyslang's byte offsets with Python string indices, so "
+    "(`sim/analysis/instances.py`) compares pyslang's byte offsets with Python string indices, so "
     "in `{file}`, whose comments hold Chinese text, every instantiation after the first "
     "non-ASCII character is taken for a macro expansion and left alone: the 16 `aes_sbox` "
     "of the DUT stay merged (`tb.top_module1.us*`, noted), only the 4 in the key "

@@ -30,7 +30,7 @@ from pathlib import Path
 
 from llm4cov.sim.backends.verilator.build import INCLUDER
 from llm4cov.sim.backends.verilator.toolchain import find_toolchain
-from llm4cov.sim.process import _exit_waiter
+from llm4cov.sim.safety.process import _exit_waiter
 
 DESIGN = """module counter(input logic clk, input logic rst, output logic [7:0] q);
   always_ff @(posedge clk) q <= rst ? '0 : q + 8'd1;

@@ -4,7 +4,7 @@ For every variant of ``mutants.py`` (seeds as found plus their mutants) that pas
 evaluator's safety and structure checks, the files are written to a work dir as the
 evaluator writes them, then
 
-- pyslang: :func:`llm4cov.sim.precheck.diagnose` (every error with its code), and
+- pyslang: :func:`llm4cov.sim.safety.precheck.diagnose` (every error with its code), and
 - Verilator: the evaluator's own Verilator step (``Evaluator.verilate_command``, the
   first half of every build, ``-Wno-fatal``): accepted iff it exits 0. A testbench
   that fails there is a ``compile_error`` of the evaluator; one that passes it could
@@ -37,12 +37,12 @@ from pathlib import Path
 
 import mutants
 
-from llm4cov.sim import precheck, workdirs
+from llm4cov.sim.analysis.structure import StructureError, plan_testbench
 from llm4cov.sim.config import SimConfig
 from llm4cov.sim.evaluator import Evaluator
-from llm4cov.sim.process import run_limited
-from llm4cov.sim.static_check import check_testbench
-from llm4cov.sim.structure import StructureError, plan_testbench
+from llm4cov.sim.safety import precheck, workdirs
+from llm4cov.sim.safety.process import run_limited
+from llm4cov.sim.safety.static_check import check_testbench
 
 _FIRST_ERROR = re.compile(r"%Error(?:-\w+)?: ([^:\s]+):(\d+):")
 _EVALUATOR: Evaluator | None = None
@@ -100,7 +100,7 @@ def with_pyslang(variant: mutants.Variant, verdict: dict) -> dict:
 @contextlib.contextmanager
 def _workdir(variant: mutants.Variant):
     """A temporary work dir holding the RTL and the testbench in its sources folder,
-    as the evaluator's (``sim/workdirs.py``)."""
+    as the evaluator's (``sim/safety/workdirs.py``)."""
     workdir = Path(tempfile.mkdtemp(prefix="agree-"))
     try:
         for f in [*variant.seed.task.rtl_files, variant.tb]:
@@ -223,7 +223,7 @@ def report(all_rows: list[dict], min_support: int, command: str) -> str:
         *(f"| {c} | {n} | {bad} | {alone} | {'yes' if c in codes else ''} |"
           for c, (n, bad, alone) in sorted(counts.items(), key=lambda kv: (-kv[1][0], kv[0]))),
         "",
-        "`SURE_CODES` for `src/llm4cov/sim/precheck.py` (the code's current set "
+        "`SURE_CODES` for `src/llm4cov/sim/safety/precheck.py` (the code's current set "
         + ("matches" if codes == precheck.SURE_CODES else "DIFFERS; update it") + "):",
         "",
         "```python",

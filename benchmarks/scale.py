@@ -33,7 +33,7 @@ from pathlib import Path
 from llm4cov.exec import get_executor
 from llm4cov.policies.random_stimulus import random_testbench
 from llm4cov.sim.config import SimConfig
-from llm4cov.sim.observation import Status
+from llm4cov.sim.model.observation import Status
 from llm4cov.tasks.loaders import load_tasks, task_from_dir
 from llm4cov.tasks.model import Task
 

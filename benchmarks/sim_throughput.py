@@ -54,12 +54,12 @@ from pathlib import Path
 import mutants
 
 from llm4cov.policies.random_stimulus import random_testbench
-from llm4cov.sim import isolation
+from llm4cov.sim.analysis.structure import plan_testbench
 from llm4cov.sim.config import SimConfig
 from llm4cov.sim.evaluator import Evaluator
-from llm4cov.sim.observation import Status
-from llm4cov.sim.process import run_limited
-from llm4cov.sim.structure import plan_testbench
+from llm4cov.sim.model.observation import Status
+from llm4cov.sim.safety import isolation
+from llm4cov.sim.safety.process import run_limited
 from llm4cov.tasks.hdl import COMPILED_SUFFIXES, dut_ports
 from llm4cov.tasks.loaders import load_tasks
 from llm4cov.tasks.model import SourceFile, Task

@@ -7,7 +7,7 @@ import pytest
 from conftest import fixture_task
 from llm4cov.agent.loop import AgentConfig, run_agent
 from llm4cov.policies import get_policy
-from llm4cov.sim.observation import Status
+from llm4cov.sim.model.observation import Status
 from support.replay_server import ReplayServer
 
 pytestmark = pytest.mark.requires_verilator

@@ -13,7 +13,7 @@ import pytest
 from conftest import FIXTURES, REPO, fixture_task
 from llm4cov.cli.app import main
 from llm4cov.exec import worker
-from llm4cov.sim import workdirs
+from llm4cov.sim.analysis.instances import PARAM
 from llm4cov.sim.backends import (
     Capabilities,
     CoverageFormat,
@@ -26,13 +26,13 @@ from llm4cov.sim.backends import (
     register_backend,
 )
 from llm4cov.sim.backends.base import RunOutcome
-from llm4cov.sim.call import SimCall
 from llm4cov.sim.config import SimConfig
-from llm4cov.sim.coverage import Point
 from llm4cov.sim.evaluator import Evaluator
-from llm4cov.sim.instances import PARAM
-from llm4cov.sim.observation import EndReason, Status
-from llm4cov.sim.process import ProcessResult, Sandbox
+from llm4cov.sim.model.call import SimCall
+from llm4cov.sim.model.coverage import Point
+from llm4cov.sim.model.observation import EndReason, Status
+from llm4cov.sim.safety import workdirs
+from llm4cov.sim.safety.process import ProcessResult, Sandbox
 
 CONFIG = SimConfig(sandbox=False, result_cache=False, static_check=False, precheck=False)
 
@@ -136,7 +136,7 @@ def test_the_reports_read_a_registered_coverage_format(fakes, tmp_path):
     import zlib
 
     from llm4cov.report.capture import from_observation
-    from llm4cov.sim.observation import CoverageData, Observation
+    from llm4cov.sim.model.observation import CoverageData, Observation
 
     assert (coverage_format("fake"), coverage_format("native")) == (FAKE_COVERAGE, None)
     data = CoverageData(dat_zlib=zlib.compress(b"10 3\n11 0\n"), dut_hier="tb.dut")

@@ -9,7 +9,7 @@ from llm4cov.agent.loop import no_testbench_observation
 from llm4cov.agent.response import extract_testbench
 from llm4cov.sim.config import SimConfig
 from llm4cov.sim.evaluator import Evaluator
-from llm4cov.sim.observation import EndReason, Status
+from llm4cov.sim.model.observation import EndReason, Status
 from llm4cov.tasks.loaders import task_from_dir
 from llm4cov.tasks.model import TaskError
 

@@ -10,7 +10,7 @@ from pydantic import ValidationError
 from conftest import fixture_task
 from llm4cov.bench.rows import ResultRow, make_row
 from llm4cov.policies.base import SamplingParams
-from llm4cov.sim.observation import (
+from llm4cov.sim.model.observation import (
     CoverageReport,
     EndReason,
     MetricCoverage,

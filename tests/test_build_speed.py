@@ -22,7 +22,7 @@ from llm4cov.sim.backends.verilator.build import (
     split_units,
 )
 from llm4cov.sim.config import SimConfig
-from llm4cov.sim.process import ProcessResult, _exit_waiter
+from llm4cov.sim.safety.process import ProcessResult, _exit_waiter
 
 CLASSES_MK = f"""\
 VM_PARALLEL_BUILDS = {{parallel}}

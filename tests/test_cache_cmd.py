@@ -10,9 +10,9 @@ import time
 import pytest
 
 from llm4cov.cli.app import main
-from llm4cov.sim import workdirs
 from llm4cov.sim.cache import ResultCache, evict_build_store, limit_bytes
-from llm4cov.sim.observation import Observation, Status
+from llm4cov.sim.model.observation import Observation, Status
+from llm4cov.sim.safety import workdirs
 
 DAY = 24 * 3600.0
 

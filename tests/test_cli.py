@@ -13,7 +13,7 @@ import pytest
 from conftest import EXAMPLES, FIXTURES, shared_path
 from llm4cov.cli.app import main
 from llm4cov.cli.errors import classify
-from llm4cov.sim.host import ToolchainError
+from llm4cov.sim.safety.host import ToolchainError
 
 MUX2 = (FIXTURES / "mux2" / "mux2.sv").read_text()
 

@@ -19,7 +19,7 @@ from llm4cov.close.merge import RunScope, encode_key, merge_all, minimize, run_p
 from llm4cov.close.model import Cause, CloseSettings, GoalVerdict, StepRecord
 from llm4cov.close.report import finalize, points_of
 from llm4cov.close.residual import classify, closure_percent, proven_counts
-from llm4cov.sim.coverage import DesignModules, Point, summarize
+from llm4cov.sim.model.coverage import DesignModules, Point, summarize
 from llm4cov.tasks.loaders import task_from_dir
 from support.replay_server import ReplayServer
 
@@ -176,8 +176,8 @@ endmodule
 
 
 def _keeping():
-    from llm4cov.sim.call import SimCall
     from llm4cov.sim.evaluator import Evaluator
+    from llm4cov.sim.model.call import SimCall
 
     evaluator = Evaluator()
 

@@ -19,16 +19,16 @@ from pathlib import Path
 import pytest
 
 from llm4cov.cli.app import main
-from llm4cov.sim import isolation, workdirs
+from llm4cov.sim.analysis.structure import StructureError, plan_testbench
 from llm4cov.sim.backends.verilator.artifacts import _pch_intact
 from llm4cov.sim.cache import BUILD_DIR, cache_root
-from llm4cov.sim.call import SimCall
 from llm4cov.sim.config import SimConfig
 from llm4cov.sim.evaluator import Evaluator
-from llm4cov.sim.observation import EndReason, Status
-from llm4cov.sim.process import Limits, run_limited
-from llm4cov.sim.static_check import inspect_testbench
-from llm4cov.sim.structure import StructureError, plan_testbench
+from llm4cov.sim.model.call import SimCall
+from llm4cov.sim.model.observation import EndReason, Status
+from llm4cov.sim.safety import isolation, workdirs
+from llm4cov.sim.safety.process import Limits, run_limited
+from llm4cov.sim.safety.static_check import inspect_testbench
 from llm4cov.tasks.model import SourceFile, Task
 from support import default_preprocessor
 
@@ -423,7 +423,7 @@ def test_a_parallel_build_past_a_bound_is_built_again_serially(monkeypatch, tmp_
     and passed a bound is not the verdict; the serial build (one job) is. The two
     builds are recorded, not run."""
     from llm4cov.sim.backends.verilator import build
-    from llm4cov.sim.process import ProcessResult
+    from llm4cov.sim.safety.process import ProcessResult
 
     seen = []
 

@@ -6,7 +6,7 @@ import pytest
 
 from conftest import FIXTURES, example_task, fixture_task
 from llm4cov.policies.random_stimulus import random_testbench
-from llm4cov.sim.observation import Status
+from llm4cov.sim.model.observation import Status
 
 pytestmark = pytest.mark.requires_verilator
 

@@ -8,10 +8,10 @@ from dataclasses import replace
 import pytest
 
 from conftest import FIXTURES, fixture_task
-from llm4cov.sim import workdirs
+from llm4cov.sim.analysis.instances import PARAM, plan_per_instance
 from llm4cov.sim.evaluator import Evaluator
-from llm4cov.sim.instances import PARAM, plan_per_instance
-from llm4cov.sim.observation import Status
+from llm4cov.sim.model.observation import Status
+from llm4cov.sim.safety import workdirs
 from llm4cov.tasks.model import SourceFile
 
 LEAF = SourceFile(name="leaf.sv", content=(
@@ -180,7 +180,7 @@ def test_helper_module_twice_in_the_testbench_never_counts(evaluator):
 
 
 def test_report_shows_the_instance_tree_with_subtree_overall():
-    from llm4cov.sim.observation import CoverageReport, MetricCoverage, Observation
+    from llm4cov.sim.model.observation import CoverageReport, MetricCoverage, Observation
     from llm4cov.sim.report import coverage_markdown
 
     def m(c: int, t: int) -> MetricCoverage:
@@ -201,7 +201,7 @@ def test_report_shows_the_instance_tree_with_subtree_overall():
 
 def test_feedback_lists_instances_lowest_first_and_names_them_in_misses():
     from llm4cov.agent.prompt import render_observation
-    from llm4cov.sim.observation import (
+    from llm4cov.sim.model.observation import (
         CoverageReport,
         MetricCoverage,
         Observation,

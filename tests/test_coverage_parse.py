@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from llm4cov.sim.backends.verilator.coverage_dat import parse_coverage_dat
-from llm4cov.sim.coverage import in_subtree, summarize, uncovered_items
-from llm4cov.sim.observation import MetricCoverage, overall_percent
+from llm4cov.sim.model.coverage import in_subtree, summarize, uncovered_items
+from llm4cov.sim.model.observation import MetricCoverage, overall_percent
 
 
 def _line(**kv) -> str:

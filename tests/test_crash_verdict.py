@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from conftest import example_task
-from llm4cov.sim.observation import Status
+from llm4cov.sim.model.observation import Status
 
 pytestmark = pytest.mark.requires_verilator
 

@@ -1,4 +1,4 @@
-"""Exclusion rules (sim/exclusions.py) on the hand-counted mux2 design.
+"""Exclusion rules (sim/model/exclusions.py) on the hand-counted mux2 design.
 
 mux2 partial testbench, hand count (tests/test_coverage_counts.py): line 1/1 (the
 always_comb at line 9), branch 1/2 and expr 2/3 (both at line 10), toggle 3/16 (lines
@@ -12,8 +12,8 @@ import pytest
 from conftest import FIXTURES, fixture_task
 from llm4cov.sim.backends.verilator.coverage_dat import parse_coverage_dat
 from llm4cov.sim.config import SimConfig
-from llm4cov.sim.coverage import summarize
-from llm4cov.sim.exclusions import (
+from llm4cov.sim.model.coverage import summarize
+from llm4cov.sim.model.exclusions import (
     ExclusionError,
     Rule,
     excluded_note,
@@ -21,7 +21,7 @@ from llm4cov.sim.exclusions import (
     parse_rules,
     split_points,
 )
-from llm4cov.sim.observation import Status
+from llm4cov.sim.model.observation import Status
 
 POINTS = parse_coverage_dat(FIXTURES / "report" / "mux2_partial.coverage.dat")
 

@@ -1,4 +1,4 @@
-"""Uncovered items in engineer's terms, at the item's own line (sim/feedback_terms.py).
+"""Uncovered items in engineer's terms, at the item's own line (sim/model/feedback_terms.py).
 
 Expected wordings are read off the RTL by hand; Verilator's point positions come from
 real coverage.dat files of the pinned Verilator (tests/fixtures/report/*.coverage.dat).
@@ -12,8 +12,8 @@ import pytest
 
 from conftest import EXAMPLES, FIXTURES
 from llm4cov.sim.backends.verilator.coverage_dat import parse_coverage_dat
-from llm4cov.sim.coverage import uncovered_items
-from llm4cov.sim.feedback_terms import CONSTANT_NOTE, SourceIndex, sim_time_text
+from llm4cov.sim.model.coverage import uncovered_items
+from llm4cov.sim.model.feedback_terms import CONSTANT_NOTE, SourceIndex, sim_time_text
 
 REPORT = FIXTURES / "report"
 FSMX = {"fsmx.sv": (REPORT / "fsmx" / "fsmx.sv").read_text()}

@@ -1,17 +1,17 @@
 """Issue 45: Verilator's two-state start said in a note, the testbench's own verdict
-counted, the simulated time as a number (``sim/fidelity.py``, ``docs/fidelity.md``)."""
+counted, the simulated time as a number (``sim/analysis/fidelity.py``, ``docs/fidelity.md``)."""
 
 from __future__ import annotations
 
 import pytest
 
 from llm4cov.agent.prompt import render_observation
-from llm4cov.sim import isolation
+from llm4cov.sim.analysis.fidelity import TIME0_NOTE, edge_inputs, error_prints, time0_edge_notes
 from llm4cov.sim.config import SimConfig
 from llm4cov.sim.evaluator import Evaluator
-from llm4cov.sim.fidelity import TIME0_NOTE, edge_inputs, error_prints, time0_edge_notes
-from llm4cov.sim.observation import Observation, Status
+from llm4cov.sim.model.observation import Observation, Status
 from llm4cov.sim.report import coverage_markdown
+from llm4cov.sim.safety import isolation
 from llm4cov.tasks.model import SourceFile, Task
 
 #: An LFSR-like register with an active-low asynchronous reset to a non-zero seed:

@@ -4,9 +4,9 @@ claiming an RTL file with `` `line`` never counts (Verilator's page module decid
 from __future__ import annotations
 
 from conftest import FIXTURES
+from llm4cov.sim.analysis.structure import plan_testbench
 from llm4cov.sim.backends.verilator.coverage_dat import parse_coverage_dat
-from llm4cov.sim.coverage import DesignModules, summarize
-from llm4cov.sim.structure import plan_testbench
+from llm4cov.sim.model.coverage import DesignModules, summarize
 from llm4cov.tasks.model import SourceFile
 
 FORGERY = FIXTURES / "forgery"

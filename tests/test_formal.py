@@ -20,7 +20,7 @@ from llm4cov.formal.stimulus import Phase, merge_phases
 from llm4cov.policies import get_policy
 from llm4cov.policies.base import AgentState, GenerationRequest
 from llm4cov.policies.random_stimulus import random_testbench
-from llm4cov.sim.observation import Observation, Status, UncoveredItem
+from llm4cov.sim.model.observation import Observation, Status, UncoveredItem
 from llm4cov.tasks.hdl import task_ports
 from llm4cov.tasks.loaders import task_from_dir
 

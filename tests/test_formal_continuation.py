@@ -29,7 +29,7 @@ from llm4cov.formal.continuation import (
 from llm4cov.formal.goals import Goal
 from llm4cov.formal.sby import JobResult
 from llm4cov.formal.stimulus import Phase, merge_phases
-from llm4cov.sim.observation import UncoveredItem
+from llm4cov.sim.model.observation import UncoveredItem
 from llm4cov.tasks.loaders import task_from_dir
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -144,7 +144,7 @@ def test_the_dumped_state_becomes_the_models_initial_state():
 
 def test_a_goal_is_kept_in_the_instances_that_miss_it():
     from llm4cov.formal.continuation import _scopes
-    from llm4cov.sim.observation import CoverageReport, Observation, Status
+    from llm4cov.sim.model.observation import CoverageReport, Observation, Status
 
     obs = Observation(status=Status.SUCCESS, coverage=CoverageReport(
         dut_hier="tb.dut", metrics={}, overall=0.0))

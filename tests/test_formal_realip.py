@@ -16,7 +16,7 @@ import pytest
 from conftest import NEEDS_SOLVER
 from llm4cov.formal import FormalConfig, analyze
 from llm4cov.formal.goals import _header_of, _parse_with, place_goals
-from llm4cov.sim.observation import UncoveredItem
+from llm4cov.sim.model.observation import UncoveredItem
 from llm4cov.tasks.loaders import task_from_dir
 from llm4cov.tasks.model import SourceFile
 
@@ -180,7 +180,7 @@ def test_the_policy_starts_from_randoms_round_and_reads_the_whole_hole_list(tmp_
     from llm4cov.policies.base import AgentState
     from llm4cov.policies.formal import FormalPolicy
     from llm4cov.sim.config import SimConfig
-    from llm4cov.sim.observation import Observation, Status
+    from llm4cov.sim.model.observation import Observation, Status
 
     task = task_from_dir(FIXTURES / "formal_lock")
     policy = FormalPolicy(config=FormalConfig(cover_depth=12, prove_depth=4, cache=False),

@@ -24,7 +24,7 @@ from llm4cov.cli.app import main
 from llm4cov.formal import FormalConfig, analyze, close
 from llm4cov.sim.config import SimConfig
 from llm4cov.sim.evaluator import Evaluator
-from llm4cov.sim.observation import UncoveredItem
+from llm4cov.sim.model.observation import UncoveredItem
 from llm4cov.tasks.loaders import task_from_dir
 
 LOCK = Path(__file__).parent / "fixtures" / "formal_lock"
@@ -98,7 +98,7 @@ def test_the_formal_policy_reports_its_verdicts_with_the_answer():
     from llm4cov.policies import GenerationRequest
     from llm4cov.policies.base import AgentState
     from llm4cov.policies.formal import FormalPolicy
-    from llm4cov.sim.observation import Observation, Status
+    from llm4cov.sim.model.observation import Observation, Status
 
     task = task_from_dir(LOCK)
     tb = "module tb;\n  initial $finish;\nendmodule"

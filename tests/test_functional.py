@@ -17,9 +17,9 @@ from llm4cov.report.data import build_report_data
 from llm4cov.report.html import render_html
 from llm4cov.report.lcov import write_ucis_xml
 from llm4cov.sim.backends.verilator.coverage_dat import COVERAGE_FORMAT, parse_coverage_dat
-from llm4cov.sim.coverage import dut_points, summarize
-from llm4cov.sim.functional import functional_coverage, functional_lines
-from llm4cov.sim.observation import Observation, Status
+from llm4cov.sim.model.coverage import dut_points, summarize
+from llm4cov.sim.model.functional import functional_coverage, functional_lines
+from llm4cov.sim.model.observation import Observation, Status
 from llm4cov.sim.report import coverage_markdown
 
 
@@ -88,7 +88,7 @@ def test_bins_are_counted_per_covergroup_and_coverpoint(points):
 def test_covergroup_bins_never_enter_code_coverage(points):
     """Even the bin forged with the DUT's file, hierarchy and module name: code coverage
     is the one line point, the headline as without covergroups."""
-    from llm4cov.sim.coverage import DesignModules
+    from llm4cov.sim.model.coverage import DesignModules
 
     modules = DesignModules(rtl=frozenset({"mux2"}), testbench=frozenset({"tb"}))
     assert [p.metric for p in dut_points(points, "tb.dut", {"mux2.sv"}, modules)] == ["line"]

@@ -22,7 +22,7 @@ from conftest import EXAMPLES
 from llm4cov.bench.answer_checks import UNPARSED, AnswerChecks, AnswerLimits, Deferred
 from llm4cov.bench.config import Arm, ArmKind
 from llm4cov.bench.plan import RunPlan, task_info
-from llm4cov.sim import isolation, precheck, static_check
+from llm4cov.sim.safety import isolation, precheck, static_check
 from llm4cov.tasks import includes
 from llm4cov.tasks.hdl import UnsafeIncludeError, parse_design, parse_tree, task_ports
 from llm4cov.tasks.loaders import iter_tasks, task_from_dir
@@ -147,7 +147,7 @@ def _messages():
 def test_guard_child_runs_in_the_sandbox(tmp_path: Path):
     """The pyslang guard runs sandboxed when the check has a sandbox: it still parses
     (macros, RTL), and a bomb still ends in the bound."""
-    from llm4cov.sim import workdirs
+    from llm4cov.sim.safety import workdirs
     scratch = workdirs.create(str(tmp_path))
     try:
         src = workdirs.sources(scratch)
@@ -308,7 +308,7 @@ def test_task_rtl_that_expands_without_end_in_a_view_is_refused_at_load(tmp_path
     assert done.returncode == 2, done.stderr
     assert done.stderr.count("\n") == 1
     assert "task bomb: RTL top.sv: preprocessing exceeded limits" in done.stderr
-    code = ("import sys; from pathlib import Path; from llm4cov.sim import precheck; "
+    code = ("import sys; from pathlib import Path; from llm4cov.sim.safety import precheck; "
             "from llm4cov.tasks.model import SourceFile; "
             "rtl = [SourceFile(name='top.sv', content=Path(sys.argv[1]).read_text())]; "
             "tb = SourceFile(name='tb.sv', content='module tb; initial nope = 1; endmodule\\n'); "

@@ -15,14 +15,14 @@ import pytest
 
 from conftest import EXAMPLES, REPO, example_task
 from llm4cov.policies.random_stimulus import random_testbench
-from llm4cov.sim import isolation
 from llm4cov.sim.backends.verilator import read_end_record
 from llm4cov.sim.backends.verilator.artifacts import ArtifactStore
 from llm4cov.sim.cache import BUILD_DIR, cache_root
 from llm4cov.sim.config import SimConfig
 from llm4cov.sim.evaluator import Evaluator
-from llm4cov.sim.observation import EndReason, Status
-from llm4cov.sim.process import ProcessResult
+from llm4cov.sim.model.observation import EndReason, Status
+from llm4cov.sim.safety import isolation
+from llm4cov.sim.safety.process import ProcessResult
 
 pytestmark = [
     pytest.mark.requires_verilator,

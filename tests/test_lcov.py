@@ -15,7 +15,7 @@ from lxml import etree
 from conftest import FIXTURES
 from llm4cov.report.lcov import lcov_text, write_ucis_xml
 from llm4cov.sim.backends.verilator.coverage_dat import COVERAGE_FORMAT, parse_coverage_dat
-from llm4cov.sim.exclusions import parse_rules
+from llm4cov.sim.model.exclusions import parse_rules
 
 DAT = FIXTURES / "report" / "mux2_partial.coverage.dat"
 MUX2 = FIXTURES / "mux2" / "mux2.sv"

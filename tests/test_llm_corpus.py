@@ -13,7 +13,7 @@ import pytest
 from conftest import shared_path
 from llm4cov.exec import get_executor
 from llm4cov.sim.config import SimConfig
-from llm4cov.sim.observation import Status
+from llm4cov.sim.model.observation import Status
 from llm4cov.tasks.model import SourceFile, Task
 
 pytestmark = pytest.mark.requires_verilator

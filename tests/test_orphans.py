@@ -1,5 +1,5 @@
 """SIGKILL of ``llm4cov gen`` mid-build leaves no process behind, and the next run removes
-the work dir the killed run left (``exec/local.py`` parent watch, ``sim/workdirs.py``).
+the work dir the killed run left (``exec/local.py`` parent watch, ``sim/safety/workdirs.py``).
 
 In this sandbox PID 1 does not reap, so killed processes stay as zombies: only
 processes in another state count."""
@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURES
-from llm4cov.sim.workdirs import LOCK_NAME, PREFIX
+from llm4cov.sim.safety.workdirs import LOCK_NAME, PREFIX
 
 pytestmark = pytest.mark.requires_verilator
 

@@ -15,7 +15,7 @@ from conftest import FIXTURES, fixture_task, shared_path
 from llm4cov.cli.app import main
 from llm4cov.report.lcov import lcov_test_name, lcov_text, write_ucis_xml
 from llm4cov.sim.backends.verilator.coverage_dat import COVERAGE_FORMAT, parse_coverage_dat
-from llm4cov.sim.observation import Observation, Status, UncoveredItem
+from llm4cov.sim.model.observation import Observation, Status, UncoveredItem
 from llm4cov.sim.report import coverage_markdown
 from llm4cov.tasks.loaders import load_tasks
 from llm4cov.tasks.model import SourceFile, Task

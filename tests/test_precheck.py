@@ -9,11 +9,11 @@ import pytest
 
 from conftest import REPO, example_task
 from llm4cov.policies.random_stimulus import random_testbench
-from llm4cov.sim import precheck
 from llm4cov.sim.backends.verilator.toolchain import find_toolchain
 from llm4cov.sim.config import SimConfig
 from llm4cov.sim.evaluator import Evaluator
-from llm4cov.sim.observation import Status
+from llm4cov.sim.model.observation import Status
+from llm4cov.sim.safety import precheck
 from llm4cov.tasks.model import SourceFile
 
 TASK = example_task("alu_comb")  # alu4: inputs a[3:0], b[3:0], op[1:0]; outputs y, carry, zero
@@ -175,7 +175,7 @@ def test_no_reference_testbench_is_rejected(tmp_path):
     """Every reference testbench of ../shared/benchmarks runs under Verilator (the
     README's reference runs): the pre-check must reject none of them."""
     from conftest import shared_path
-    from llm4cov.sim.structure import plan_testbench
+    from llm4cov.sim.analysis.structure import plan_testbench
     from llm4cov.tasks.hdl import search_dirs
     from llm4cov.tasks.loaders import load_tasks
 

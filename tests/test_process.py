@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from llm4cov.sim import isolation
-from llm4cov.sim.process import Sandbox, run_limited
+from llm4cov.sim.safety import isolation
+from llm4cov.sim.safety.process import Sandbox, run_limited
 from llm4cov.util.procs import child_pids
 
 CHILD = """
 import sys
-from llm4cov.sim.process import run_limited
+from llm4cov.sim.safety.process import run_limited
 run_limited(["sh", "-c", "echo $$ > " + sys.argv[1] + "; exec sleep 60"], cwd="/tmp",
             env={"PATH": "/bin:/usr/bin"}, timeout_s=120)
 """
@@ -86,7 +86,7 @@ def test_the_record_pipe_carries_what_the_child_writes_there_only(tmp_path, sand
 
 SANDBOXED_CHILD = """
 import sys
-from llm4cov.sim.process import Sandbox, run_limited
+from llm4cov.sim.safety.process import Sandbox, run_limited
 run_limited(["sh", "-c", "echo started > started; exec sleep 60"], cwd=sys.argv[1],
             env={}, timeout_s=120, sandbox=Sandbox())
 """
@@ -114,7 +114,7 @@ def test_a_sandboxed_child_is_killed_when_its_parent_is_killed(tmp_path):
 
 def test_a_child_filling_its_work_dir_with_many_files_is_killed(tmp_path):
     """RLIMIT_FSIZE bounds one file; the work-dir bound catches many files together."""
-    from llm4cov.sim.process import Limits
+    from llm4cov.sim.safety.process import Limits
 
     writer = ("import itertools, time\n"  # paced, so the test never fills the disk
               "for i in itertools.count():\n"

@@ -15,7 +15,7 @@ from llm4cov.bench.config import BenchConfig
 from llm4cov.cli import common
 from llm4cov.cli.round_progress import RoundFiles, RoundProgress, first_error_line
 from llm4cov.sim.config import SimConfig
-from llm4cov.sim.observation import CoverageReport, MetricCoverage, Observation, Status
+from llm4cov.sim.model.observation import CoverageReport, MetricCoverage, Observation, Status
 from llm4cov.util.progress import Phase, TerminalConsole, TokenMeter
 
 

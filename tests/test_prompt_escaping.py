@@ -19,7 +19,7 @@ import pytest
 from markdown_it import MarkdownIt
 
 from llm4cov.agent.prompt import build_messages
-from llm4cov.sim.observation import (
+from llm4cov.sim.model.observation import (
     CoverageReport,
     EndReason,
     MetricCoverage,

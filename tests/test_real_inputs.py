@@ -14,7 +14,7 @@ import pytest
 from conftest import FIXTURES, fixture_task, shared_path
 from llm4cov.policies.random_stimulus import random_testbench
 from llm4cov.sim.backends.verilator import repo_args
-from llm4cov.sim.observation import Status
+from llm4cov.sim.model.observation import Status
 from llm4cov.tasks.cvdp import harness_build
 from llm4cov.tasks.filelist import parse_args, parse_filelist
 from llm4cov.tasks.hdl import compile_order, module_decls, search_dirs, task_ports

@@ -22,9 +22,9 @@ import pytest
 
 from conftest import REPO, shared_path
 from llm4cov.exec import get_executor
+from llm4cov.sim.analysis.instances import plan_per_instance
+from llm4cov.sim.analysis.structure import plan_testbench
 from llm4cov.sim.config import SimConfig
-from llm4cov.sim.instances import plan_per_instance
-from llm4cov.sim.structure import plan_testbench
 from llm4cov.tasks.loaders import load_tasks
 from llm4cov.tasks.model import SourceFile
 

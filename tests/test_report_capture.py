@@ -20,7 +20,7 @@ from llm4cov.report.capture import Capture, capture, read_coverage
 from llm4cov.sim.backends.verilator import COVERAGE_MAX_BYTES, KEPT_COVERAGE
 from llm4cov.sim.backends.verilator.coverage_dat import COVERAGE_FORMAT
 from llm4cov.sim.config import SimConfig
-from llm4cov.sim.observation import Observation, Status
+from llm4cov.sim.model.observation import Observation, Status
 
 PARTIAL_TB = (FIXTURES / "mux2_partial_tb.sv").read_text()
 #: One line point of mux2.sv at the DUT with a hit count no real run of the fixture has.
@@ -38,7 +38,7 @@ def test_report_reads_the_runs_own_coverage_and_sweeps_killed_captures(tmp_path)
     root = tmp_path / "wd"
     root.mkdir()
     killed = subprocess.run(  # a capture killed while it held its scratch dir
-        [sys.executable, "-c", "import os, sys; from llm4cov.sim import workdirs; "
+        [sys.executable, "-c", "import os, sys; from llm4cov.sim.safety import workdirs; "
          "workdirs.create(sys.argv[1], prefix='llm4cov-keep-'); os.kill(os.getpid(), 9)",
          str(root)], check=False)
     assert killed.returncode == -9 and len(list(root.iterdir())) == 1
@@ -95,8 +95,8 @@ def test_a_worker_returns_the_runs_own_coverage_data(tmp_path):
     it), it gives the very counts the observation scored, and nothing is left behind."""
     from llm4cov.exec.local import LocalExecutor
     from llm4cov.report.capture import from_observation
-    from llm4cov.sim.call import SimCall
-    from llm4cov.sim.coverage import summarize
+    from llm4cov.sim.model.call import SimCall
+    from llm4cov.sim.model.coverage import summarize
 
     root = tmp_path / "wd"
     root.mkdir()
@@ -124,8 +124,8 @@ def test_gen_reports_come_from_the_rounds_own_runs(tmp_path, monkeypatch):
     from llm4cov.cli.app import main
     from llm4cov.sim.backends.verilator import VerilatorBackend
     from llm4cov.sim.backends.verilator.coverage_dat import parse_coverage_dat
-    from llm4cov.sim.coverage import summarize
-    from llm4cov.sim.observation import Observation as Obs
+    from llm4cov.sim.model.coverage import summarize
+    from llm4cov.sim.model.observation import Observation as Obs
 
     runs = tmp_path / "runs.txt"
     real_run = VerilatorBackend.run

@@ -20,7 +20,7 @@ from llm4cov.cli.app import main
 from llm4cov.report.data import build_report_data
 from llm4cov.report.html import SCRIPT, highlight_lines, write_html
 from llm4cov.sim.backends.verilator.coverage_dat import parse_coverage_dat
-from llm4cov.sim.exclusions import ProvenUnreachable, parse_rules
+from llm4cov.sim.model.exclusions import ProvenUnreachable, parse_rules
 
 REPORT = FIXTURES / "report"
 SOURCES = {"mux2.sv": (FIXTURES / "mux2" / "mux2.sv").read_text()}
@@ -216,8 +216,8 @@ def test_proven_unreachable_points_are_unr_beside_an_unchanged_headline(tmp_path
 
 
 def test_markdown_lists_unr_and_parameter_constant_misses_apart():
-    from llm4cov.sim.coverage import summarize
-    from llm4cov.sim.observation import Observation, Status
+    from llm4cov.sim.model.coverage import summarize
+    from llm4cov.sim.model.observation import Observation, Status
     from llm4cov.sim.report import coverage_markdown
     from llm4cov.tasks.model import SourceFile, Task
 
@@ -262,7 +262,7 @@ def test_markdown_lists_unr_and_parameter_constant_misses_apart():
 def test_ucis_marks_the_bins_of_proven_unreachable_points(tmp_path):
     from llm4cov.report.lcov import UNR_REASON, mark_unreachable_ucis, write_ucis_xml
     from llm4cov.sim.backends.verilator.coverage_dat import COVERAGE_FORMAT
-    from llm4cov.sim.exclusions import unreachable_misses
+    from llm4cov.sim.model.exclusions import unreachable_misses
 
     xml = tmp_path / "u.xml"
     write_ucis_xml(REPORT / "traffic_fsm.coverage.dat", xml, COVERAGE_FORMAT)

@@ -9,7 +9,7 @@ import pytest
 
 from conftest import shared_path
 from llm4cov.sim.evaluator import Evaluator
-from llm4cov.sim.observation import EndReason, Status
+from llm4cov.sim.model.observation import EndReason, Status
 from llm4cov.tasks.hdl import module_decls, top_modules
 from llm4cov.tasks.model import SourceFile, Task
 

@@ -21,7 +21,7 @@ from llm4cov.sim.cache import (
 )
 from llm4cov.sim.config import SPEED_ONLY_FIELDS, SimConfig
 from llm4cov.sim.evaluator import Evaluator
-from llm4cov.sim.observation import EndReason, Observation, Status
+from llm4cov.sim.model.observation import EndReason, Observation, Status
 from llm4cov.tasks.model import SourceFile
 
 TASK = example_task("alu_comb")

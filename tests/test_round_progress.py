@@ -8,7 +8,7 @@ from rich.console import Console
 
 from llm4cov.agent.loop import RoundRecord
 from llm4cov.cli.round_progress import RoundProgress, first_error_line
-from llm4cov.sim.observation import CoverageReport, MetricCoverage, Observation, Status
+from llm4cov.sim.model.observation import CoverageReport, MetricCoverage, Observation, Status
 
 LOG = ("== build ==\n%Warning-WIDTH: tb.sv:4:9: truncated\n"
        "%Error: tb.sv:7:3: syntax error, unexpected endmodule\n%Error: Exiting due to 1 error\n")

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from llm4cov.cli.app import main
+from llm4cov.sim.analysis.rtl_check import RtlCompileError, guard, rtl_error_lines
 from llm4cov.sim.config import SimConfig
 from llm4cov.sim.evaluator import Evaluator
-from llm4cov.sim.observation import Observation, Status
-from llm4cov.sim.rtl_check import RtlCompileError, guard, rtl_error_lines
+from llm4cov.sim.model.observation import Observation, Status
 from llm4cov.tasks.loaders import task_from_dir
 from llm4cov.tasks.model import SourceFile, Task
 

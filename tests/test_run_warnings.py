@@ -11,7 +11,7 @@ import pytest
 from llm4cov.agent.loop import AgentRun, RoundRecord
 from llm4cov.agent.warnings import run_warnings, warnings_markdown
 from llm4cov.cli.app import main
-from llm4cov.sim.observation import (
+from llm4cov.sim.model.observation import (
     CoverageReport,
     MetricCoverage,
     Observation,

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from llm4cov.sim import vlex
 from llm4cov.sim.backends.verilator import source_arg
-from llm4cov.sim.static_check import EXCEEDED, CheckLimits, inspect_testbench
+from llm4cov.sim.safety import vlex
+from llm4cov.sim.safety.static_check import EXCEEDED, CheckLimits, inspect_testbench
 from llm4cov.tasks.model import SourceFile, Task
 from support import default_preprocessor
 
@@ -246,9 +246,9 @@ def test_option_like_rtl_file_names_reach_verilator_as_files():
 
 
 def test_evaluator_passes_option_like_names_as_paths_and_checks_with_its_own_command(tmp_path):
+    from llm4cov.sim.analysis.structure import TestbenchPlan
     from llm4cov.sim.config import SimConfig
     from llm4cov.sim.evaluator import Evaluator
-    from llm4cov.sim.structure import TestbenchPlan
 
     ev = Evaluator(SimConfig(cache_dir=str(tmp_path), sandbox=False))
     odd = Task(id="t", dut_module_name="counter", defines={"W": "4"}, rtl_files=[
@@ -264,9 +264,9 @@ def test_evaluator_passes_option_like_names_as_paths_and_checks_with_its_own_com
 
 
 def test_check_in_the_os_sandbox_judges_outside_includes_by_name():
-    from llm4cov.sim import isolation
     from llm4cov.sim.backends.verilator.build import build_sandbox
     from llm4cov.sim.backends.verilator.toolchain import find_toolchain
+    from llm4cov.sim.safety import isolation
 
     if not isolation.available():
         pytest.skip("no OS sandbox here")
@@ -285,7 +285,7 @@ endmodule
 def test_option_like_rtl_names_simulate_and_an_escape_is_rejected(tmp_path):
     from llm4cov.sim.config import SimConfig
     from llm4cov.sim.evaluator import Evaluator
-    from llm4cov.sim.observation import Status
+    from llm4cov.sim.model.observation import Status
 
     ev = Evaluator(SimConfig(cache_dir=str(tmp_path)))
     odd = Task(id="t", dut_module_name="counter", rtl_files=[

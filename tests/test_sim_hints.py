@@ -8,7 +8,7 @@ import json
 import pytest
 
 from conftest import FIXTURES
-from llm4cov.sim import hints
+from llm4cov.sim.analysis import hints
 from llm4cov.sim.backends.verilator import failures
 from llm4cov.tasks.model import SourceFile
 

@@ -114,7 +114,7 @@ def test_the_registry_builds_both_verilator_backends(name, native):
 
 
 @pytest.mark.parametrize("module", [
-    "llm4cov.sim.evaluator", "llm4cov.sim.static_check", "llm4cov.sim.hints",
+    "llm4cov.sim.evaluator", "llm4cov.sim.safety.static_check", "llm4cov.sim.analysis.hints",
     "llm4cov.sim.backends", "llm4cov.sim.backends.verilator.coverage_dat",
     "llm4cov.report.capture", "llm4cov.report.lcov"])
 def test_each_entry_module_imports_first_in_a_fresh_process(module):

@@ -10,7 +10,7 @@ from conftest import example_task
 from llm4cov.policies.random_stimulus import random_testbench
 from llm4cov.sim.config import SimConfig
 from llm4cov.sim.evaluator import Evaluator
-from llm4cov.sim.observation import Status
+from llm4cov.sim.model.observation import Status
 
 pytestmark = pytest.mark.requires_verilator
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from llm4cov.sim import isolation
 from llm4cov.sim.config import SimConfig
 from llm4cov.sim.evaluator import Evaluator
-from llm4cov.sim.observation import Status
-from llm4cov.sim.stimulus_only import check, parameter_changes
+from llm4cov.sim.model.observation import Status
+from llm4cov.sim.safety import isolation
+from llm4cov.sim.safety.stimulus_only import check, parameter_changes
 from llm4cov.tasks.model import SourceFile, Task
 
 #: A DUT whose generate branch MODE == 1 holds points no input reaches quickly; with

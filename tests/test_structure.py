@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from llm4cov.sim.structure import StructureError, plan_testbench, stop_sites
+from llm4cov.sim.analysis.structure import StructureError, plan_testbench, stop_sites
 from llm4cov.tasks.hdl import InstanceLimitError, instance_paths, module_decls
 from llm4cov.tasks.model import SourceFile
 

@@ -118,7 +118,7 @@ def test_synth_run_summary_counts_rtl_errors(tmp_path):
 
 def test_a_bench_row_keeps_the_observations_rtl_error_for_scoring():
     from llm4cov.bench.rows import make_row
-    from llm4cov.sim.observation import Observation, Status
+    from llm4cov.sim.model.observation import Observation, Status
     from llm4cov.tasks.model import SourceFile, Task
 
     task = Task(id="rtllm/b", rtl_files=[SourceFile(name="b.sv", content="")],

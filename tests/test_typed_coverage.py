@@ -13,13 +13,13 @@ import pytest
 
 from conftest import EXAMPLES, FIXTURES
 from llm4cov.formal import goals as goal_mod
-from llm4cov.sim import wording
 from llm4cov.sim.backends.verilator.coverage_dat import metric_name, parse_coverage_dat
-from llm4cov.sim.construct import Construct, ConstructKind, term_condition
-from llm4cov.sim.coverage import typed_points, uncovered_items
-from llm4cov.sim.exclusions import METRICS as EXCLUDABLE
-from llm4cov.sim.feedback_terms import SourceIndex
-from llm4cov.sim.metrics import (
+from llm4cov.sim.model import wording
+from llm4cov.sim.model.construct import Construct, ConstructKind, term_condition
+from llm4cov.sim.model.coverage import typed_points, uncovered_items
+from llm4cov.sim.model.exclusions import METRICS as EXCLUDABLE
+from llm4cov.sim.model.feedback_terms import SourceIndex
+from llm4cov.sim.model.metrics import (
     METRICS,
     OVERALL_METRICS,
     REPORT_ORDER,
@@ -27,7 +27,7 @@ from llm4cov.sim.metrics import (
     scored_metrics,
     verilator_flags,
 )
-from llm4cov.sim.observation import Observation, Status, UncoveredItem
+from llm4cov.sim.model.observation import Observation, Status, UncoveredItem
 from llm4cov.sim.report import coverage_markdown
 from llm4cov.tasks.model import SourceFile, Task
 
@@ -173,7 +173,7 @@ def test_goals_do_not_depend_on_the_wording(name, monkeypatch):
         return "MISSED: " + wording.render(metric, file, construct).replace(
             "never", "not once").replace("branch", "arm")
 
-    monkeypatch.setattr("llm4cov.sim.coverage.render", reworded)
+    monkeypatch.setattr("llm4cov.sim.model.coverage.render", reworded)
     after = _holes(name)
     assert [i.detail for i in after] != [i.detail for i in before]
     assert [i.typed for i in after] == [i.typed for i in before]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from llm4cov.sim.observation import CoverageReport, MetricCoverage, Observation, Status
+from llm4cov.sim.model.observation import CoverageReport, MetricCoverage, Observation, Status
 
 
 def make_obs(status: str = "success", overall: float = 0.0, log: str = "") -> Observation:

@@ -25,8 +25,8 @@ from llm4cov.policies.base import (
     SamplingParams,
     agenerate,
 )
-from llm4cov.sim.call import Simulate
-from llm4cov.sim.observation import Observation, Status
+from llm4cov.sim.model.call import Simulate
+from llm4cov.sim.model.observation import Observation, Status
 from llm4cov.tasks.model import Task
 
 StartFrom = Literal["latest", "best"]

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from llm4cov.sim.functional import functional_lines
-from llm4cov.sim.observation import CoverageReport, Observation, overall_percent
+from llm4cov.sim.model.functional import functional_lines
+from llm4cov.sim.model.observation import CoverageReport, Observation, overall_percent
 from llm4cov.tasks.model import Task
 from llm4cov.util.escape import md_code, prompt_block, prompt_line, prompt_prose
 

@@ -148,14 +148,14 @@ def testbench_checks(tb: str, dut_module: str, dut_instance: str | None,
 
 class Deferred:
     """Answers whose testbench uses the preprocessor, parsed in one bounded child after
-    they were all added (:class:`llm4cov.sim.bounded.Batch`: per answer ``cpu_s`` CPU
+    they were all added (:class:`llm4cov.sim.safety.bounded.Batch`: per answer ``cpu_s`` CPU
     seconds, ``memory_bytes`` of address space, the OS sandbox where it runs; an answer
     the child dies on is :data:`UNPARSED`, the next child goes on after it). Use as a
     context manager."""
 
     def __init__(self, limits: AnswerLimits = AnswerLimits(),
                  workdir_root: str | None = None) -> None:
-        from llm4cov.sim.bounded import Batch, BatchLimits
+        from llm4cov.sim.safety.bounded import Batch, BatchLimits
 
         self.keys: list[Hashable] = []
         self._batch = Batch(__name__, BatchLimits(limits.cpu_s, limits.memory_bytes,
@@ -216,6 +216,6 @@ class CheckCounts:
 
 
 if __name__ == "__main__":  # the child of a Deferred batch
-    from llm4cov.sim.bounded import serve
+    from llm4cov.sim.safety.bounded import serve
 
     serve(sys.argv[2:], _child_checks)

@@ -4,7 +4,7 @@ answers (the ``annotations`` of its result rows), per arm and task.
 Separate figures only: the headline metrics and the CVDP protocol never change. "Best
 coverage with proven-unreachable excluded" takes the task's best passing row and removes
 each proven-unreachable goal (one point) from its metric's total, as ``llm4cov formal``
-does (:func:`llm4cov.sim.observation.overall_without`).
+does (:func:`llm4cov.sim.model.observation.overall_without`).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from llm4cov.sim.observation import MetricCoverage, overall_without
+from llm4cov.sim.model.observation import MetricCoverage, overall_without
 
 VERDICTS = ("reached", "unreachable", "unknown")
 

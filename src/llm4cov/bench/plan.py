@@ -18,7 +18,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from llm4cov.bench.config import Arm, BenchConfig
-from llm4cov.sim.metrics import scored_metrics
+from llm4cov.sim.model.metrics import scored_metrics
 from llm4cov.tasks.hdl import task_ports
 from llm4cov.tasks.model import Task
 

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict
 
 from llm4cov.bench.metrics import Outcome
 from llm4cov.policies.base import SamplingParams
-from llm4cov.sim.observation import EndReason, Observation, Status
+from llm4cov.sim.model.observation import EndReason, Observation, Status
 from llm4cov.tasks.model import Task
 from llm4cov.util.budget import Budget
 

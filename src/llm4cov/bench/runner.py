@@ -30,7 +30,7 @@ from llm4cov.bench.rows import ResultRow, make_row, sha256
 from llm4cov.bench.score import trajectory
 from llm4cov.exec.base import SimExecutor
 from llm4cov.policies.base import Generation, GenerationRequest, Policy, agenerate
-from llm4cov.sim.observation import Observation
+from llm4cov.sim.model.observation import Observation
 from llm4cov.tasks.model import Task
 from llm4cov.util.aio import bounded_map
 from llm4cov.util.budget import Budget, BudgetExhausted

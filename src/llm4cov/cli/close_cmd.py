@@ -132,8 +132,8 @@ def _lengths(text: str) -> tuple[int, ...]:
 def _simulate(config):
     """A simulator call that keeps its coverage data (in this process, sandboxed, on
     one evaluator)."""
-    from llm4cov.sim.call import SimCall
     from llm4cov.sim.evaluator import Evaluator
+    from llm4cov.sim.model.call import SimCall
 
     evaluator = Evaluator(config)
 
@@ -218,7 +218,7 @@ def _say_step(record: StepRecord) -> None:
 
 def _replay(task: Task, out: Path, config, request) -> int:
     from llm4cov.close.report import replay
-    from llm4cov.sim.exclusions import parse_rules
+    from llm4cov.sim.model.exclusions import parse_rules
 
     rules = request.rules()
     if request.exclude is None and (out / STATE).exists():  # the run's own rules

@@ -78,7 +78,7 @@ def classify(exc: BaseException) -> tuple[int, str]:
     (1).
     """
     from llm4cov.bench.runner import ReplayMismatch
-    from llm4cov.sim.host import ToolchainError
+    from llm4cov.sim.safety.host import ToolchainError
 
     if isinstance(exc, CliError):
         return exc.code, one_line(exc.message)

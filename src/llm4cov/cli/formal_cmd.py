@@ -10,7 +10,7 @@ import typer
 from typer.core import TyperGroup, TyperOption
 
 from llm4cov.cli import common
-from llm4cov.cli.options import PRINT_CONFIG, print_config, with_flags
+from llm4cov.cli.options import PRINT_CONFIG, print_config, with_flags, with_options
 from llm4cov.exec.settings import SimSettings
 from llm4cov.formal.closure import Closure, FormalConfig
 from llm4cov.tasks.model import Task
@@ -54,8 +54,30 @@ class RtlOrSubcommand(TyperGroup):
 formal_app = typer.Typer(add_completion=False, cls=RtlOrSubcommand)
 
 
+#: The solver budgets: option -> (type, typer option), as ``FormalConfig`` fields.
+BUDGET_OPTIONS = {
+    "cover_depth": (int, typer.Option(_DEFAULTS.cover_depth, "--cover-depth", min=1,
+                                      help="BMC depth of the cover job, clock cycles.")),
+    "prove_depth": (int, typer.Option(_DEFAULTS.prove_depth, "--prove-depth", min=1,
+                                      help="k of the k-induction prove jobs.")),
+    "job_timeout_s": (float, typer.Option(_DEFAULTS.job_timeout_s, "--job-timeout", min=1.0,
+                                          help="Wall-clock limit of each SBY job, seconds.")),
+    "prove_budget_s": (float, typer.Option(
+        _DEFAULTS.prove_budget_s, "--prove-budget", min=0.0,
+        help="Wall seconds for all prove jobs of the design.")),
+    "continue_steps": (int, typer.Option(
+        _DEFAULTS.continue_steps, "--continue-steps", min=0,
+        help="Continuation steps: cover jobs from the state the closing testbench ends in "
+             "(0: none).")),
+    "continue_budget_s": (float, typer.Option(
+        _DEFAULTS.continue_budget_s, "--continue-budget", min=0.0,
+        help="Wall seconds for the continuation (its simulations and cover jobs).")),
+}
+
+
 @formal_app.callback(invoke_without_command=True)
 @common.with_task
+@with_options("budgets", BUDGET_OPTIONS, lambda _ctx, values: values)
 @with_flags(SimSettings, *(f for f in common.EVALUATOR_FLAGS
                            if f.key in ("seed", "cache", "sandbox")))
 def formal(
@@ -66,24 +88,10 @@ def formal(
     out: Path = typer.Option(Path("formal_tb.sv"), "--out",
                              help="Where to write the closing testbench."),
     as_json: bool = typer.Option(False, "--json", help="Print the classification as JSON."),
-    cover_depth: int = typer.Option(_DEFAULTS.cover_depth, "--cover-depth", min=1,
-                                    help="BMC depth of the cover job, clock cycles."),
-    prove_depth: int = typer.Option(_DEFAULTS.prove_depth, "--prove-depth", min=1,
-                                    help="k of the k-induction prove jobs."),
-    job_timeout: float = typer.Option(_DEFAULTS.job_timeout_s, "--job-timeout", min=1.0,
-                                      help="Wall-clock limit of each SBY job, seconds."),
-    prove_budget: float = typer.Option(_DEFAULTS.prove_budget_s, "--prove-budget", min=0.0,
-                                       help="Wall seconds for all prove jobs of the design."),
-    continue_steps: int = typer.Option(
-        _DEFAULTS.continue_steps, "--continue-steps", min=0,
-        help="Continuation steps: cover jobs from the state the closing testbench ends in "
-             "(0: none)."),
-    continue_budget: float = typer.Option(
-        _DEFAULTS.continue_budget_s, "--continue-budget", min=0.0,
-        help="Wall seconds for the continuation (its simulations and cover jobs)."),
     show: bool = PRINT_CONFIG,
     task: Task | None = None,
     flags: dict | None = None,
+    budgets: dict | None = None,
 ) -> None:
     """Close the coverage holes of a testbench with formal witnesses; classify every hole
     reached / unreachable (proven) / unknown and write the closing testbench.
@@ -96,15 +104,12 @@ def formal(
     """
     if common.subcommand_invoked(ctx):
         return
-    assert task is not None  # with_task resolves it unless a subcommand runs
+    assert task is not None and budgets is not None  # the decorators, unless a subcommand
     from llm4cov.formal import close, find_tools
     from llm4cov.tasks.loaders import read_text
 
     sim = load(SimSettings, flags=flags)
-    config = FormalConfig(cover_depth=cover_depth, prove_depth=prove_depth,
-                          job_timeout_s=job_timeout, prove_budget_s=prove_budget,
-                          continue_steps=continue_steps, continue_budget_s=continue_budget,
-                          sandbox=sim.sandbox, cache=sim.cache)
+    config = FormalConfig(**budgets, sandbox=sim.sandbox, cache=sim.cache)
     if show:
         print_config({"formal": config, "sim": sim})
         return

@@ -27,11 +27,11 @@ from llm4cov.policies.formal import VERDICTS
 from llm4cov.policies.options import RandomOptions
 from llm4cov.report.capture import capture, from_observation
 from llm4cov.report.data import ReportData, TestRow
-from llm4cov.sim.call import SimCall
-from llm4cov.sim.exclusions import proven_unreachable
-from llm4cov.sim.observation import Observation
+from llm4cov.sim.analysis.rtl_check import guard
+from llm4cov.sim.model.call import SimCall
+from llm4cov.sim.model.exclusions import proven_unreachable
+from llm4cov.sim.model.observation import Observation
 from llm4cov.sim.report import coverage_markdown
-from llm4cov.sim.rtl_check import guard
 from llm4cov.tasks.model import Task
 from llm4cov.util.settings import load, merge
 

@@ -21,10 +21,10 @@ from llm4cov.cli import common
 from llm4cov.cli.options import F, with_options
 from llm4cov.report.capture import TRACE_FORMATS, Capture, capture, fst_headers_missing
 from llm4cov.report.data import ReportData, TestRow, build_report_data
-from llm4cov.sim.call import Simulate
 from llm4cov.sim.config import SimConfig
-from llm4cov.sim.coverage import dut_points
-from llm4cov.sim.exclusions import (
+from llm4cov.sim.model.call import Simulate
+from llm4cov.sim.model.coverage import dut_points
+from llm4cov.sim.model.exclusions import (
     ExclusionError,
     ProvenUnreachable,
     Rule,
@@ -32,7 +32,7 @@ from llm4cov.sim.exclusions import (
     split_points,
     unreachable_misses,
 )
-from llm4cov.sim.observation import Observation
+from llm4cov.sim.model.observation import Observation
 from llm4cov.tasks.model import Task
 
 HTML = typer.Option(None, "--html", file_okay=False,

@@ -29,7 +29,7 @@ from rich.console import Console
 from rich.status import Status as RichStatus
 
 from llm4cov.agent.loop import RoundRecord, state_key
-from llm4cov.sim.observation import Observation, Status
+from llm4cov.sim.model.observation import Observation, Status
 from llm4cov.tasks.model import Task
 from llm4cov.util.escape import one_line, terminal
 from llm4cov.util.progress import TokenMeter

@@ -9,11 +9,11 @@ import typer
 from llm4cov.cli import common, report_opts
 from llm4cov.cli.options import PRINT_CONFIG, print_config, with_flags
 from llm4cov.exec.settings import SimSettings
-from llm4cov.sim import hints
+from llm4cov.sim.analysis import hints
+from llm4cov.sim.analysis.rtl_check import stop_on_rtl_error
 from llm4cov.sim.backends import open_backend
-from llm4cov.sim.observation import Observation, Status
+from llm4cov.sim.model.observation import Observation, Status
 from llm4cov.sim.report import coverage_markdown
-from llm4cov.sim.rtl_check import stop_on_rtl_error
 from llm4cov.tasks.hdl import ParseLimitError, text_decls
 from llm4cov.tasks.loaders import read_text
 from llm4cov.tasks.model import SourceFile, Task

@@ -36,9 +36,9 @@ from pathlib import Path
 
 from llm4cov.close.merge import Merged, RunScope, run_points, scope_of
 from llm4cov.close.model import CloseSettings, GoalVerdict, Origin, StepRecord
-from llm4cov.sim.coverage import DesignModules, Point, uncovered_items
-from llm4cov.sim.exclusions import Rule, split_points
-from llm4cov.sim.observation import Observation, UncoveredItem
+from llm4cov.sim.model.coverage import DesignModules, Point, uncovered_items
+from llm4cov.sim.model.exclusions import Rule, split_points
+from llm4cov.sim.model.observation import Observation, UncoveredItem
 from llm4cov.tasks.model import Task
 from llm4cov.util.jsonl import ResultLog
 

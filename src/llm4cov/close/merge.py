@@ -6,7 +6,7 @@ attributes (file, line, column, comment, hierarchy, module page, ...). Merging s
 the counts of equal keys (what ``verilator_coverage --write`` does), after two steps
 that make keys of different tests comparable and keep exactly what one run counts:
 
-1. only the points that count for the DUT stay (:func:`llm4cov.sim.coverage.dut_points`'
+1. only the points that count for the DUT stay (:func:`llm4cov.sim.model.coverage.dut_points`'
    rules: at or below the test's DUT instance, in an RTL file, of an RTL module; never a
    covergroup bin);
 2. the DUT instance path is rewritten to the regression's root (``root``): one
@@ -14,7 +14,7 @@ that make keys of different tests comparable and keep exactly what one run count
    written in name order (:func:`identity`).
 
 The merged file is again a ``coverage.dat`` and is read back with the backend's own
-reader, so the merged figure is :func:`llm4cov.sim.coverage.summarize` of the merged
+reader, so the merged figure is :func:`llm4cov.sim.model.coverage.summarize` of the merged
 points, exclusions applied first, as the evaluator counts one run. A point is covered
 when its merged count is > 0, i.e. when any test hit it, so the covered set is the
 union of the tests' covered sets.
@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from llm4cov.sim.backends.verilator.coverage_dat import POINT_LINE, decode_key, metric_name
-from llm4cov.sim.coverage import DesignModules, in_subtree
-from llm4cov.sim.metrics import is_code
+from llm4cov.sim.model.coverage import DesignModules, in_subtree
+from llm4cov.sim.model.metrics import is_code
 
 HEADER = "# SystemC::Coverage-3\n"
 

@@ -13,7 +13,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.dataclasses import dataclass
 
-from llm4cov.sim.exclusions import ProvenUnreachable
+from llm4cov.sim.model.exclusions import ProvenUnreachable
 
 Source = Literal["random", "formal", "model"]
 """What wrote a test: the built-in random policy, formal witnesses, a model's answer."""
@@ -38,7 +38,7 @@ class Origin(BaseModel):
 @dataclass(frozen=True, config=ConfigDict(extra="forbid"))
 class GoalVerdict(ProvenUnreachable):
     """One formal goal's verdict (:class:`llm4cov.formal.GoalResult`, without its
-    trace): the goal's fields (:class:`~llm4cov.sim.exclusions.ProvenUnreachable`: the
+    trace): the goal's fields (:class:`~llm4cov.sim.model.exclusions.ProvenUnreachable`: the
     item it stands for, ``file``, ``line``, ``kind``, wording ``item``, the ``goal`` and
     ``metric``; its point matcher), the ``status`` (reached, unreachable, unknown,
     error), the ``reason`` and ``depth`` (the reached cycle, or the depth explored)."""

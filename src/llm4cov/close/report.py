@@ -27,9 +27,9 @@ from llm4cov.close.model import (
 )
 from llm4cov.close.residual import classify, closure_percent, goal_of, proven_counts
 from llm4cov.sim.backends.verilator.coverage_dat import decode_key, metric_name
-from llm4cov.sim.coverage import DesignModules, Point, summarize, uncovered_items
-from llm4cov.sim.exclusions import Rule, split_points
-from llm4cov.sim.observation import CoverageReport, EndReason, Observation, Status
+from llm4cov.sim.model.coverage import DesignModules, Point, summarize, uncovered_items
+from llm4cov.sim.model.exclusions import Rule, split_points
+from llm4cov.sim.model.observation import CoverageReport, EndReason, Observation, Status
 from llm4cov.tasks.model import Task
 from llm4cov.util.escape import md_code, md_text
 

@@ -3,7 +3,7 @@
 
 A missed point is, in this order of precedence:
 
-1. ``parameter_constant``: :func:`llm4cov.sim.coverage.constant_dead` (the condition
+1. ``parameter_constant``: :func:`llm4cov.sim.model.coverage.constant_dead` (the condition
    reads only parameters and the other outcome was seen in the same instance; the more
    useful explanation: other parameters reach it), also when formal proved it;
 2. ``proven_unreachable``: a formal goal standing for it was proven by k-induction
@@ -18,7 +18,7 @@ every count, as in one run; the missed ones are listed).
 
 Closure = (covered + proven unreachable) / total, per metric (a point is proven when
 formal proved it, whatever its listed cause: ``ResidualPoint.proven``), averaged over the metrics
-as the headline overall is (:func:`llm4cov.sim.observation.overall_percent`); the
+as the headline overall is (:func:`llm4cov.sim.model.observation.overall_percent`); the
 headline stays the plain merged coverage.
 """
 
@@ -29,10 +29,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import fields
 
 from llm4cov.close.model import Cause, GoalVerdict, ResidualPoint
-from llm4cov.sim.coverage import Point, constant_dead
-from llm4cov.sim.exclusions import ProvenUnreachable
-from llm4cov.sim.feedback_terms import SourceIndex
-from llm4cov.sim.observation import OVERALL_METRICS, MetricCoverage
+from llm4cov.sim.model.coverage import Point, constant_dead
+from llm4cov.sim.model.exclusions import ProvenUnreachable
+from llm4cov.sim.model.feedback_terms import SourceIndex
+from llm4cov.sim.model.observation import OVERALL_METRICS, MetricCoverage
 
 
 def goal_of(v: GoalVerdict) -> ProvenUnreachable:

@@ -6,8 +6,8 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Protocol, runtime_checkable
 
-from llm4cov.sim.call import SimCall
-from llm4cov.sim.observation import Observation
+from llm4cov.sim.model.call import SimCall
+from llm4cov.sim.model.observation import Observation
 from llm4cov.tasks.model import SourceFile, Task
 
 DEFAULT_RETRIES = 3
@@ -45,7 +45,7 @@ class SimExecutor(Protocol):
 
     ``calls`` counts the simulator calls submitted so far (the cost unit of the field).
     A worker that dies makes its in-flight calls retry (at most ``DEFAULT_RETRIES``
-    times, then :class:`WorkerLost`); the :class:`~llm4cov.sim.call.SimCall` travels
+    times, then :class:`WorkerLost`); the :class:`~llm4cov.sim.model.call.SimCall` travels
     with each call, so workers need no filesystem shared with the driver. An executor
     implements :meth:`simulate_call`; subclassing this protocol gives it
     :meth:`simulate`.

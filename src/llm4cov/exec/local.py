@@ -32,9 +32,9 @@ from typing import Any, TypeVar
 
 from llm4cov.exec.base import DEFAULT_RETRIES, SimExecutor, WorkerLost
 from llm4cov.exec.worker import evaluate
-from llm4cov.sim.call import SimCall
 from llm4cov.sim.config import SimConfig, usable_cpus
-from llm4cov.sim.observation import Observation
+from llm4cov.sim.model.call import SimCall
+from llm4cov.sim.model.observation import Observation
 from llm4cov.util.procs import child_pids
 
 log = logging.getLogger(__name__)
@@ -47,7 +47,7 @@ _KILL_PASSES = 3  # a simulation may start while the first pass runs
 
 def _kill_children_and_exit(code: int) -> None:
     """SIGKILL the process group of every child (each simulation leads its own group,
-    ``sim/process.py``), then end this worker at once."""
+    ``sim/safety/process.py``), then end this worker at once."""
     for _ in range(_KILL_PASSES):
         for pid in child_pids():
             with contextlib.suppress(ProcessLookupError, PermissionError):

@@ -24,9 +24,9 @@ from ray import exceptions as ray_errors
 
 from llm4cov.exec.base import DEFAULT_RETRIES, SimExecutor, WorkerLost
 from llm4cov.exec.worker import evaluate
-from llm4cov.sim.call import SimCall
 from llm4cov.sim.config import SimConfig, usable_cpus
-from llm4cov.sim.observation import Observation
+from llm4cov.sim.model.call import SimCall
+from llm4cov.sim.model.observation import Observation
 
 _LOST = (ray_errors.WorkerCrashedError, ray_errors.NodeDiedError,
          ray_errors.OutOfMemoryError, ray_errors.LocalRayletDiedError)

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from llm4cov.sim.call import SimCall
 from llm4cov.sim.config import SimConfig
-from llm4cov.sim.observation import Observation
+from llm4cov.sim.model.call import SimCall
+from llm4cov.sim.model.observation import Observation
 
 if TYPE_CHECKING:
     from llm4cov.sim.evaluator import Evaluator

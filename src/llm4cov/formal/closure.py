@@ -46,7 +46,7 @@ from llm4cov.policies.random_stimulus import Stimulus, random_testbench
 from llm4cov.sim.cache import cache_root
 from llm4cov.sim.config import SimConfig
 from llm4cov.sim.evaluator import Evaluator
-from llm4cov.sim.observation import Observation, UncoveredItem, overall_without
+from llm4cov.sim.model.observation import Observation, UncoveredItem, overall_without
 from llm4cov.tasks.hdl import Port, compile_order, search_dirs
 from llm4cov.tasks.model import SourceFile, Task
 

@@ -64,7 +64,7 @@ from llm4cov.formal.tools import FormalTools, find_tools, run_tool
 from llm4cov.policies.random_stimulus import Style
 from llm4cov.sim.config import SimConfig
 from llm4cov.sim.evaluator import Evaluator
-from llm4cov.sim.observation import Observation, UncoveredItem
+from llm4cov.sim.model.observation import Observation, UncoveredItem
 from llm4cov.tasks.model import Task
 
 MAX_MEMORY_WORDS = 4096

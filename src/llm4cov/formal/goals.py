@@ -1,7 +1,7 @@
 """Coverage holes -> formal goals: markers placed in a working copy of the RTL.
 
 Each uncovered item (``Observation.uncovered`` or the whole hole list of
-:func:`llm4cov.sim.coverage.uncovered_items`: file, line, kind and its typed construct,
+:func:`llm4cov.sim.model.coverage.uncovered_items`: file, line, kind and its typed construct,
 ``UncoveredItem.typed``) becomes one or more *goals*, each a labelled immediate check
 placed where the simulator counts the point:
 
@@ -19,10 +19,10 @@ The statement is found with pyslang on each file's own syntax tree (byte offsets
 non-ASCII text is safe). In ``prove`` mode each goal is ``assert (!(COND))``: proving it
 means the point is unreachable. Items that cannot be placed (a ``?:`` arm, an FSM or
 user point, a field of a structured signal) are returned with the reason.
-Goals are built from the typed construct alone (:class:`~llm4cov.sim.construct.Construct`:
+Goals are built from the typed construct alone (:class:`~llm4cov.sim.model.construct.Construct`:
 the line of the ``if`` an arm belongs to, the arm, the expression's terms, the toggled
 signal, bits and direction), never from the item's wording: rewording a miss
-(``sim/wording.py``) changes no goal.
+(``sim/model/wording.py``) changes no goal.
 
 Each file is parsed with the macros it sees (the task's defines, then the
 `` `define``s of the RTL files it `` `include``s, found by name: no include is opened
@@ -42,15 +42,15 @@ from dataclasses import dataclass, field
 import pyslang
 from pyslang import parsing, syntax
 
-from llm4cov.sim.construct import (
+from llm4cov.sim.model.construct import (
     Construct,
     ConstructKind,
     term_condition,
     toggle_bits,
     toggle_directions,
 )
-from llm4cov.sim.metrics import BRANCH, EXPR, LINE, TOGGLE
-from llm4cov.sim.observation import UncoveredItem
+from llm4cov.sim.model.metrics import BRANCH, EXPR, LINE, TOGGLE
+from llm4cov.sim.model.observation import UncoveredItem
 from llm4cov.tasks.hdl import (
     VIRTUAL_ROOT,
     ParseLimitError,
@@ -302,7 +302,7 @@ def _fold_selects(expr: str) -> str:
 
 def branch_condition(item: UncoveredItem) -> str | None:
     """The SystemVerilog condition of an expression-term item, or None when its row was
-    not read (:func:`llm4cov.sim.construct.term_condition` on ``item.typed``; a bit of
+    not read (:func:`llm4cov.sim.model.construct.term_condition` on ``item.typed``; a bit of
     a part-select is folded, ``x[14:6][4]`` -> ``x[10]``)."""
     cond = term_condition(item.typed)
     return _fold_selects(cond) if cond is not None else None

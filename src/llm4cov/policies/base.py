@@ -13,7 +13,7 @@ import asyncio
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from llm4cov.sim.observation import Observation
+from llm4cov.sim.model.observation import Observation
 from llm4cov.tasks.model import Task
 from llm4cov.util.settings import STRICT
 

@@ -29,7 +29,7 @@ from typing import Any
 
 from llm4cov.policies.base import Generation, GenerationRequest
 from llm4cov.policies.random_stimulus import RandomStimulusPolicy, Style
-from llm4cov.sim.observation import UncoveredItem
+from llm4cov.sim.model.observation import UncoveredItem
 
 POLICY_PROVE_BUDGET_S = 20.0
 """Prove budget per analysis (seconds): smaller than the CLI's, the policy runs often."""

@@ -25,7 +25,7 @@ from llm4cov.report.capture import capture
 from llm4cov.report.data import build_report_data
 from llm4cov.report.html import write_html
 from llm4cov.sim.config import SimConfig
-from llm4cov.sim.exclusions import parse_rules
+from llm4cov.sim.model.exclusions import parse_rules
 from llm4cov.tasks.model import Task
 from llm4cov.tasks.names import task_path_part
 

@@ -6,9 +6,9 @@ The Observation carries summaries only, so the annotated reports re-read
 in a fresh folder (:meth:`~llm4cov.sim.evaluator.Evaluator.evaluate_kept`: no result
 cache, so the simulation really runs, and the evaluator's own structure plan), copies
 ``coverage.dat`` out, and removes the work dir unless asked to keep it (``llm4cov
-sim``). A :class:`~llm4cov.sim.call.SimCall` with ``keep_coverage`` does the same in
+sim``). A :class:`~llm4cov.sim.model.call.SimCall` with ``keep_coverage`` does the same in
 the evaluator of an executor's worker: the observation comes back with the run's own
-``coverage.dat`` (:class:`~llm4cov.sim.observation.CoverageData`, compressed, at most
+``coverage.dat`` (:class:`~llm4cov.sim.model.observation.CoverageData`, compressed, at most
 ``COVERAGE_MAX_BYTES`` before compression), so ``llm4cov gen`` builds its reports from
 the round that produced the result, with no second simulation
 (:func:`from_observation`).
@@ -42,13 +42,13 @@ import zlib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from llm4cov.sim import workdirs
+from llm4cov.sim.analysis.structure import TestbenchPlan
 from llm4cov.sim.backends import CoverageFormat, coverage_format
-from llm4cov.sim.call import SimCall
 from llm4cov.sim.config import DEFAULT_BACKEND, SimConfig
-from llm4cov.sim.coverage import DesignModules, Point
-from llm4cov.sim.observation import EndReason, Observation
-from llm4cov.sim.structure import TestbenchPlan
+from llm4cov.sim.model.call import SimCall
+from llm4cov.sim.model.coverage import DesignModules, Point
+from llm4cov.sim.model.observation import EndReason, Observation
+from llm4cov.sim.safety import workdirs
 from llm4cov.tasks.model import Task, is_identifier
 
 TRACE_FORMATS = ("vcd", "fst")

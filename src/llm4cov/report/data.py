@@ -4,14 +4,14 @@ The Observation carries only summaries (per-metric counts, a bounded list of mis
 the annotated reports need every point with its file, line and hit count, so they are
 built from ``coverage.dat`` itself (the run's own: :mod:`llm4cov.report.capture`).
 Only points of the DUT subtree in the repo's RTL files count, exactly as the evaluator
-counts them (:func:`llm4cov.sim.coverage.summarize`); points matched by exclusion rules
+counts them (:func:`llm4cov.sim.model.coverage.summarize`); points matched by exclusion rules
 are kept apart and shown as excluded. Two kinds of misses are shown apart, as URG and
 IMC do, with the headline unchanged and a separate figure each:
 
 - proven unreachable (``UNR``): goals a formal proof showed no run reaches
-  (:class:`llm4cov.sim.exclusions.ProvenUnreachable`);
+  (:class:`llm4cov.sim.model.exclusions.ProvenUnreachable`);
 - parameter-constant: conditions that read only parameters, whose other outcome was
-  seen (:func:`llm4cov.sim.coverage.constant_dead`, ``CoverageReport.constant``).
+  seen (:func:`llm4cov.sim.model.coverage.constant_dead`, ``CoverageReport.constant``).
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from llm4cov.sim.construct import ConstructKind, bit_ranges
-from llm4cov.sim.coverage import (
+from llm4cov.sim.model.construct import ConstructKind, bit_ranges
+from llm4cov.sim.model.coverage import (
     DesignModules,
     Point,
     TypedPoint,
@@ -31,10 +31,10 @@ from llm4cov.sim.coverage import (
     typed_points,
     uncovered_items,
 )
-from llm4cov.sim.exclusions import ProvenUnreachable, Rule, split_points, unreachable_misses
-from llm4cov.sim.feedback_terms import SourceIndex
-from llm4cov.sim.metrics import LINE, REPORT_ORDER, TOGGLE
-from llm4cov.sim.observation import (
+from llm4cov.sim.model.exclusions import ProvenUnreachable, Rule, split_points, unreachable_misses
+from llm4cov.sim.model.feedback_terms import SourceIndex
+from llm4cov.sim.model.metrics import LINE, REPORT_ORDER, TOGGLE
+from llm4cov.sim.model.observation import (
     CoverageReport,
     MetricCoverage,
     UncoveredItem,
@@ -43,7 +43,7 @@ from llm4cov.sim.observation import (
 )
 
 METRIC_ORDER = REPORT_ORDER
-"""The report's metric columns (the code metrics of :data:`llm4cov.sim.metrics.METRICS`)."""
+"""The report's metric columns (the code metrics of :data:`llm4cov.sim.model.metrics.METRICS`)."""
 
 
 @dataclass
@@ -225,9 +225,9 @@ def build_report_data(
     """Gather the report from ``coverage.dat`` points of the whole run.
 
     ``sources`` maps RTL file names (as ``coverage.dat`` writes them) to their text;
-    ``rules`` are exclusion rules (:mod:`llm4cov.sim.exclusions`); ``modules`` (the
+    ``rules`` are exclusion rules (:mod:`llm4cov.sim.model.exclusions`); ``modules`` (the
     plan's) keeps testbench modules out even when their points claim an RTL file or a
-    DUT hierarchy (:func:`llm4cov.sim.coverage.dut_points`, as the evaluator counts);
+    DUT hierarchy (:func:`llm4cov.sim.model.coverage.dut_points`, as the evaluator counts);
     ``proven``: goals proven unreachable (marked UNR); ``tests``: the runs listed.
     """
     mine = dut_points(points, dut_hier, sources.keys(), modules)

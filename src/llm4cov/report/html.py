@@ -24,7 +24,7 @@ from pygments.lexers import SystemVerilogLexer
 from pygments.token import STANDARD_TYPES, _TokenType
 
 from llm4cov.report.data import ReportData, metric_names
-from llm4cov.sim.observation import Observation, overall_percent
+from llm4cov.sim.model.observation import Observation, overall_percent
 
 _ENV = jinja2.Environment(
     loader=jinja2.PackageLoader("llm4cov.report", "templates"),

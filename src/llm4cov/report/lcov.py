@@ -40,10 +40,10 @@ from pathlib import Path
 
 from llm4cov.report.data import line_span
 from llm4cov.sim.backends import CoverageFormat
-from llm4cov.sim.coverage import DesignModules, Point, dut_points
-from llm4cov.sim.exclusions import Rule, split_points
-from llm4cov.sim.feedback_terms import SourceIndex
-from llm4cov.sim.metrics import LCOV_RECORDS, UCIS_BINS
+from llm4cov.sim.model.coverage import DesignModules, Point, dut_points
+from llm4cov.sim.model.exclusions import Rule, split_points
+from llm4cov.sim.model.feedback_terms import SourceIndex
+from llm4cov.sim.model.metrics import LCOV_RECORDS, UCIS_BINS
 
 _ELSE_ARMS = ("else", "cond_else")
 _NOT_IN_TEST_NAME = re.compile(r"[^A-Za-z0-9_.-]")
@@ -82,7 +82,7 @@ def lcov_text(
 ) -> str:
     """The LCOV tracefile text; ``source_paths`` maps each RTL file name to the path
     written in its ``SF:`` record (genhtml reads the source from there). The points
-    are the DUT's as the evaluator counts them (:func:`llm4cov.sim.coverage.dut_points`
+    are the DUT's as the evaluator counts them (:func:`llm4cov.sim.model.coverage.dut_points`
     with ``modules``); ``test_name`` goes through :func:`lcov_test_name`.
 
     Raises:

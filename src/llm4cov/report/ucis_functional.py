@@ -1,7 +1,7 @@
 """Covergroup bins in UCIS XML, which pyucis's Verilator reader leaves out.
 
 pyucis reads functional coverage only from the ``v_funccov`` pages of older Verilator
-builds; Verilator >= 5.050 writes ``v_covergroup`` (:mod:`llm4cov.sim.functional`), so
+builds; Verilator >= 5.050 writes ``v_covergroup`` (:mod:`llm4cov.sim.model.functional`), so
 this adds them to pyucis's database before it is written: one instance scope per
 covergroup, named after it (pyucis's own convention for Verilator's type coverage),
 holding the covergroup, one coverpoint per coverpoint or cross (coverage.dat does not
@@ -20,8 +20,8 @@ from ucis.cover_type_t import CoverTypeT
 from ucis.scope_type_t import ScopeTypeT
 from ucis.source_info import SourceInfo
 
-from llm4cov.sim.coverage import Point
-from llm4cov.sim.functional import FUNCTIONAL_METRIC, covergroup_name
+from llm4cov.sim.model.coverage import Point
+from llm4cov.sim.model.functional import FUNCTIONAL_METRIC, covergroup_name
 
 _KINDS = {"": CoverTypeT.CVGBIN, "ignore": CoverTypeT.IGNOREBIN,
           "illegal": CoverTypeT.ILLEGALBIN}

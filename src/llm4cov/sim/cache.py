@@ -40,7 +40,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from llm4cov.sim.config import SPEED_ONLY_FIELDS, SimConfig
-from llm4cov.sim.observation import SCHEMA_VERSION, EndReason, Observation, Status
+from llm4cov.sim.model.observation import SCHEMA_VERSION, EndReason, Observation, Status
 from llm4cov.tasks.model import SourceFile, Task
 
 log = logging.getLogger(__name__)

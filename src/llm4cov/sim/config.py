@@ -54,7 +54,7 @@ class SimConfig:
     again serially, :mod:`~llm4cov.sim.backends.verilator.build`): below
     ``compile_timeout_s``, so an elaboration that explodes is stopped by it,
     ``rejected`` and cached like any verdict (a wall-clock timeout is not). Kept by
-    polling the step's process tree (:mod:`~llm4cov.sim.process`)."""
+    polling the step's process tree (:mod:`~llm4cov.sim.safety.process`)."""
     build_memory_bytes: int = 8 * 1024**3
     """Resident memory of all the build's processes together; past it: ``rejected``."""
     build_processes: int = 256
@@ -111,7 +111,7 @@ class SimConfig:
     once (its fast- and slow-path files) instead of Verilator's one ``__ALL.cpp``."""
     sandbox: bool = True
     """Build and run every simulation in the OS sandbox (bubblewrap,
-    :mod:`~llm4cov.sim.isolation`). False (``--no-sandbox``) is for trusted testbenches
+    :mod:`~llm4cov.sim.safety.isolation`). False (``--no-sandbox``) is for trusted testbenches
     only; every observation then says so in a note."""
     static_check: bool = True
     """Reject unsafe testbench text before compiling (``static_check.py``). False only for
@@ -121,7 +121,7 @@ class SimConfig:
     compiling (``stimulus_only.py``, ``docs/stimulus.md``): the score is the stimulus's
     own. False scores such a testbench anyway (a legacy testbench, studied by hand)."""
     exclusions: tuple[str, ...] = ()
-    """Coverage exclusion rules, one per entry (:mod:`~llm4cov.sim.exclusions`, the
+    """Coverage exclusion rules, one per entry (:mod:`~llm4cov.sim.model.exclusions`, the
     ``--exclude FILE`` format): matching points are left out of every count and reported
     in a note as excluded."""
 

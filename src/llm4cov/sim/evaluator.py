@@ -1,10 +1,10 @@
 """The deterministic evaluator ``Sim(repo, testbench) -> Observation``.
 
-One call (a :class:`~llm4cov.sim.call.SimCall`): result-cache lookup (``cache.py``) ->
+One call (a :class:`~llm4cov.sim.model.call.SimCall`): result-cache lookup (``cache.py``) ->
 static safety checks -> structure checks (testbench top, DUT instance; on Verilator's
-own preprocessed view of the sources, :class:`~llm4cov.sim.static_check.Preprocessed`) ->
+own preprocessed view of the sources, :class:`~llm4cov.sim.safety.static_check.Preprocessed`) ->
 in a fresh temporary work dir (the repo's, aux and testbench files in its sources
-folder, :mod:`~llm4cov.sim.workdirs`): the pyslang pre-check (``precheck.py``) ->
+folder, :mod:`~llm4cov.sim.safety.workdirs`): the pyslang pre-check (``precheck.py``) ->
 source rewrites, checked again when they changed the testbench or the RTL -> the
 simulator backend's build (``sim/backends/``; Verilator by default: ``--cc --exe
 --timing`` with our driver main, then make; bounded in CPU, memory and processes per
@@ -36,8 +36,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 
-from llm4cov.sim import coverage as cov
-from llm4cov.sim import fidelity, hints, isolation, precheck, rtl_check, stimulus_only, workdirs
+from llm4cov.sim.analysis import fidelity, hints, rtl_check
+from llm4cov.sim.analysis.instances import plan_per_instance
+from llm4cov.sim.analysis.structure import StructureError, TestbenchPlan, plan_testbench
 from llm4cov.sim.backends import (
     CoverageFormat,
     SimBackend,
@@ -47,18 +48,23 @@ from llm4cov.sim.backends import (
     preprocessor,
 )
 from llm4cov.sim.cache import ResultCache, cache_root, cacheable, result_key
-from llm4cov.sim.call import SimCall
 from llm4cov.sim.config import SimConfig
-from llm4cov.sim.exclusions import excluded_note, parse_rules, split_points
-from llm4cov.sim.feedback_terms import sim_time_text
-from llm4cov.sim.functional import functional_coverage
-from llm4cov.sim.instances import plan_per_instance
 from llm4cov.sim.logs import bound, clean_build_log, scrub_paths
-from llm4cov.sim.observation import CoverageData, EndReason, Observation, Status
-from llm4cov.sim.process import BOUND_NAMES, ProcessResult
-from llm4cov.sim.static_check import Inspection, Preprocessed, inspect_testbench, new_findings
-from llm4cov.sim.structure import StructureError, TestbenchPlan, plan_testbench
-from llm4cov.sim.vlex import SourceMap
+from llm4cov.sim.model import coverage as cov
+from llm4cov.sim.model.call import SimCall
+from llm4cov.sim.model.exclusions import excluded_note, parse_rules, split_points
+from llm4cov.sim.model.feedback_terms import sim_time_text
+from llm4cov.sim.model.functional import functional_coverage
+from llm4cov.sim.model.observation import CoverageData, EndReason, Observation, Status
+from llm4cov.sim.safety import isolation, precheck, stimulus_only, workdirs
+from llm4cov.sim.safety.process import BOUND_NAMES, ProcessResult
+from llm4cov.sim.safety.static_check import (
+    Inspection,
+    Preprocessed,
+    inspect_testbench,
+    new_findings,
+)
+from llm4cov.sim.safety.vlex import SourceMap
 from llm4cov.tasks.hdl import COMPILED_SUFFIXES, ParseLimitError, search_dirs
 from llm4cov.tasks.model import SourceFile, Task
 from llm4cov.tasks.names import RESERVED_PREFIX, name_errors, unsafe_chars
@@ -227,7 +233,7 @@ class Evaluator:
                 ) -> Inspection:
         """The static check of ``tb`` (reasons; empty when ``SimConfig.static_check`` is
         off) and Verilator's view of the sources, as :meth:`evaluate_call` runs it
-        (``guard``: :func:`~llm4cov.sim.static_check.inspect_testbench`'s)."""
+        (``guard``: :func:`~llm4cov.sim.safety.static_check.inspect_testbench`'s)."""
         inspection = inspect_testbench(
             tb.content, tb.name, task, preprocessor=preprocessor(self.backend, task, tb),
             aux_files=list(aux), workdir_root=self.config.workdir_root,
@@ -311,7 +317,7 @@ class Evaluator:
     def _dut_writes(self, task: Task, tb: SourceFile, plan: TestbenchPlan,
                     view: Preprocessed | None) -> list[str]:
         """Why the testbench's coverage would not be its stimulus's own
-        (:func:`~llm4cov.sim.stimulus_only.check`, on Verilator's view of the sources);
+        (:func:`~llm4cov.sim.safety.stimulus_only.check`, on Verilator's view of the sources);
         empty when it is, or when ``SimConfig.stimulus_only`` is off."""
         if not self.config.stimulus_only:
             return []
@@ -324,12 +330,12 @@ class Evaluator:
         except ParseLimitError as exc:
             return [str(exc)]
 
-    # -- fidelity notes (issue 45; sim/fidelity.py, docs/fidelity.md) ------------------
+    # -- fidelity notes (issue 45; sim/analysis/fidelity.py, docs/fidelity.md) ------------------
 
     def _fidelity_noted(self, obs: Observation, task: Task, tb: SourceFile,
                         plan: TestbenchPlan, view: Preprocessed | None) -> Observation:
         """``obs`` of a run, with a note per DUT input whose time-0 edge Verilator's
-        two-state start removes (:func:`~llm4cov.sim.fidelity.time0_edge_notes`, on the
+        two-state start removes (:func:`~llm4cov.sim.analysis.fidelity.time0_edge_notes`, on the
         view the other checks read); the run itself is unchanged. Best effort: a parse
         problem never breaks a call."""
         if obs.end_reason is EndReason.NOT_RUN:
@@ -373,7 +379,7 @@ class Evaluator:
     def _pyslang(self, task: Task, tb: SourceFile, plan: TestbenchPlan,
                  workdir: Path) -> list[precheck.Finding]:
         """Every error pyslang reports for ``tb`` with the RTL
-        (:func:`~llm4cov.sim.precheck.diagnose`); none if pyslang itself fails."""
+        (:func:`~llm4cov.sim.safety.precheck.diagnose`); none if pyslang itself fails."""
         src = workdirs.sources(workdir)
         dirs = [src / d for d in search_dirs(task.rtl_files, task.include_dirs)]
         try:

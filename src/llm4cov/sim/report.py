@@ -10,8 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from llm4cov.sim.functional import FunctionalCoverage, shown
-from llm4cov.sim.observation import Observation, UncoveredItem, overall_percent, overall_without
+from llm4cov.sim.model.functional import FunctionalCoverage, shown
+from llm4cov.sim.model.observation import (
+    Observation,
+    UncoveredItem,
+    overall_percent,
+    overall_without,
+)
 from llm4cov.tasks.model import Task
 from llm4cov.util.escape import md_block, md_code, md_text
 

@@ -38,8 +38,8 @@ from llm4cov.agent.prompt import syntax_rules
 from llm4cov.agent.response import extract_testbench
 from llm4cov.policies.base import GenerationRequest, Policy, SamplingParams, agenerate
 from llm4cov.policies.random_stimulus import random_testbench
-from llm4cov.sim.call import Simulate
-from llm4cov.sim.observation import Observation, Status
+from llm4cov.sim.model.call import Simulate
+from llm4cov.sim.model.observation import Observation, Status
 from llm4cov.synth.chat import policy_state, state_messages
 from llm4cov.synth.config import SynthConfig, to_mapping
 from llm4cov.synth.contamination import ContaminationIndex

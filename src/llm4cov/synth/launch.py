@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from llm4cov.policies.base import Policy
-from llm4cov.sim.call import Simulate
+from llm4cov.sim.model.call import Simulate
 from llm4cov.synth.config import SynthConfig, TraceType
 from llm4cov.synth.contamination import ContaminationIndex
 from llm4cov.synth.engine import SynthRun

@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from llm4cov.sim.observation import Observation
+from llm4cov.sim.model.observation import Observation
 from llm4cov.synth.config import TraceType
 from llm4cov.tasks.model import Task
 

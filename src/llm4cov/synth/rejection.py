@@ -10,7 +10,7 @@ percentage point (e.g. 0.15 - 0.14 = 0.00999...) passes ``tau_delta = 0.01``.
 
 from __future__ import annotations
 
-from llm4cov.sim.observation import Observation
+from llm4cov.sim.model.observation import Observation
 from llm4cov.synth.config import RejectionConfig
 from llm4cov.synth.records import Verdict
 

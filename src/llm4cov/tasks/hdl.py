@@ -120,7 +120,7 @@ def parse_tree(
     source manager, a virtual path): an untrusted text cannot make the parser read a
     file of the machine it runs on. Macros are expanded (unbounded: an untrusted text
     that uses the preprocessor is parsed in a bounded child first,
-    :mod:`llm4cov.sim.ppguard`, or in one, :mod:`llm4cov.bench.answer_checks`). Trees
+    :mod:`llm4cov.sim.safety.ppguard`, or in one, :mod:`llm4cov.bench.answer_checks`). Trees
     that go into one compilation must share ``source_manager`` (from
     :func:`isolated_source_manager`).
 
@@ -439,7 +439,7 @@ def compiled(files: Sequence[SourceFile], dirs: Sequence[str], predefines: Seque
              version: pyslang.LanguageVersion | None = None) -> Design:
     """:func:`parse_design` with the search ``dirs`` and ``predefines`` as given (and a
     language ``version``), checked with the include rule but not for bounds: for
-    :func:`parse_design` and the bounded child (:mod:`llm4cov.sim.ppguard`).
+    :func:`parse_design` and the bounded child (:mod:`llm4cov.sim.safety.ppguard`).
 
     Raises:
         UnsafeIncludeError: a text breaks the include rule.
@@ -518,7 +518,7 @@ def check_bounded_many(sets: Sequence[tuple[Sequence[SourceFile], Sequence[str],
                        ) -> None:
     """:func:`check_bounded` for many RTL sets ``(files, dirs, defines, compile_files)``
     at once: one child for every set not checked yet (each parse of a set with 10 CPU
-    seconds and 512 MiB, in the OS sandbox where it runs; :mod:`llm4cov.sim.ppguard`).
+    seconds and 512 MiB, in the OS sandbox where it runs; :mod:`llm4cov.sim.safety.ppguard`).
 
     Raises:
         ParseBoundError: for the first set whose parse went past its bounds.
@@ -529,7 +529,7 @@ def check_bounded_many(sets: Sequence[tuple[Sequence[SourceFile], Sequence[str],
         if found is not None and found[0] not in _BOUNDED:
             todo.setdefault(*found)
     if todo:
-        from llm4cov.sim.ppguard import rtl_bounds  # runs a child: sim's machinery
+        from llm4cov.sim.safety.ppguard import rtl_bounds  # runs a child: sim's machinery
 
         for key, why in zip(todo, rtl_bounds(list(todo.values())), strict=True):
             _BOUNDED[key] = why

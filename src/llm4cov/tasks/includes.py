@@ -10,7 +10,7 @@ So every in-process parse is one of two kinds:
   RTL files for their syntax): an include depth of 0, so pyslang never opens a file;
 - a compilation that must resolve includes (the RTL with its include dirs,
   :func:`llm4cov.tasks.hdl.parse_design`; the pre-check,
-  :func:`llm4cov.sim.precheck.diagnose`): every text it may read is first checked
+  :func:`llm4cov.sim.safety.precheck.diagnose`): every text it may read is first checked
   with :func:`problems`, and a text that breaks the rule is never parsed there.
 
 The rule, on every preprocessor branch at once (the text is lexed with pyslang's own

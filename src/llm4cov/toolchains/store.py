@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from llm4cov.sim.host import ToolchainError
+from llm4cov.sim.safety.host import ToolchainError
 from llm4cov.toolchains.registry import ToolchainSpec
 from llm4cov.util.fetched import FetchedStore
 

@@ -10,7 +10,7 @@ import subprocess
 from pathlib import Path
 
 from llm4cov.sim.backends.verilator.toolchain import Toolchain, find_toolchain
-from llm4cov.sim.host import ToolchainError
+from llm4cov.sim.safety.host import ToolchainError
 from llm4cov.toolchains.registry import toolchain_spec
 from llm4cov.toolchains.store import installed_paths, toolchain_dir
 

@@ -18,7 +18,7 @@ from llm4cov.sim.backends.base import (
     SimBackend,
 )
 from llm4cov.sim.config import DEFAULT_BACKEND, SimConfig
-from llm4cov.sim.static_check import Preprocessor
+from llm4cov.sim.safety.static_check import Preprocessor
 from llm4cov.tasks.model import SourceFile, Task
 
 BackendFactory = Callable[[SimConfig], SimBackend]

@@ -8,10 +8,10 @@ driver leaves, its coverage file, and a pure classification of a run into
 ``(Status, EndReason, notes)``.
 
 A backend must run every build and run step in the OS sandbox
-(:mod:`llm4cov.sim.isolation`) when ``SimConfig.sandbox`` is on, and its
+(:mod:`llm4cov.sim.safety.isolation`) when ``SimConfig.sandbox`` is on, and its
 :meth:`SimBackend.preprocess_command` must preprocess exactly as its build does (the
 static check runs it). The repo's, aux and testbench files are in the work dir's
-sources folder (:func:`llm4cov.sim.workdirs.sources`), the compiler's and the
+sources folder (:func:`llm4cov.sim.safety.workdirs.sources`), the compiler's and the
 simulation's working directory; the backend's own files go beside it, where no repo
 file name can reach.
 """
@@ -23,11 +23,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from llm4cov.sim.coverage import Point
-from llm4cov.sim.observation import EndReason, Status
-from llm4cov.sim.process import ProcessResult, Sandbox
-from llm4cov.sim.static_check import PreprocessMessages
-from llm4cov.sim.structure import TestbenchPlan
+from llm4cov.sim.analysis.structure import TestbenchPlan
+from llm4cov.sim.model.coverage import Point
+from llm4cov.sim.model.observation import EndReason, Status
+from llm4cov.sim.safety.process import ProcessResult, Sandbox
+from llm4cov.sim.safety.static_check import PreprocessMessages
 from llm4cov.tasks.model import SourceFile, Task
 
 
@@ -39,7 +39,7 @@ class Capabilities:
 
     native_per_instance: bool = False
     """The simulator keeps every instance's coverage apart by itself; otherwise the
-    evaluator elaborates one module copy per instance (``sim/instances.py``)."""
+    evaluator elaborates one module copy per instance (``sim/analysis/instances.py``)."""
     functional_coverage: bool = False
     """Testbench covergroups are counted (points of metric ``covergroup``)."""
     fsm_coverage: bool = False
@@ -58,7 +58,7 @@ class Capabilities:
 class CoverageFormat:
     """A backend's coverage file as the reports read it, with no toolchain needed
     (``report/capture.py``, ``report/lcov.py``): a kept work dir's file or an
-    observation's :class:`~llm4cov.sim.observation.CoverageData`. Registered with the
+    observation's :class:`~llm4cov.sim.model.observation.CoverageData`. Registered with the
     backend (:func:`llm4cov.sim.backends.register_backend`)."""
 
     kept_name: str
@@ -66,7 +66,8 @@ class CoverageFormat:
     max_bytes: int
     """The largest coverage file read, bytes (a larger one is not read; a note says so)."""
     read: Callable[[Path], list[Point]]
-    """The file's coverage points (the neutral model, :class:`~llm4cov.sim.coverage.Point`)."""
+    """The file's coverage points (the neutral model,
+    :class:`~llm4cov.sim.model.coverage.Point`)."""
     ucis_format: str | None = None
     """The pyucis format (``FormatRgy``) that reads the file for the UCIS XML export;
     None: the backend has no UCIS export."""

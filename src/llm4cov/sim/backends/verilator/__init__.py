@@ -17,7 +17,7 @@ import secrets
 import shutil
 from pathlib import Path
 
-from llm4cov.sim import coverage as cov
+from llm4cov.sim.analysis.structure import TestbenchPlan, always_without_timing, stop_sites
 from llm4cov.sim.backends.base import RunOutcome
 from llm4cov.sim.backends.verilator import failures
 from llm4cov.sim.backends.verilator.artifacts import ArtifactStore, compiler_version
@@ -38,11 +38,11 @@ from llm4cov.sim.backends.verilator.versions import PINNED, VerilatorBuild
 from llm4cov.sim.cache import BUILD_DIR, cache_root, evict_build_store
 from llm4cov.sim.config import SimConfig
 from llm4cov.sim.logs import scrub_paths
-from llm4cov.sim.metrics import opt_in_flags, verilator_flags
-from llm4cov.sim.observation import EndReason, Status
-from llm4cov.sim.process import Limits, ProcessResult, Sandbox, run_limited
-from llm4cov.sim.structure import TestbenchPlan, always_without_timing, stop_sites
-from llm4cov.sim.workdirs import sources
+from llm4cov.sim.model import coverage as cov
+from llm4cov.sim.model.metrics import opt_in_flags, verilator_flags
+from llm4cov.sim.model.observation import EndReason, Status
+from llm4cov.sim.safety.process import Limits, ProcessResult, Sandbox, run_limited
+from llm4cov.sim.safety.workdirs import sources
 from llm4cov.tasks.hdl import compile_order, define_args, module_parameters, search_dirs
 from llm4cov.tasks.model import SourceFile, Task
 

@@ -52,8 +52,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from llm4cov.sim import workdirs
-from llm4cov.sim.process import Limits, Sandbox, run_limited
+from llm4cov.sim.safety import workdirs
+from llm4cov.sim.safety.process import Limits, Sandbox, run_limited
 from llm4cov.util.hashing import sha256_file
 
 log = logging.getLogger(__name__)

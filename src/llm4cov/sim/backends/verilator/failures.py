@@ -14,8 +14,8 @@ from collections.abc import Iterable
 
 from pyslang import parsing, syntax
 
+from llm4cov.sim.analysis.hints import syntax_nodes
 from llm4cov.sim.backends.base import PreprocessMessages
-from llm4cov.sim.hints import syntax_nodes
 from llm4cov.tasks.hdl import parse_tree
 from llm4cov.tasks.model import SourceFile
 

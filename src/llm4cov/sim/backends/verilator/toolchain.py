@@ -18,7 +18,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from llm4cov.sim.host import ToolchainError, host_env
+from llm4cov.sim.safety.host import ToolchainError, host_env
 
 
 @dataclass(frozen=True)

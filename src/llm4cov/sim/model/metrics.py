@@ -10,8 +10,8 @@ missed point's phrase (``never executed``). The table's order is the reports' co
 order.
 
 Adding a metric: one row here, the reader's mapping of its points to a typed construct
-(:meth:`llm4cov.sim.feedback_terms.SourceIndex.construct`; a named point needs none)
-and, for a construct of its own, one phrase (:func:`llm4cov.sim.feedback_terms.render`).
+(:meth:`llm4cov.sim.model.feedback_terms.SourceIndex.construct`; a named point needs none)
+and, for a construct of its own, one phrase (:func:`llm4cov.sim.model.feedback_terms.render`).
 """
 
 from __future__ import annotations
@@ -29,10 +29,10 @@ class Metric:
       starts with ``tag`` is this metric (``fsm_state``, ``fsm_arc``);
     - ``overall``: enters ``overall`` when it has points (IMC "Overall Average");
     - ``code``: a point of the DUT's code (counted per instance, listed as a miss);
-      False for the testbench's covergroup bins (:mod:`llm4cov.sim.functional`);
-    - ``excludable``: an exclusion rule may name it (:mod:`llm4cov.sim.exclusions`);
+      False for the testbench's covergroup bins (:mod:`llm4cov.sim.model.functional`);
+    - ``excludable``: an exclusion rule may name it (:mod:`llm4cov.sim.model.exclusions`);
     - ``conditional``: its points are outcomes of a condition that may read only
-      parameters (:func:`llm4cov.sim.coverage.constant_dead`);
+      parameters (:func:`llm4cov.sim.model.coverage.constant_dead`);
     - ``feedback_rank``: its place in the feedback list (lower first);
     - ``verilator_flag``: the Verilator option that makes its points (None: another
       row's or none); ``opt_in``: only when asked for (``SimConfig.fsm_coverage``);

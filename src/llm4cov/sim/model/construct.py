@@ -2,17 +2,17 @@
 
 A simulator names its points by its own internal construct (Verilator: ``elsif``,
 ``cond_then``, ``((timer == 4'h9)==1) => 1``, ``q[3]:0->1``);
-:meth:`llm4cov.sim.feedback_terms.SourceIndex.construct` maps each point to the RTL
+:meth:`llm4cov.sim.model.feedback_terms.SourceIndex.construct` maps each point to the RTL
 construct it counts, a :class:`Construct`: an arm of an ``if``, a ``case`` item, an arm
 of a ``?:``, a block, a term of an expression, a toggle of a signal's bits, an FSM
 state or arc, a named point (a ``cover property``), a covergroup bin. Every consumer
 that needs to know what a miss *is* reads these fields (formal goals, the
 parameter-constant flag); the wording of a miss (``UncoveredItem.detail``) is rendered
-from them in one place (:func:`llm4cov.sim.feedback_terms.render`) and read by no
+from them in one place (:func:`llm4cov.sim.model.feedback_terms.render`) and read by no
 program.
 
-This module is light (no parser): :mod:`llm4cov.sim.observation` stores a construct in
-every :class:`~llm4cov.sim.observation.UncoveredItem`.
+This module is light (no parser): :mod:`llm4cov.sim.model.observation` stores a construct in
+every :class:`~llm4cov.sim.model.observation.UncoveredItem`.
 """
 
 from __future__ import annotations
@@ -112,7 +112,7 @@ class Construct(BaseModel):
     direction: str = ""
     """``0->1`` or ``1->0``; empty: both."""
     from_text: bool = False
-    """Read back from a wording (:func:`llm4cov.sim.wording.read_detail`): an item
+    """Read back from a wording (:func:`llm4cov.sim.model.wording.read_detail`): an item
     written by hand or stored before items carried their construct."""
 
     @model_serializer(mode="wrap")

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from pyslang import parsing, syntax
 
-from llm4cov.sim.static_check import guard_pyslang, unsafe_path
+from llm4cov.sim.safety.static_check import guard_pyslang, unsafe_path
 from llm4cov.tasks.hdl import ParseLimitError, parse_tree
 from llm4cov.tasks.loaders import files_below
 from llm4cov.tasks.model import SourceFile
@@ -25,7 +25,7 @@ _SK = syntax.SyntaxKind
 
 
 def rtl_error_note(where: str, first_error: str, count: int) -> str:
-    """The feedback when the design itself does not compile (``sim/rtl_check.py``):
+    """The feedback when the design itself does not compile (``sim/analysis/rtl_check.py``):
     ``where`` is the RTL ``file:line`` of ``first_error``, the first of ``count``
     errors of the RTL compiled alone."""
     return (f"the design does not compile: the RTL fails with the simulator on its own, "

@@ -13,7 +13,7 @@ on with the next one, so one bad item is all that is lost. The child side is
 
 Users: the bench's answer checks (:mod:`llm4cov.bench.answer_checks`) and the RTL's
 in-process views (:func:`llm4cov.tasks.hdl.check_bounded`, run by
-:mod:`llm4cov.sim.ppguard`).
+:mod:`llm4cov.sim.safety.ppguard`).
 """
 
 from __future__ import annotations
@@ -28,9 +28,9 @@ from pathlib import Path
 from typing import Any, TextIO
 
 import llm4cov
-from llm4cov.sim import isolation, workdirs
-from llm4cov.sim.host import host_env
-from llm4cov.sim.process import Limits, Sandbox, run_limited
+from llm4cov.sim.safety import isolation, workdirs
+from llm4cov.sim.safety.host import host_env
+from llm4cov.sim.safety.process import Limits, Sandbox, run_limited
 
 log = logging.getLogger(__name__)
 

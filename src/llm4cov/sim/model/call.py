@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from llm4cov.sim.observation import Observation
+from llm4cov.sim.model.observation import Observation
 from llm4cov.tasks.model import SourceFile, Task
 
 Simulate = Callable[[Task, str], Awaitable[Observation]]

@@ -15,9 +15,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from llm4cov.sim import hints
-from llm4cov.sim.call import Simulate
-from llm4cov.sim.observation import Observation, Status
+from llm4cov.sim.analysis import hints
+from llm4cov.sim.model.call import Simulate
+from llm4cov.sim.model.observation import Observation, Status
 from llm4cov.tasks.model import Task, TaskError
 
 _ERROR = re.compile(r"%Error(?:-[A-Z0-9_]+)?: (?P<file>[^:\s][^:]*):(?P<line>\d+):")
@@ -54,7 +54,7 @@ def instantiation_testbench(task: Task) -> str:
 
 
 def blame(obs: Observation, task: Task, rtl_alone: Callable[[Task], list[str]]) -> Observation:
-    """``obs``, marked ``rtl_error`` with :func:`~llm4cov.sim.hints.rtl_error_note` first
+    """``obs``, marked ``rtl_error`` with :func:`~llm4cov.sim.analysis.hints.rtl_error_note` first
     among its notes when every located error lies in the RTL files and the RTL fails on
     its own too (``rtl_alone(task)``: :func:`rtl_error_lines` of the
     :func:`instantiation_testbench`, asked only then)."""

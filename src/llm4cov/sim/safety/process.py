@@ -5,7 +5,7 @@ every process the child started first gets SIGTERM (the simulation driver then w
 its coverage), then the whole process group SIGKILL after ``grace_s``. The child is
 also killed when the process that started it dies (``PR_SET_PDEATHSIG`` on Linux).
 
-With a :class:`Sandbox` the command runs under bubblewrap (:mod:`llm4cov.sim.isolation`);
+With a :class:`Sandbox` the command runs under bubblewrap (:mod:`llm4cov.sim.safety.isolation`);
 the sandbox's own monitor process is then spared the SIGTERM (it would take the
 sandbox down before the simulation could write its coverage). ``record_env`` gives
 the child an inherited pipe for a structured record (the simulation's end record): its
@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from llm4cov.sim import isolation
+from llm4cov.sim.safety import isolation
 from llm4cov.util.procs import child_pids
 
 #: What a ``ProcessResult.exceeded`` bound is, for messages.
@@ -72,9 +72,9 @@ class Limits:
 @dataclass(frozen=True)
 class Sandbox:
     """Where a sandboxed command may read and write besides its work dir (the
-    ``workdir`` of :func:`run_limited`); see :func:`llm4cov.sim.isolation.wrap` for the
+    ``workdir`` of :func:`run_limited`); see :func:`llm4cov.sim.safety.isolation.wrap` for the
     fields. ``env_keys``: the caller's own variables the command gets besides the
-    allowlisted ones (:func:`llm4cov.sim.isolation.sandbox_env`); any other variable of
+    allowlisted ones (:func:`llm4cov.sim.safety.isolation.sandbox_env`); any other variable of
     the ``env`` given is dropped."""
 
     readonly: Sequence[Path] = ()
@@ -346,7 +346,7 @@ def run_limited(
     ``workdir`` (default ``cwd``, which lies in it): the dir the command works in. With
     ``sandbox``, ``cmd`` runs under bubblewrap with ``workdir`` as its only writable
     dir besides ``sandbox.writable`` and with the allowlisted part of ``env``
-    (:func:`llm4cov.sim.isolation.sandbox_env`); a death by signal N is reported as
+    (:func:`llm4cov.sim.safety.isolation.sandbox_env`); a death by signal N is reported as
     ``returncode == -N`` as without it. ``Limits.dir_bytes`` bounds what the command
     adds under ``workdir``.
 

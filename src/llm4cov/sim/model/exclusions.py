@@ -34,12 +34,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, TypeVar
 
-from llm4cov.sim.feedback_terms import SourceIndex
-from llm4cov.sim.metrics import EXCLUDABLE, TOGGLE
+from llm4cov.sim.model.feedback_terms import SourceIndex
+from llm4cov.sim.model.metrics import EXCLUDABLE, TOGGLE
 
 METRICS = EXCLUDABLE
 """The metric names a rule may end with (the excludable rows of
-:data:`llm4cov.sim.metrics.METRICS`)."""
+:data:`llm4cov.sim.model.metrics.METRICS`)."""
 _LINES = re.compile(r"^(?P<file>[^:\s]+):(?P<first>\d+)(?:-(?P<last>\d+))?$")
 
 
@@ -60,7 +60,7 @@ class _PointLike(Protocol):
     def hier(self) -> str: ...
 
 
-class _Worded(_PointLike, Protocol):  # llm4cov.sim.coverage.Point
+class _Worded(_PointLike, Protocol):  # llm4cov.sim.model.coverage.Point
     """What a proof's match reads of a point besides :class:`_PointLike`'s fields."""
 
     @property
@@ -87,7 +87,7 @@ class Rule:
     metrics: frozenset[str] = frozenset()
 
     def matches(self, point: _PointLike) -> bool:
-        """True when ``point`` (a :class:`~llm4cov.sim.coverage.Point`) is excluded."""
+        """True when ``point`` (a :class:`~llm4cov.sim.model.coverage.Point`) is excluded."""
         if self.metrics and point.metric not in self.metrics:
             return False
         if self.hier:
@@ -206,7 +206,7 @@ class ProvenUnreachable:
 
     def matches(self, point: _Worded, line: int, detail: str) -> bool:
         """True when ``point`` is this goal's point; ``line`` and ``detail`` are the
-        point's own line and wording (:meth:`llm4cov.sim.feedback_terms.SourceIndex.phrase`).
+        point's own line and wording (:meth:`llm4cov.sim.model.feedback_terms.SourceIndex.phrase`).
         A toggle goal ``q[3] 0->1`` is the point ``q[3]:0->1`` at the item's line."""
         if (point.metric, point.file) != (self.metric, self.file):
             return False

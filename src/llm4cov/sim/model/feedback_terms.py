@@ -4,10 +4,10 @@ Verilator names points by its internal construct (``'elsif'``, ``'cond_then'``,
 ``((timer == 4'h9)==1) => 1``) and gives an ``else`` the line of its ``if``. This
 module maps each point back to the RTL construct with pyslang (syntax only, no
 elaboration): :meth:`SourceIndex.construct` gives its typed
-:class:`~llm4cov.sim.construct.Construct` (an ``if`` arm with its condition, a ``case``
+:class:`~llm4cov.sim.model.construct.Construct` (an ``if`` arm with its condition, a ``case``
 item with its label, a ``?:`` arm, an expression term with its terms, a toggle bit,
 ...) and the item's own line; :meth:`SourceIndex.phrase` words it through the phrase
-table (:func:`llm4cov.sim.wording.render`), e.g. ``then branch of the if at
+table (:func:`llm4cov.sim.model.wording.render`), e.g. ``then branch of the if at
 uart_tx.v:89 never taken``.
 
 Verilator's point naming (observed on the pinned 5.049 build, ``tests/test_feedback_terms.py``):
@@ -19,7 +19,7 @@ the first token of a one-term expression).
 
 A condition whose identifiers are all parameters (``if (MODE == 1)``) is constant once
 the design is elaborated, so one of its branches can never be taken: such constructs
-are ``param_only`` and their wording ends with :data:`~llm4cov.sim.wording.CONSTANT_NOTE`
+are ``param_only`` and their wording ends with :data:`~llm4cov.sim.model.wording.CONSTANT_NOTE`
 - a known source of false holes.
 """
 
@@ -33,10 +33,10 @@ from dataclasses import dataclass
 import pyslang
 from pyslang import syntax
 
-from llm4cov.sim.construct import TOGGLE_POINT, Construct, strip_parens
-from llm4cov.sim.construct import ConstructKind as Kind
-from llm4cov.sim.metrics import BRANCH, COVERGROUP, EXPR, FSM, LINE, TOGGLE
-from llm4cov.sim.wording import CONSTANT_NOTE, Phrase, render
+from llm4cov.sim.model.construct import TOGGLE_POINT, Construct, strip_parens
+from llm4cov.sim.model.construct import ConstructKind as Kind
+from llm4cov.sim.model.metrics import BRANCH, COVERGROUP, EXPR, FSM, LINE, TOGGLE
+from llm4cov.sim.model.wording import CONSTANT_NOTE, Phrase, render
 from llm4cov.tasks.hdl import parse_tree
 
 __all__ = ["CONSTANT_NOTE", "Phrase", "SourceIndex", "design_time_unit", "render",

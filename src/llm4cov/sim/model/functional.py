@@ -5,7 +5,7 @@ point of metric :data:`FUNCTIONAL_METRIC` (Verilator >= 5.050: ``t=covergroup``,
 ``v_covergroup/<covergroup>``, hierarchy ``<covergroup>.<coverpoint or cross>.<bin>``;
 a covergroup declared in a class is named ``__vlAnonCG_<name>``). They are counted here,
 per covergroup and per coverpoint or cross, as bins hit over bins that count, and never
-enter code coverage (:func:`llm4cov.sim.coverage.dut_points` leaves them out), so the
+enter code coverage (:func:`llm4cov.sim.model.coverage.dut_points` leaves them out), so the
 headline ``overall`` that CVDP-ECov scores is the same with or without covergroups.
 
 Which bins count (IEEE 1800-2017 19.5 and 19.6): ``ignore_bins`` and ``illegal_bins``
@@ -24,13 +24,13 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from llm4cov.sim.metrics import COVERGROUP
+from llm4cov.sim.model.metrics import COVERGROUP
 
 if TYPE_CHECKING:
-    from llm4cov.sim.coverage import Point
+    from llm4cov.sim.model.coverage import Point
 
 FUNCTIONAL_METRIC = COVERGROUP.name
-"""The metric name of a covergroup bin point (:data:`llm4cov.sim.metrics.COVERGROUP`)."""
+"""The metric name of a covergroup bin point (:data:`llm4cov.sim.model.metrics.COVERGROUP`)."""
 UNCOUNTED_BINS = frozenset({"ignore", "illegal", "default"})
 """Bin types left out of the counts (IEEE 1800-2017 19.5, 19.6)."""
 _CLASS_PREFIX = "__vlAnonCG_"

@@ -2,7 +2,7 @@
 
 Works on the syntax tree only (pyslang), so it answers even for testbenches with
 semantic errors; Verilator reports those. The tree is the one of Verilator's own view
-of the sources (:class:`~llm4cov.sim.static_check.Preprocessed`, the ``verilator -E`` text
+of the sources (:class:`~llm4cov.sim.safety.static_check.Preprocessed`, the ``verilator -E`` text
 the static check reads) whenever there is one: which modules the testbench declares,
 which the RTL declares, what the testbench instantiates and binds is decided from what
 Verilator compiles, never from a parse that sees other macros. As Verilator does, the
@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import pyslang
 from pyslang import syntax
 
-from llm4cov.sim.coverage import DesignModules
+from llm4cov.sim.model.coverage import DesignModules
 from llm4cov.tasks.hdl import (
     VIRTUAL_ROOT,
     Design,
@@ -35,7 +35,7 @@ from llm4cov.tasks.hdl import (
 from llm4cov.tasks.model import SourceFile
 
 if TYPE_CHECKING:
-    from llm4cov.sim.static_check import Preprocessed
+    from llm4cov.sim.safety.static_check import Preprocessed
 
 
 class StructureError(ValueError):

@@ -1,7 +1,7 @@
 """The host as every simulator step sees it: which of its environment variables a step
 may inherit, and :class:`ToolchainError` when a tool it must provide is missing.
 
-One rule for every backend and for the OS sandbox (:mod:`llm4cov.sim.isolation`): a
+One rule for every backend and for the OS sandbox (:mod:`llm4cov.sim.safety.isolation`): a
 build, a run or a static-check child gets an allowlist of the host's environment,
 never a copy of it (no API keys, no make or loader overrides).
 """
@@ -13,7 +13,7 @@ from collections.abc import Collection
 
 #: Host variables a build step may inherit (and prefixes): the locale, ``HOME``, the
 #: terminal type, and the settings of ccache and Verilator. The OS sandbox applies the
-#: same rule (:mod:`llm4cov.sim.isolation`).
+#: same rule (:mod:`llm4cov.sim.safety.isolation`).
 HOST_ENV_NAMES = frozenset({"HOME", "LANG", "LANGUAGE", "TZ", "TERM"})
 HOST_ENV_PREFIXES = ("LC_", "XDG_", "CCACHE_", "VERILATOR_", "YOWASP_")
 

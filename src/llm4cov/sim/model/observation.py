@@ -11,15 +11,15 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from llm4cov.sim.construct import Construct
-from llm4cov.sim.functional import FunctionalCoverage
-from llm4cov.sim.metrics import OVERALL_METRICS
+from llm4cov.sim.model.construct import Construct
+from llm4cov.sim.model.functional import FunctionalCoverage
+from llm4cov.sim.model.metrics import OVERALL_METRICS
 
 SCHEMA_VERSION = 5
 """2: ``CoverageReport.constant``; expression terms named from their own row.
 3: ``Observation.functional`` (testbench covergroups).
 4: ``Observation.tb_error_prints``, ``Observation.sim_time_ps``; the fidelity notes
-(time-0 edge, a run that ended at time 0; ``sim/fidelity.py``).
+(time-0 edge, a run that ended at time 0; ``sim/analysis/fidelity.py``).
 5: ``UncoveredItem.typed`` (the typed construct of a miss; an item stored without
 one reads its construct back from its wording, ``Construct.from_text``)."""
 
@@ -127,7 +127,7 @@ class CoverageReport(BaseModel):
     constant: dict[str, int] = Field(default_factory=dict)
     """Uncovered points per metric that the parameters make unreachable: the condition
     reads only parameters and its other outcome was seen
-    (:func:`llm4cov.sim.coverage.constant_dead`). They stay in ``metrics`` and
+    (:func:`llm4cov.sim.model.coverage.constant_dead`). They stay in ``metrics`` and
     ``overall``; reports show them apart with :meth:`overall_without_constant` as a
     separate figure (as URG/IMC report such items apart)."""
 
@@ -158,16 +158,16 @@ class CoverageReport(BaseModel):
 class UncoveredItem(BaseModel):
     """One coverage miss of the DUT subtree (stable data model).
 
-    - ``kind``: the metric (:data:`llm4cov.sim.metrics.METRICS`: ``line`` | ``branch``
+    - ``kind``: the metric (:data:`llm4cov.sim.model.metrics.METRICS`: ``line`` | ``branch``
       | ``expr`` | ``toggle`` | ``fsm`` | ``user``);
     - ``file``, ``line``: RTL file name (as in the repo) and 1-based line (the miss's
       own line: an ``else`` at its keyword);
     - ``typed``: what was missed, its typed construct
-      (:class:`~llm4cov.sim.construct.Construct`: the ``if`` arm, case item, expression
+      (:class:`~llm4cov.sim.model.construct.Construct`: the ``if`` arm, case item, expression
       term, toggle bits, ...), which every program reads (formal goals, the
       parameter-constant flag ``param_only``);
     - ``detail``: what was missed in words, rendered from ``typed``
-      (:func:`llm4cov.sim.wording.render`: ``else branch of the if at f.v:3 never
+      (:func:`llm4cov.sim.model.wording.render`: ``else branch of the if at f.v:3 never
       taken``, ``q[3] never toggled 0->1``) for the reader only;
     - ``source``: that RTL source line (stripped, at most 160 characters);
     - ``instance``: the exact hierarchy of the (first) instance that missed it;
@@ -193,9 +193,9 @@ class UncoveredItem(BaseModel):
     def _typed(cls, data: Any) -> Any:
         """An item given without a construct (written by hand, or stored before items
         carried one) reads it back from its wording
-        (:func:`llm4cov.sim.wording.read_detail`, ``from_text``)."""
+        (:func:`llm4cov.sim.model.wording.read_detail`, ``from_text``)."""
         if isinstance(data, dict) and data.get("typed") is None:
-            from llm4cov.sim.wording import read_detail
+            from llm4cov.sim.model.wording import read_detail
 
             data = {**data, "typed": read_detail(
                 str(data.get("kind", "")), int(data.get("line", 0) or 0),
@@ -231,8 +231,8 @@ class CoverageData(BaseModel):
     """The raw coverage of one run, for the reports (``docs/reports.md``): the run's own
     ``coverage.dat`` (zlib-compressed; at most the backend's read cap before
     compression), the DUT instance path and which modules are the repo's RTL and which
-    the testbench's (:class:`llm4cov.sim.coverage.DesignModules`). It travels with the
-    observation of a :class:`~llm4cov.sim.call.SimCall` that asked for it
+    the testbench's (:class:`llm4cov.sim.model.coverage.DesignModules`). It travels with the
+    observation of a :class:`~llm4cov.sim.model.call.SimCall` that asked for it
     (``keep_coverage``) and is never serialized with it."""
 
     model_config = ConfigDict(frozen=True)
@@ -254,7 +254,7 @@ class Observation(BaseModel):
     error, a failed fork), not of the testbench: harnesses retry or report them apart.
     ``rtl_error`` marks a ``compile_error`` that is the design's own: every located
     error lies in an RTL file and the RTL alone (a testbench that only instantiates the
-    DUT) fails too (``sim/rtl_check.py``); the first note says so, naming the RTL file
+    DUT) fails too (``sim/analysis/rtl_check.py``); the first note says so, naming the RTL file
     and line. No testbench can pass: ``gen`` stops (exit 2), ``sim`` exits 2,
     ``bench`` and ``synth`` count it apart and leave it out of metric denominators.
     """
@@ -267,7 +267,7 @@ class Observation(BaseModel):
     coverage: CoverageReport | None = None
     functional: FunctionalCoverage | None = None
     """The testbench's covergroup bins, where the backend counts them; never part of
-    ``coverage`` or of any score (:mod:`llm4cov.sim.functional`)."""
+    ``coverage`` or of any score (:mod:`llm4cov.sim.model.functional`)."""
     log: str = ""
     uncovered: list[UncoveredItem] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
@@ -275,7 +275,7 @@ class Observation(BaseModel):
     """``$error`` calls and failed assertions the run reported (never fatal)."""
     tb_error_prints: int = 0
     """Lines of the run's output that start with ``ERROR``/``FAIL`` (any case): the
-    testbench's own error prints (:func:`llm4cov.sim.fidelity.error_prints`)."""
+    testbench's own error prints (:func:`llm4cov.sim.analysis.fidelity.error_prints`)."""
     tool_error: bool = False
     rtl_error: bool = False
     simulator: str = ""

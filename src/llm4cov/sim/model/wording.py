@@ -1,6 +1,6 @@
 """The phrase table: a coverage miss in words, rendered from its typed construct.
 
-:func:`render` is the one place a :class:`~llm4cov.sim.construct.Construct` becomes the
+:func:`render` is the one place a :class:`~llm4cov.sim.model.construct.Construct` becomes the
 wording of a miss (``UncoveredItem.detail``, the prompt's feedback, the Markdown and
 HTML reports, ``llm4cov close``'s residual), the way an engineer reads the code:
 
@@ -27,7 +27,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from llm4cov.sim.construct import (
+from llm4cov.sim.model.construct import (
     BOOL_VALUES,
     Construct,
     ConstructKind,
@@ -35,8 +35,8 @@ from llm4cov.sim.construct import (
     is_name,
     single_term,
 )
-from llm4cov.sim.metrics import BRANCH, EXPR, LINE, TOGGLE
-from llm4cov.sim.metrics import verb as metric_verb
+from llm4cov.sim.model.metrics import BRANCH, EXPR, LINE, TOGGLE
+from llm4cov.sim.model.metrics import verb as metric_verb
 
 Kind = ConstructKind
 CONSTANT_NOTE = (

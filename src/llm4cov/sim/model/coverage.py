@@ -5,7 +5,7 @@ The neutral coverage model: a backend reads its simulator's coverage file into
 :mod:`llm4cov.sim.backends.verilator.coverage_dat`). Metrics: ``line`` (basic blocks),
 ``branch``, ``expr``, ``toggle`` (one point per bit per direction), ``fsm`` (FSM
 coverage, opt-in), ``user`` (cover properties, reported but not part of ``overall``)
-and ``covergroup`` (functional coverage, :mod:`llm4cov.sim.functional`). A point is
+and ``covergroup`` (functional coverage, :mod:`llm4cov.sim.model.functional`). A point is
 covered when its count is > 0.
 
 Which points count (as Cadence IMC reports an instance): a point counts when its
@@ -27,10 +27,10 @@ from collections import defaultdict
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 
-from llm4cov.sim.construct import TOGGLE_POINT, Construct, ConstructKind, bit_ranges
-from llm4cov.sim.feedback_terms import SourceIndex, render
-from llm4cov.sim.metrics import CONDITIONAL, TOGGLE, feedback_rank, is_code
-from llm4cov.sim.observation import (
+from llm4cov.sim.model.construct import TOGGLE_POINT, Construct, ConstructKind, bit_ranges
+from llm4cov.sim.model.feedback_terms import SourceIndex, render
+from llm4cov.sim.model.metrics import CONDITIONAL, TOGGLE, feedback_rank, is_code
+from llm4cov.sim.model.observation import (
     CoverageReport,
     MetricCoverage,
     UncoveredItem,
@@ -90,7 +90,7 @@ class TypedPoint:
         return self.point.hier
 
     def detail(self) -> str:
-        """The point's wording (:func:`llm4cov.sim.wording.render`)."""
+        """The point's wording (:func:`llm4cov.sim.model.wording.render`)."""
         return render(self.point.metric, self.point.file, self.construct)
 
 
@@ -153,7 +153,7 @@ def dut_points(
     """The code-coverage points that count for the DUT: at or below ``dut_hier`` and,
     when ``rtl_files`` is given, from one of those files (never the testbench's) and,
     when ``modules`` is given, of an RTL module (:meth:`DesignModules.is_rtl`).
-    Covergroup bins never count here (:mod:`llm4cov.sim.functional`)."""
+    Covergroup bins never count here (:mod:`llm4cov.sim.model.functional`)."""
     return [p for p in points if is_code(p.metric) and in_subtree(p.hier, dut_hier)
             and (rtl_files is None or p.file in rtl_files)
             and (modules is None or modules.is_rtl(p.module))]
