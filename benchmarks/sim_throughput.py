@@ -54,12 +54,20 @@ from pathlib import Path
 import mutants
 
 from llm4cov.policies.random_stimulus import random_testbench
-from llm4cov.sim.analysis.structure import plan_testbench
 from llm4cov.sim.config import SimConfig
 from llm4cov.sim.evaluator import Evaluator
-from llm4cov.sim.model.observation import Status
-from llm4cov.sim.safety import isolation
-from llm4cov.sim.safety.process import run_limited
+
+try:  # the layered sim/ (issue 43); sim_ab.py also loads this module against older trees
+    from llm4cov.sim.analysis.structure import plan_testbench
+    from llm4cov.sim.model.observation import Status
+    from llm4cov.sim.safety import isolation
+    from llm4cov.sim.safety.process import run_limited
+except ImportError:
+    from llm4cov.sim.observation import Status  # type: ignore[no-redef]
+    from llm4cov.sim.process import run_limited  # type: ignore[no-redef]
+    from llm4cov.sim.structure import plan_testbench  # type: ignore[no-redef]
+
+    from llm4cov.sim import isolation  # type: ignore[no-redef]
 from llm4cov.tasks.hdl import COMPILED_SUFFIXES, dut_ports
 from llm4cov.tasks.loaders import load_tasks
 from llm4cov.tasks.model import SourceFile, Task
