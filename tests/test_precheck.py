@@ -148,9 +148,8 @@ def test_verilator_rejects_the_same_line(case):
 
 @pytest.mark.requires_verilator
 def test_a_testbench_only_pyslang_rejects_still_simulates():
-    # Verilator's own build flags (no artifact store), so ccache shares its objects with
-    # the other tests; the pre-check is on.
-    config = SimConfig(result_cache=False, runtime_pch=False, reuse_runtime=False, cxx_opt=None)
+    # The session's build store (conftest's cache dir); the pre-check is on.
+    config = SimConfig(result_cache=False)
     obs = Evaluator(config).evaluate(TASK, USED_BEFORE_DECLARED.content)
     assert obs.status is Status.SUCCESS, obs.log
 

@@ -180,6 +180,8 @@ def test_an_unusable_cache_dir_only_costs_speed(tmp_path):
     not_a_dir.write_text("")
     task = example_task("alu_comb")
     tb = BROKEN_TB.replace("c = 1; ", "")
-    obs = Evaluator(SimConfig(cache_dir=str(not_a_dir))).evaluate(task, tb)
+    # no build store either: a plain build, through ccache (as the levers-off builds of
+    # test_speed_equivalence) so it recompiles no runtime object another test compiled
+    obs = Evaluator(SimConfig(cache_dir=str(not_a_dir), ccache=True)).evaluate(task, tb)
     assert obs.status is Status.SUCCESS, obs.log
     assert not obs.cached and not obs.tool_error

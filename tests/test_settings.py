@@ -116,7 +116,8 @@ def _flagged_commands():
 def test_cli_defaults_are_the_models_defaults():
     """No default is written twice: every settings flag's default is its field's."""
     commands = _flagged_commands()
-    assert {" ".join(p) for p, *_ in commands} >= {"bench", "synth", "train", "pipeline"}
+    assert {" ".join(p) for p, *_ in commands} >= {"bench", "synth", "train", "pipeline",
+                                                   "model serve"}
     for path, command, model, flags in commands:
         params = {p.name: p for p in command.params}
         for flag in flags:
@@ -125,6 +126,48 @@ def test_cli_defaults_are_the_models_defaults():
             expected = flag.default(model)
             assert default == expected or (default is None and expected in ((), None)), (
                 path, flag.key, default, expected)
+
+
+def test_close_and_formal_share_their_budget_flags():
+    """--cover-depth, --prove-depth and --prove-budget are written once
+    (cli/formal_opts.py); each command's default is its own settings' field."""
+    import typer.main
+
+    from llm4cov.cli import close_cmd, formal_cmd
+    from llm4cov.close.model import CloseSettings
+    from llm4cov.formal.closure import FormalConfig
+
+    def options(module):
+        holder = typer.Typer()
+        module.register(holder)
+        command = typer.main.get_group(holder).commands[module.__name__[12:-4]]
+        return {p.opts[0]: (p.default, p.help, p.min)
+                for p in command.params if p.opts[0] in ("--cover-depth", "--prove-depth",
+                                                        "--prove-budget")}
+
+    close, formal = options(close_cmd), options(formal_cmd)
+    assert close == {
+        "--cover-depth": (CloseSettings().cover_depth,
+                          "formal: BMC depth of the cover job, clock cycles.", 1),
+        "--prove-depth": (CloseSettings().prove_depth,
+                          "formal: k of the k-induction prove jobs.", 1),
+        "--prove-budget": (CloseSettings().prove_budget_s,
+                           "formal: Wall seconds for all prove jobs of one analysis.", 0.0)}
+    defaults = FormalConfig()
+    assert formal == {flag: ((defaults.cover_depth, defaults.prove_depth,
+                              defaults.prove_budget_s)[i], text.removeprefix("formal: "), low)
+                      for i, (flag, (_, text, low)) in enumerate(close.items())}
+
+
+def test_gen_and_close_share_no_html():
+    import inspect
+
+    from llm4cov.cli import close_cmd, gen_cmd, report_opts
+
+    for command in (gen_cmd.gen, close_cmd.close):
+        assert inspect.signature(command).parameters["no_html"].default is report_opts.NO_HTML
+    assert (report_opts.NO_HTML.default, report_opts.NO_HTML.help) == (
+        False, "Skip the HTML report.")
 
 
 def _printed(argv, capsys):
@@ -136,7 +179,7 @@ def test_print_config_without_flags_shows_the_model_defaults(capsys, tmp_path):
     assert _printed(["bench", "--tasks", "t.jsonl"], capsys) == to_mapping(
         BenchConfig(tasks="t.jsonl"))
     assert _printed(["synth", "--stage", "1"], capsys) == {
-        "synth": to_mapping(stage_preset(1)), "sim": to_mapping(SimSettings())}
+        "synth": to_mapping(stage_preset(1)), "sim": to_mapping(SimSettings()), "policies": {}}
     train = ["train", *(a for k, v in TRAIN_REQUIRED.items() for a in (f"--{k}", v))]
     assert _printed(train, capsys) == to_mapping(TrainConfig(**TRAIN_REQUIRED))
     smoke = EXAMPLES / "pipeline_smoke.yaml"
@@ -280,7 +323,7 @@ def test_synth_print_config_reads_back_and_sets_the_simulator(capsys, tmp_path):
     mixed = tmp_path / "mixed.yaml"
     mixed.write_text("synth: {}\nselection: {candidates: 2}\n", encoding="utf-8")
     assert main(["synth", "--stage", "0", "--config", str(mixed), "--print-config"]) == 2
-    assert "give either synthesis keys or the sections synth, sim, not both" in \
+    assert "give either synthesis keys or the sections synth, sim, policies, not both" in \
         capsys.readouterr().err
 
 

@@ -14,6 +14,7 @@ import pytest
 from conftest import EXAMPLES, FIXTURES
 from llm4cov.formal import goals as goal_mod
 from llm4cov.sim.backends.verilator.coverage_dat import metric_name, parse_coverage_dat
+from llm4cov.sim.backends.verilator.failures import RETRY_WITHOUT
 from llm4cov.sim.model import wording
 from llm4cov.sim.model.construct import Construct, ConstructKind, term_condition
 from llm4cov.sim.model.coverage import typed_points, uncovered_items
@@ -23,6 +24,8 @@ from llm4cov.sim.model.metrics import (
     METRICS,
     OVERALL_METRICS,
     REPORT_ORDER,
+    Metric,
+    crash_retries,
     metric_of_tag,
     scored_metrics,
     verilator_flags,
@@ -72,6 +75,17 @@ def test_every_list_of_metrics_is_the_table():
     assert verilator_flags(True)[-1] == "--coverage-fsm"
     assert scored_metrics(verilator_flags(False)) == ["line", "branch", "expr", "toggle"]
     assert scored_metrics(verilator_flags(True))[-1] == "fsm"
+    # a build that crashes Verilator drops FSM coverage first, then expression coverage
+    assert RETRY_WITHOUT == (("--coverage-fsm", "FSM"), ("--coverage-expr", "expression"))
+
+
+def test_a_metric_row_alone_makes_its_crash_retry(monkeypatch):
+    """The retries are the table's: a row with ``crash_retry`` adds its flag, in order,
+    named by its ``noun`` (or its name)."""
+    extra = Metric("assertion", "assert", verilator_flag="--coverage-assert", crash_retry=2)
+    monkeypatch.setattr("llm4cov.sim.model.metrics.METRICS", (*METRICS, extra))
+    assert crash_retries() == (("--coverage-fsm", "FSM"), ("--coverage-expr", "expression"),
+                               ("--coverage-assert", "assertion"))
 
 
 @pytest.mark.parametrize(("tag", "metric"), [

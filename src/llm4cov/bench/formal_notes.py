@@ -35,8 +35,10 @@ class FormalNotes:
             return
         self.annotated = True
         self.counts.update({v: notes.get(v, 0) for v in VERDICTS})
-        for item in notes.get("unreachable_items", ()):
-            self.items.setdefault((item["file"], item["line"], item["kind"], item["item"]), item)
+        from llm4cov.sim.model.exclusions import ProvenUnreachable  # loads pyslang
+
+        for item in notes.get("unreachable_items", ()):  # distinct items, by construct
+            self.items.setdefault(ProvenUnreachable.from_annotation(item).item_key, item)
 
     def excluded_best(self) -> float:
         """Best passing coverage (percent) with the proven-unreachable points left out;

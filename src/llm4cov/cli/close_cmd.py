@@ -11,8 +11,9 @@ from pathlib import Path
 
 import typer
 
-from llm4cov.cli import common, report_opts
-from llm4cov.cli.options import PRINT_CONFIG, print_config, with_flags, with_options
+from llm4cov.bench.config import BenchConfig
+from llm4cov.cli import common, formal_opts, report_opts
+from llm4cov.cli.options import PRINT_CONFIG, flag, print_config, with_flags, with_options
 from llm4cov.close.model import CloseSettings, StepRecord
 from llm4cov.exec.settings import SimSettings
 from llm4cov.tasks.model import Task
@@ -46,16 +47,11 @@ CLOSE_OPTIONS = {
                                        "(step k uses start + k).")),
     "formal": (bool, typer.Option(_D.formal, "--formal/--no-formal", help="Formal witnesses "
                                     "and unreachability proofs for the merged holes.")),
-    "cover_depth": (int, typer.Option(_D.cover_depth, "--cover-depth", min=1,
-                                        help="formal: BMC depth of the cover job, cycles.")),
-    "prove_depth": (int, typer.Option(_D.prove_depth, "--prove-depth", min=1,
-                                        help="formal: k of the k-induction.")),
-    "prove_budget": (float, typer.Option(_D.prove_budget_s, "--prove-budget", min=0.0,
-                                           help="formal: wall seconds of prove jobs per "
-                                           "analysis.")),
+    **formal_opts.budget_options(_D, "cover_depth", "prove_depth", "prove_budget_s",
+                                 prefix="formal: "),
     "model": (str, typer.Option(None, "--model", help="A model for model tests (any "
                                   "OpenAI-compatible server with --base-url, or local:PATH).")),
-    "base_url": (str, typer.Option(None, "--base-url", help="OpenAI-compatible endpoint.")),
+    "base_url": (str, flag("base_url").option(BenchConfig)),
     "minimize": (bool, typer.Option(True, "--minimize/--no-minimize", help="Final greedy "
                                       "set-cover pass over the kept tests.")),
 }
@@ -66,7 +62,7 @@ def _settings(_ctx: typer.Context, v: dict) -> CloseSettings:
     return CloseSettings(
         budget_s=v["budget"], lengths=_lengths(v["lengths"]), seed=v["start_seed"],
         formal=v["formal"], cover_depth=v["cover_depth"], prove_depth=v["prove_depth"],
-        prove_budget_s=v["prove_budget"], model=v["model"], base_url=v["base_url"],
+        prove_budget_s=v["prove_budget_s"], model=v["model"], base_url=v["base_url"],
         minimize=v["minimize"])
 
 
@@ -81,7 +77,7 @@ def close(
                              "coverage.md, run.json, html/); a rerun resumes it."),
     replay: Path = typer.Option(None, "--replay", file_okay=False, help="Re-simulate the "
                                 "saved regression in DIR and compare the merged figure."),
-    no_html: bool = typer.Option(False, "--no-html", help="Skip the HTML report."),
+    no_html: bool = report_opts.NO_HTML,
     show: bool = PRINT_CONFIG,
     task: Task | None = None,
     flags: dict | None = None,

@@ -9,7 +9,7 @@ from pathlib import Path
 import typer
 from typer.core import TyperGroup, TyperOption
 
-from llm4cov.cli import common
+from llm4cov.cli import common, formal_opts
 from llm4cov.cli.options import PRINT_CONFIG, print_config, with_flags, with_options
 from llm4cov.exec.settings import SimSettings
 from llm4cov.formal.closure import Closure, FormalConfig
@@ -54,25 +54,8 @@ class RtlOrSubcommand(TyperGroup):
 formal_app = typer.Typer(add_completion=False, cls=RtlOrSubcommand)
 
 
-#: The solver budgets: option -> (type, typer option), as ``FormalConfig`` fields.
-BUDGET_OPTIONS = {
-    "cover_depth": (int, typer.Option(_DEFAULTS.cover_depth, "--cover-depth", min=1,
-                                      help="BMC depth of the cover job, clock cycles.")),
-    "prove_depth": (int, typer.Option(_DEFAULTS.prove_depth, "--prove-depth", min=1,
-                                      help="k of the k-induction prove jobs.")),
-    "job_timeout_s": (float, typer.Option(_DEFAULTS.job_timeout_s, "--job-timeout", min=1.0,
-                                          help="Wall-clock limit of each SBY job, seconds.")),
-    "prove_budget_s": (float, typer.Option(
-        _DEFAULTS.prove_budget_s, "--prove-budget", min=0.0,
-        help="Wall seconds for all prove jobs of the design.")),
-    "continue_steps": (int, typer.Option(
-        _DEFAULTS.continue_steps, "--continue-steps", min=0,
-        help="Continuation steps: cover jobs from the state the closing testbench ends in "
-             "(0: none).")),
-    "continue_budget_s": (float, typer.Option(
-        _DEFAULTS.continue_budget_s, "--continue-budget", min=0.0,
-        help="Wall seconds for the continuation (its simulations and cover jobs).")),
-}
+BUDGET_OPTIONS = formal_opts.budget_options(_DEFAULTS)
+"""The solver budgets: parameter -> (type, typer option), as ``FormalConfig`` fields."""
 
 
 @formal_app.callback(invoke_without_command=True)

@@ -169,7 +169,7 @@ def gen(
     rtl: list[Path] = common.RTL_ARGUMENT,
     out: Path = typer.Option(..., "--out", file_okay=False, help="Output directory."),
     stimulus_length: int = STIMULUS_LENGTH.option(RandomOptions),
-    no_html: bool = typer.Option(False, "--no-html", help="Skip the HTML report."),
+    no_html: bool = report_opts.NO_HTML,
     show: bool = PRINT_CONFIG,
     task: Task | None = None,
     flags: dict | None = None,

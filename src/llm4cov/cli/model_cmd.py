@@ -8,10 +8,13 @@ import typer
 
 from llm4cov.cli import common, fetch_opts
 from llm4cov.cli.errors import FAILED, CliError
+from llm4cov.cli.options import flag, with_flags
 from llm4cov.models.connections import MAX_CONNECTIONS, ConnectionLimits, fit_open_files
 from llm4cov.models.registry import REGISTRY, ModelSpec, spec_for
 from llm4cov.models.server import API_KEY_ENV, MAX_BODY_BYTES, make_server
+from llm4cov.policies.options import LocalOptions
 from llm4cov.util.progress import Phase
+from llm4cov.util.settings import validate
 
 model_app = typer.Typer(help="Models usable by name (--model NAME, --init NAME): fetch "
                         "them once, list them, serve one over the OpenAI API.",
@@ -49,13 +52,17 @@ def list_models() -> None:
         fetch_opts.print_row(name, spec, STORE)
 
 
-def _local_policy(name: str, served_name: str | None, batch_size: int, dtype: str):
-    """The policy ``model serve NAME`` serves and its served name."""
-    from llm4cov.models import resolve_model
-    from llm4cov.policies.local_transformers import DTYPES, LocalTransformersPolicy, is_dtype
+SERVE_FLAGS = (flag("batch_size", min=1), flag("dtype"))
+"""The options of the served model that ``model serve`` takes: fields of the ``local``
+policy's options (:class:`~llm4cov.policies.options.LocalOptions`), their defaults,
+choices and help written there."""
 
-    if not is_dtype(dtype):
-        raise CliError(f"--dtype {dtype!r}: choose one of {', '.join(DTYPES)}")
+
+def _local_policy(name: str, served_name: str | None, options: LocalOptions):
+    """The policy ``model serve NAME`` serves (with ``options``) and its served name."""
+    from llm4cov.models import resolve_model
+    from llm4cov.policies.local_transformers import LocalTransformersPolicy
+
     try:
         path = resolve_model(name.removeprefix("local:"))
     except ValueError as exc:
@@ -63,7 +70,7 @@ def _local_policy(name: str, served_name: str | None, batch_size: int, dtype: st
     if not Path(path, "config.json").is_file():
         raise CliError(f"{name}: not a registered model nor a checkpoint directory")
     served = served_name or (name if name in REGISTRY else Path(path).resolve().name)
-    return LocalTransformersPolicy(path, name=served, batch_size=batch_size, dtype=dtype), served
+    return LocalTransformersPolicy(path, name=served, **options.model_dump()), served
 
 
 def _connection_limits(max_connections: int) -> ConnectionLimits:
@@ -76,17 +83,14 @@ def _connection_limits(max_connections: int) -> ConnectionLimits:
 
 
 @model_app.command("serve")
+@with_flags(LocalOptions, *SERVE_FLAGS)
 def serve(
+    ctx: typer.Context,
     name: str = typer.Argument(..., help="Registered model name, local:PATH or a checkpoint."),
     host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on."),
     port: int = typer.Option(8000, "--port", min=0, max=65535, help="TCP port (0 = any)."),
     served_name: str = typer.Option(None, "--served-model-name",
                                     help="Model name clients send (default: NAME)."),
-    batch_size: int = typer.Option(8, "--batch-size", min=1,
-                                   help="Most requests decoded together."),
-    dtype: str = typer.Option("auto", "--dtype",
-                              help="Weights: auto (bf16 on a GPU, else fp32), fp32, bf16, "
-                                   "int8 (CPU, ~2x faster generation)."),
     api_key: str = typer.Option(None, "--api-key", envvar=API_KEY_ENV, show_envvar=True,
                                 help="Require this key (Authorization: Bearer KEY; clients "
                                      "send LLM4COV_API_KEY or OPENAI_API_KEY). The "
@@ -96,6 +100,7 @@ def serve(
     max_connections: int = typer.Option(MAX_CONNECTIONS, "--max-connections", min=1,
                                         help="Most open client connections (beyond: the "
                                              "oldest idle one is closed, else 503)."),
+    flags: dict | None = None,
 ) -> None:
     """Serve a local model with an OpenAI-compatible API (/v1/models, /v1/chat/completions).
 
@@ -109,7 +114,8 @@ def serve(
     Example: llm4cov model serve smollm2-135m --port 8001, then
     llm4cov gen examples/traffic_fsm --model smollm2-135m --base-url http://127.0.0.1:8001/v1
     """
-    policy, served = _local_policy(name, served_name, batch_size, dtype)
+    options = validate(LocalOptions, flags or {}, "model serve")
+    policy, served = _local_policy(name, served_name, options)
     limits = _connection_limits(max_connections)
     server = make_server(policy, served, host, port, api_key=api_key or None,
                          max_body_bytes=int(max_body_mb * 1024**2), limits=limits)

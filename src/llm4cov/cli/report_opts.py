@@ -49,6 +49,8 @@ KEEP_WORKDIR = typer.Option(False, "--keep-workdir",
 EXCLUDE = typer.Option(None, "--exclude", dir_okay=False,
                        help="Exclusion file: FILE:LINE[-LAST] or 'hier PATTERN' rules, "
                             "optionally with metrics (docs/reports.md).")
+NO_HTML = typer.Option(False, "--no-html", help="Skip the HTML report.")
+"""``--no-html`` of the commands that write one by default (``gen``, ``close``)."""
 
 
 #: The report options of ``sim`` and ``gen``: parameter -> (type, option).

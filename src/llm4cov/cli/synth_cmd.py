@@ -15,7 +15,8 @@ from pydantic import Field
 from llm4cov.cli import common
 from llm4cov.cli.options import PRINT_CONFIG, flag, print_config, with_flags, with_options
 from llm4cov.exec.settings import SimSettings
-from llm4cov.policies import Policy, get_policy
+from llm4cov.policies import Policy, make_policy
+from llm4cov.policies.registry import PolicyOptionsMap
 from llm4cov.synth.config import ExportConfig, SynthConfig, export_preset, stage_preset
 from llm4cov.synth.engine import PROGRESS_GROUP, run_summary
 from llm4cov.synth.export import export_dataset, read_run
@@ -55,11 +56,13 @@ def _print_repo(row: RepoRow) -> None:
 
 
 class SynthFlags(Settings):
-    """What ``llm4cov synth``'s flags set: synthesis settings (on the stage preset) and
-    the simulators."""
+    """The settings of ``llm4cov synth``: synthesis settings (on the stage preset), the
+    simulators and the options of the roles' policies (by registered policy name, as in
+    bench and the pipeline: :mod:`llm4cov.policies.registry`)."""
 
     synth: SynthConfig = Field(default_factory=SynthConfig)
     sim: SimSettings = Field(default_factory=SimSettings)
+    policies: PolicyOptionsMap = Field(default_factory=dict)
 
 
 SYNTH_FLAGS = (
@@ -81,10 +84,22 @@ ROLE_OPTIONS = {
 }
 
 
-def _makers(ctx: typer.Context, values: dict) -> dict[str, PolicyMaker]:
-    """The policy makers of the roles given (``--student``, ``--teacher``)."""
-    return {who: functools.partial(get_policy, values[who], values[f"{who}_base_url"])
+Holder = tuple[str, str | None]
+"""A role holder given on the command line: its model name and endpoint (or None)."""
+
+
+def _holders(ctx: typer.Context, values: dict) -> dict[str, Holder]:
+    """The role holders given (``--student``, ``--teacher``)."""
+    return {who: (values[who], values[f"{who}_base_url"])
             for who in ("student", "teacher") if values[who] is not None}
+
+
+def _makers(holders: dict[str, Holder], policies: PolicyOptionsMap
+            ) -> dict[str, PolicyMaker]:
+    """The policy makers of the role ``holders``, with their options from ``policies``
+    (a checked ``policies:`` section)."""
+    return {who: functools.partial(make_policy, model, base_url, policies)
+            for who, (model, base_url) in holders.items()}
 
 
 def _repos_format(value: str) -> str:
@@ -96,7 +111,7 @@ def _repos_format(value: str) -> str:
 
 
 @synth_app.callback(invoke_without_command=True)
-@with_options("makers", ROLE_OPTIONS, _makers)
+@with_options("holders", ROLE_OPTIONS, _holders)
 @with_flags(SynthFlags, *SYNTH_FLAGS)
 def synth(
     ctx: typer.Context,
@@ -118,7 +133,7 @@ def synth(
                              "order), e.g. those another stage used."),
     quiet: bool = common.QUIET,
     show: bool = PRINT_CONFIG,
-    makers: dict[str, PolicyMaker] | None = None,
+    holders: dict[str, Holder] | None = None,
     flags: dict | None = None,
 ) -> None:
     """Synthesize training data D(k) for paper stage K.
@@ -140,30 +155,34 @@ def synth(
         return
     if stage is None:
         raise common.fail("give --stage, --repos and --out (or a subcommand: export, config)")
-    cfg, sim = _settings(stage, config_file, overrides or [], flags or {})
+    settings = _settings(stage, config_file, overrides or [], flags or {})
     if show:
-        print_config({"synth": cfg, "sim": sim})
+        print_config(settings)
         return
     if repos is None or out is None:
         raise common.fail("give --stage, --repos and --out (or a subcommand: export, config)")
-    policies = role_policies(cfg.trace_type, makers or {})
-    _run(ctx, out, cfg, policies, sim, RepoSource(repos, repos_format, limit, skip),
+    policies = role_policies(settings.synth.trace_type,
+                             _makers(holders or {}, settings.policies))
+    _run(ctx, out, settings, policies, RepoSource(repos, repos_format, limit, skip),
          benchmarks or [], quiet)
 
 
-SECTIONS = ("synth", "sim")
-"""The sections of a sectioned ``synth --config`` file (what ``--print-config`` prints)."""
+SECTIONS = tuple(SynthFlags.model_fields)
+"""The sections of a sectioned ``synth --config`` file (what ``--print-config`` prints):
+``synth``, ``sim``, ``policies``."""
 
 
 def _settings(stage: int, config_file: Path | None, overrides: list[str], flags: dict
-              ) -> tuple[SynthConfig, SimSettings]:
-    """The synthesis settings (stage preset < file < ``--set`` < flags) and the simulator
-    settings. The file holds synthesis keys at its top level, or ``synth:`` and ``sim:``
-    sections; ``--set sim.KEY=VALUE`` sets a simulator setting, ``--set synth.KEY=...``
-    or ``--set KEY=...`` a synthesis one.
+              ) -> SynthFlags:
+    """The synthesis settings (stage preset < file < ``--set`` < flags), the simulator
+    settings and the policies' options. The file holds synthesis keys at its top level,
+    or the sections ``synth:``, ``sim:`` and ``policies:``; ``--set sim.KEY=VALUE`` sets
+    a simulator setting, ``--set policies.NAME.KEY=VALUE`` an option of a policy,
+    ``--set synth.KEY=...`` or ``--set KEY=...`` a synthesis one.
 
     Raises:
-        ConfigError: a bad file, override or value (the message names the key).
+        ConfigError: a bad file, override or value (the message names the key; an
+            unregistered policy lists the registered ones).
         CliError: the settings name another stage than ``--stage``.
     """
     data = read_mapping(config_file) if config_file is not None else {}
@@ -172,8 +191,8 @@ def _settings(stage: int, config_file: Path | None, overrides: list[str], flags:
         raise ConfigError(f"{config_file}: give either synthesis keys or the sections "
                           f"{', '.join(SECTIONS)}, not both (found "
                           f"{', '.join(sorted(set(data) - set(SECTIONS)))})")
-    parts = {"synth": data.get("synth") or {}, "sim": data.get("sim") or {}} if sectioned \
-        else {"synth": data, "sim": {}}
+    parts = {key: data.get(key) or {} for key in SECTIONS} if sectioned \
+        else {**{key: {} for key in SECTIONS}, "synth": data}
     for item in overrides:
         value = parse_override(item)
         where = next(iter(value))
@@ -187,19 +206,22 @@ def _settings(stage: int, config_file: Path | None, overrides: list[str], flags:
         raise common.fail(f"stage {cfg.stage} in {source} differs from --stage {stage} (the "
                           "stage is chosen with --stage, which also picks its preset)")
     sim = validate(SimSettings, deep_update(parts["sim"], flags.get("sim", {})), source)
-    return cfg, sim
+    return validate(SynthFlags, {"synth": cfg, "sim": sim, "policies": parts["policies"]},
+                    source)
 
 
-def _run(ctx: typer.Context, out: Path, cfg: SynthConfig, policies: dict[Role, Policy],
-         sim: SimSettings, source: RepoSource, benchmarks: list[Path], quiet: bool) -> None:
+def _run(ctx: typer.Context, out: Path, settings: SynthFlags, policies: dict[Role, Policy],
+         source: RepoSource, benchmarks: list[Path], quiet: bool) -> None:
     """Run (or resume) the synthesis into ``out`` and print what it did."""
     total = source.count()
+    sim = settings.sim
     sims = common.open_executor(sim.executor, sim.workers, sim.sim_config(), sim.address)
     display = common.progress(quiet)
     try:
-        run = synth_run(out, cfg, policies, sims.simulate, benchmarks,
+        run = synth_run(out, settings.synth, policies, sims.simulate, benchmarks,
                         on_repo=None if quiet else _print_repo,
-                        command=common.command_line(ctx, "synth"), progress=display)
+                        command=common.command_line(ctx, "synth"), progress=display,
+                        policy_options=settings.policies)
         display.plan(PROGRESS_GROUP, total, min(len(run.repos), total))
         with common.resumable("finished work is saved"), display:
             outcome = asyncio.run(run.run(source.items()))

@@ -54,10 +54,6 @@ Simulate = Callable[[Task, str], Observation]
 """A simulator call keeping its coverage data (``SimCall(keep_coverage=True)``)."""
 
 
-def item_key(item: UncoveredItem) -> str:
-    return f"{item.kind}|{item.file}|{item.line}|{item.detail}"
-
-
 @dataclass
 class Plan:
     """The next step: its ``source`` and, for random, the ``length``."""
@@ -235,9 +231,9 @@ class Closer:
         from llm4cov.formal.closure import design_io
         from llm4cov.formal.stimulus import Phase, closing_testbench
 
-        items = [i for i in self.holes() if item_key(i) not in self.state.analyzed]
+        items = [i for i in self.holes() if i.key_text not in self.state.analyzed]
         items = items[:MAX_FORMAL_ITEMS]
-        record = StepRecord(step=self.state.step, analyzed=[item_key(i) for i in items])
+        record = StepRecord(step=self.state.step, analyzed=[i.key_text for i in items])
         if not items:
             return record, None
         left = max(0.0, self.settings.budget_s - self.state.elapsed_s)
@@ -253,12 +249,11 @@ class Closer:
             return record, None
         # items left without a goal (the analysis' goal budget ran out) stay for the next
         budget = f"goal budget of {config.max_goals}"
-        placed = {item_key(g.item) for g in result.goals if not g.reason.startswith(budget)}
+        placed = {g.item.key_text for g in result.goals if not g.reason.startswith(budget)}
         record.analyzed = [k for k in record.analyzed if k in placed] or record.analyzed
-        record.verdicts = [GoalVerdict(
-            file=g.item.file, line=g.item.line, kind=g.item.kind, item=g.item.detail,
-            goal=g.what, metric=g.metric, status=g.status, reason=g.reason, depth=g.step)
-            for g in result.goals if not g.reason.startswith(budget)]
+        record.verdicts = [GoalVerdict.of(g.item, g.what, g.metric, status=g.status,
+                                          reason=g.reason, depth=g.step)
+                           for g in result.goals if not g.reason.startswith(budget)]
         record.note = "; ".join((["formal result from the cache"] if result.cached else [])
                                 + result.errors[:3])
         if not result.traces:

@@ -39,7 +39,8 @@ class Origin(BaseModel):
 class GoalVerdict(ProvenUnreachable):
     """One formal goal's verdict (:class:`llm4cov.formal.GoalResult`, without its
     trace): the goal's fields (:class:`~llm4cov.sim.model.exclusions.ProvenUnreachable`: the
-    item it stands for, ``file``, ``line``, ``kind``, wording ``item``, the ``goal`` and
+    item it stands for, ``file``, ``line``, ``kind``, wording ``item``, construct
+    ``typed`` (None in a step written before verdicts carried it), the ``goal`` and
     ``metric``; its point matcher), the ``status`` (reached, unreachable, unknown,
     error), the ``reason`` and ``depth`` (the reached cycle, or the depth explored)."""
 
@@ -54,7 +55,9 @@ class StepRecord(BaseModel):
     ``kept`` when it added points to the merged coverage, ``added`` of them) or, for a
     formal analysis that reached nothing, no test at all (``name`` empty). ``verdicts``:
     the formal analysis done in this step; ``analyzed``: the formal items it covered
-    (``kind|file|line|detail``), so a rerun does not analyze them again."""
+    (:attr:`~llm4cov.sim.model.observation.UncoveredItem.key_text`), so a rerun does not
+    analyze them again (a key of an older run, ``kind|file|line|detail``, matches no
+    item: a resumed older run analyzes those items again)."""
 
     model_config = ConfigDict(extra="forbid")
 

@@ -30,7 +30,7 @@ from dataclasses import fields
 
 from llm4cov.close.model import Cause, GoalVerdict, ResidualPoint
 from llm4cov.sim.model.coverage import Point, constant_dead
-from llm4cov.sim.model.exclusions import ProvenUnreachable
+from llm4cov.sim.model.exclusions import ProvenUnreachable, goals_at
 from llm4cov.sim.model.feedback_terms import SourceIndex
 from llm4cov.sim.model.observation import OVERALL_METRICS, MetricCoverage
 
@@ -42,22 +42,13 @@ def goal_of(v: GoalVerdict) -> ProvenUnreachable:
 
 def verdict_for(points: Sequence[Point], verdicts: Sequence[GoalVerdict],
                 sources: Mapping[str, str]) -> dict[Point, GoalVerdict]:
-    """The verdict standing for each missed point of ``points`` that has one (a proof
+    """The verdict standing for each missed point of ``points`` that has one
+    (:func:`~llm4cov.sim.model.exclusions.goals_at`: by the point's construct; a proof
     wins over a later unknown; otherwise the last analysis wins)."""
-    by_key: dict[tuple[str, str], list[GoalVerdict]] = defaultdict(list)
-    for v in verdicts:
-        by_key[(v.file, v.metric)].append(v)
-    words = SourceIndex(sources)
     out: dict[Point, GoalVerdict] = {}
-    for p in points:
-        found = by_key.get((p.file, p.metric)) if p.count == 0 else None
-        if not found:
-            continue
-        phrase = words.phrase(p.metric, p.file, p.line, p.col, p.comment, p.lines)
-        matching = [v for v in found if v.matches(p, phrase.line, phrase.detail)]
-        if matching:
-            proven = [v for v in matching if v.status == "unreachable"]
-            out[p] = (proven or matching)[-1]
+    for p, matching in goals_at(points, verdicts, sources):
+        proven = [v for v in matching if v.status == "unreachable"]
+        out[p] = (proven or matching)[-1]
     return out
 
 

@@ -484,10 +484,10 @@ def _base_reached(prove: JobResult, label: str, goal: goal_mod.Goal,
 def _matching(goal: GoalResult | goal_mod.Goal, items: list[UncoveredItem]
               ) -> list[UncoveredItem]:
     """The items of ``items`` (an observation's uncovered list) that still list
-    ``goal``'s point (for a toggle: its bit and direction)."""
+    ``goal``'s point (the same :attr:`~llm4cov.sim.model.observation.UncoveredItem.key`;
+    for a toggle: its bit and direction)."""
     if goal.metric != "toggle":
-        return [i for i in items if (i.kind, i.file, i.line, i.detail) ==
-                (goal.item.kind, goal.item.file, goal.item.line, goal.item.detail)]
+        return [i for i in items if i.key == goal.item.key]
     found = []
     for i in items:
         if i.kind != "toggle" or (i.file, i.line) != (goal.item.file, goal.item.line):

@@ -64,7 +64,7 @@ from llm4cov.formal.tools import FormalTools, find_tools, run_tool
 from llm4cov.policies.random_stimulus import Style
 from llm4cov.sim.config import SimConfig
 from llm4cov.sim.evaluator import Evaluator
-from llm4cov.sim.model.observation import Observation, UncoveredItem
+from llm4cov.sim.model.observation import ItemKey, Observation, UncoveredItem
 from llm4cov.tasks.model import Task
 
 MAX_MEMORY_WORDS = 4096
@@ -653,9 +653,10 @@ def _run(out: Continuation, runner: _Runner, placement: goal_mod.Placement,
             out.phases = []
 
 
-def goal_key(goal: GoalResult) -> tuple[str, str, int, str, str]:
-    """What identifies a goal across placements: its item and what it checks."""
-    return (goal.item.kind, goal.item.file, goal.item.line, goal.item.detail, goal.what)
+def goal_key(goal: GoalResult) -> tuple[ItemKey, str]:
+    """What identifies a goal across placements: its item
+    (:attr:`~llm4cov.sim.model.observation.UncoveredItem.key`) and what it checks."""
+    return goal.item.key, goal.what
 
 
 def apply(result: FormalResult, cont: Continuation) -> int:

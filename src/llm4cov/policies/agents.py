@@ -41,6 +41,9 @@ ERROR_ODDS = 32
 """A responder answers with an error once in this many responses."""
 RESPONSE_WAIT = 256
 """Cycles a responder waits for the DUT (write data, a response's ready)."""
+_RESPONSE = {"aw": "b", "ar": "r"}
+"""The response channel of each AXI address channel: write responses on ``b``, read
+data on ``r``."""
 
 
 @dataclass(frozen=True)
@@ -222,40 +225,38 @@ class _Responder:
         return [*self.header(f"APB requester port {self.m.prefix or psel}"), *body], \
             f"tb_apb{self.i}();"
 
-    def _axi_start(self, ch: str) -> list[str]:
-        """Accept one address of channel ``ch`` (``aw``/``ar``) after 0-2 cycles."""
-        start = f"tb_a = int'({self.name(ch + 'addr')} >> {self.shift});" \
-            if self.has(ch + "addr") else "tb_a = 0;"
-        count = f"tb_n = int'({self.name(ch + 'len')});" if self.has(ch + "len") else "tb_n = 0;"
-        rid = {"aw": "bid", "ar": "rid"}[ch]
-        echo = (f" {self.name(rid)} = {self.r[rid].width}'({self.name(ch + 'id')});"
-                if self.has(rid, ch + "id") else "")
-        return [f"      {self.neg}", f"      if (!{self.name(ch + 'valid')}) continue;",
-                f"      repeat ($urandom_range(2)) {self.neg}",
-                f"      {self.name(ch + 'ready')} = 1'b1; {start} {count}{echo}",
-                f"      {self.neg}", f"      {self.name(ch + 'ready')} = 1'b0;"]
-
     def _word(self) -> str:
         bits = (MEM_WORDS - 1).bit_length()
         return f"{self.mem}[{bits}'(tb_a + tb_b)]"
 
-    def _axi_head(self, task: str, hs: str, valid: str, ready: str, fill: bool
-                  ) -> list[str]:
-        """A response channel's handshake monitor (when the port has its ready), the
-        task's head and the memory fill."""
-        lines = _monitor(hs, self.clk, self.name(valid), self.name(ready)) \
+    def _axi_burst(self, ch: str, fill: bool) -> tuple[str, list[str]]:
+        """The task of address channel ``ch`` (``aw``: ``tb_axw<i>``, ``ar``:
+        ``tb_axr<i>``) up to its beat loop (beat ``tb_b`` of ``tb_n``): the response
+        channel's handshake monitor (when the port has its ready), the task's head and
+        the memory fill, then one address accepted after 0-2 cycles. Returns the
+        monitor's bit and the lines."""
+        resp = _RESPONSE[ch]
+        hs, ready, rid = f"tb_hs{resp}{self.i}", resp + "ready", resp + "id"
+        monitor = _monitor(hs, self.clk, self.name(resp + "valid"), self.name(ready)) \
             if ready in self.r else []
-        return [*lines, f"  task automatic {task}();", "    int tb_a, tb_n;",
-                *([self.fill()] if fill else []), "    forever begin"]
+        start = f"tb_a = int'({self.name(ch + 'addr')} >> {self.shift});" \
+            if self.has(ch + "addr") else "tb_a = 0;"
+        count = f"tb_n = int'({self.name(ch + 'len')});" if self.has(ch + "len") else "tb_n = 0;"
+        echo = (f" {self.name(rid)} = {self.r[rid].width}'({self.name(ch + 'id')});"
+                if self.has(rid, ch + "id") else "")
+        return hs, [*monitor, f"  task automatic tb_ax{ch[1]}{self.i}();", "    int tb_a, tb_n;",
+                    *([self.fill()] if fill else []), "    forever begin",
+                    f"      {self.neg}", f"      if (!{self.name(ch + 'valid')}) continue;",
+                    f"      repeat ($urandom_range(2)) {self.neg}",
+                    f"      {self.name(ch + 'ready')} = 1'b1; {start} {count}{echo}",
+                    f"      {self.neg}", f"      {self.name(ch + 'ready')} = 1'b0;",
+                    "      for (int tb_b = 0; tb_b <= tb_n; tb_b++) begin"]
 
     def axi_write(self, fill: bool) -> list[str]:
-        hs, wv = f"tb_hsb{self.i}", self.name("wvalid")
+        hs, lines = self._axi_burst("aw", fill)
+        wv = self.name("wvalid")
         store = f" {self._word()} = {self.name('wdata')};" if self.has("wdata") else ""
-        bready = self.r.get("bready")
-        lines = self._axi_head(f"tb_axw{self.i}", hs, "bvalid", "bready", fill)
-        lines += [*self._axi_start("aw"),
-                  "      for (int tb_b = 0; tb_b <= tb_n; tb_b++) begin",
-                  f"        for (int tb_k = 0; tb_k < {RESPONSE_WAIT} && (!{wv} || "
+        lines += [f"        for (int tb_k = 0; tb_k < {RESPONSE_WAIT} && (!{wv} || "
                   f"$urandom_range(3) == 0); tb_k++) {self.neg}",
                   f"        if (!{wv}) break;",
                   f"        {self.name('wready')} = 1'b1;{store}",
@@ -264,30 +265,27 @@ class _Responder:
                   "      end",
                   f"      {self.name('bvalid')} = 1'b1; {self.error('bresp', '2')}".rstrip(),
                   f"      {self.neg}"]
-        if bready is not None:
+        if self.has("bready"):
             lines.append(f"      for (int tb_k = 0; tb_k < {RESPONSE_WAIT} && !{hs}; tb_k++) "
                          f"{self.neg}")
         lines += [f"      {self.name('bvalid')} = 1'b0;", "    end", "  endtask"]
         return lines
 
     def axi_read(self, fill: bool) -> list[str]:
-        hs, rv = f"tb_hsr{self.i}", self.name("rvalid")
-        rready = self.r.get("rready")
+        hs, lines = self._axi_burst("ar", fill)
+        rv = self.name("rvalid")
         beat = " ".join(x for x in (
             f"{rv} = 1'b1;", self.set("rdata", self._word()), self.set("rlast", "tb_b == tb_n"),
             self.error("rresp", "2")) if x)
-        lines = self._axi_head(f"tb_axr{self.i}", hs, "rvalid", "rready", fill)
-        lines += [*self._axi_start("ar"),
-                  "      for (int tb_b = 0; tb_b <= tb_n; tb_b++) begin",
-                  f"        repeat ($urandom_range(3) == 0 ? $urandom_range(1, 3) : 0) "
+        lines += [f"        repeat ($urandom_range(3) == 0 ? $urandom_range(1, 3) : 0) "
                   f"{self.neg}",
                   f"        {beat}",
                   f"        {self.neg}"]
-        if rready is not None:
+        if self.has("rready"):
             lines += [f"        for (int tb_k = 0; tb_k < {RESPONSE_WAIT} && !{hs}; tb_k++) "
                       f"{self.neg}"]
         lines.append(f"        {rv} = 1'b0; {self.set('rlast', chr(39) + '0')}".rstrip())
-        if rready is not None:
+        if self.has("rready"):
             lines.append(f"        if (!{hs}) break;")
         lines += ["      end", "    end", "  endtask"]
         return lines

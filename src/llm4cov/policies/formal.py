@@ -29,7 +29,7 @@ from typing import Any
 
 from llm4cov.policies.base import Generation, GenerationRequest
 from llm4cov.policies.random_stimulus import RandomStimulusPolicy, Style
-from llm4cov.sim.model.observation import UncoveredItem
+from llm4cov.sim.model.observation import ItemKey, UncoveredItem
 
 POLICY_PROVE_BUDGET_S = 20.0
 """Prove budget per analysis (seconds): smaller than the CLI's, the policy runs often."""
@@ -57,15 +57,17 @@ def verdicts(result) -> dict[str, Any]:
     """The annotation of one analysis (:class:`llm4cov.formal.closure.FormalResult`):
     counts of goals per verdict (:data:`VERDICTS`), ``job_errors`` (one line per failed
     SBY job) and every proven-unreachable item (``file``, ``line``, ``kind``, ``item``,
-    ``goal``, ``metric``), which the reports mark UNR and the bench leaves out of the
-    separate "unreachable excluded" figure."""
+    ``goal``, ``metric`` and its construct ``typed``:
+    :meth:`~llm4cov.sim.model.exclusions.ProvenUnreachable.annotation`), which the
+    reports mark UNR and the bench leaves out of the separate "unreachable excluded"
+    figure."""
+    from llm4cov.sim.model.exclusions import ProvenUnreachable
+
     return {
         **{status: result.count(status) for status in VERDICTS},
         "job_errors": list(result.errors),
-        "unreachable_items": [
-            {"file": g.item.file, "line": g.item.line, "kind": g.item.kind,
-             "item": g.item.detail, "goal": g.what, "metric": g.metric}
-            for g in result.goals if g.status == "unreachable"],
+        "unreachable_items": [ProvenUnreachable.of(g.item, g.what, g.metric).annotation()
+                              for g in result.goals if g.status == "unreachable"],
     }
 
 
@@ -90,9 +92,10 @@ class FormalPolicy:
         self.sim_config = sim_config
         """:class:`~llm4cov.sim.config.SimConfig` of the start's simulation (default:
         the evaluator's defaults; its ``feedback_limit`` is lifted)."""
-        self._tried: dict[str, set[tuple[str, int, str, str]]] = {}
+        self._tried: dict[str, set[ItemKey]] = {}
+        """Per design: the items analyzed, by :attr:`UncoveredItem.key` (never wording)."""
         self._phases: dict[str, list] = {}
-        self._settled: dict[str, set[tuple[str, int, str, str]]] = {}
+        self._settled: dict[str, set[ItemKey]] = {}
         """Per design: items proven unreachable or whose job failed (no continuation)."""
         self._mine: set[str] = set()
         self._lock = threading.Lock()
@@ -112,15 +115,15 @@ class FormalPolicy:
         key = self._key(task)
         with self._lock:
             tried = self._tried.setdefault(key, set())
-            fresh = [i for i in items if (i.kind, i.line, i.file, i.detail) not in tried]
-            tried.update((i.kind, i.line, i.file, i.detail) for i in fresh)
+            fresh = [i for i in items if i.key not in tried]
+            tried.update(i.key for i in fresh)
         return fresh
 
     def _untry(self, task, items: list[UncoveredItem]) -> None:
         """Forget ``items`` (left out by the goal budget: tried again in a later round)."""
         with self._lock:
             tried = self._tried.setdefault(self._key(task), set())
-            tried.difference_update((i.kind, i.line, i.file, i.detail) for i in items)
+            tried.difference_update(i.key for i in items)
 
     def _answer(self, text: str) -> str:
         with self._lock:
@@ -158,10 +161,10 @@ class FormalPolicy:
         with self._lock:
             settled = self._settled.setdefault(self._key(task), set())
             if result is not None:
-                settled.update((g.item.kind, g.item.line, g.item.file, g.item.detail)
-                               for g in result.goals if g.status in ("unreachable", "error"))
+                settled.update(g.item.key for g in result.goals
+                               if g.status in ("unreachable", "error"))
             apart = set(settled)
-        holes = [i for i in holes if (i.kind, i.line, i.file, i.detail) not in apart]
+        holes = [i for i in holes if i.key not in apart]
         if not holes:
             return answer, [], 0
         cfg = self.sim_config or SimConfig()

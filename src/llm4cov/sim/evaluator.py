@@ -96,15 +96,31 @@ class KeptRun:
     workdir: Path | None = None
 
 
-@dataclass
+@dataclass(frozen=True)
+class _Staged:
+    """A call's sources in its work dir, checked and rewritten: what its build, the
+    judgement of the build and its run read."""
+
+    task: Task
+    tb: SourceFile
+    plan: TestbenchPlan
+    workdir: Path
+    findings: list[precheck.Finding] | None
+    """The pyslang pre-check's findings (None: the pre-check is off)."""
+    rewrite: hints.Rewrite
+
+
+@dataclass(frozen=True)
 class _Build:
     """The build step's outcome: the backend's ``result``, the tool failure it shows
-    (``why``, None: none), the coverage flags dropped to get past one, its seconds."""
+    (``why``, None: none), the coverage flags dropped to get past one, its seconds and
+    its ``log`` (the output as an observation shows it: work dir paths scrubbed)."""
 
     result: ProcessResult
     why: str | None
     dropped: tuple[str, ...]
     seconds: float
+    log: str
 
 
 class Evaluator:
@@ -390,6 +406,13 @@ class Evaluator:
                         type(exc).__name__, exc)
             return []
 
+    def _findings(self, staged: _Staged) -> list[precheck.Finding]:
+        """pyslang's findings of the staged sources: the pre-check's, or (pre-check
+        off) a pyslang run now, on the same sources."""
+        if staged.findings is not None:
+            return staged.findings
+        return self._pyslang(staged.task, staged.tb, staged.plan, staged.workdir)
+
     def _simulate(self, task: Task, tb: SourceFile, aux: list[SourceFile],
                   plan: TestbenchPlan, workdir: Path, base: dict,
                   view: Preprocessed | None, generated: str) -> Observation:
@@ -420,22 +443,22 @@ class Evaluator:
             )
         notes = [*rewrite.notes,
                  *hints.missing_data_notes(tb, {f.name for f in [*task.rtl_files, *aux]})]
-        build = self._build(task, tb, plan, workdir, rewrite, base, notes)
+        staged = _Staged(task, tb, plan, workdir, findings, rewrite)
+        build = self._build(staged, base, notes)
         base = {**base, "coverage_options": [o for o in base["coverage_options"]
                                              if o not in build.dropped]}
-        build_log = clean_build_log(scrub_paths(build.result.output, str(src)), str(workdir))
-        judged = self._judge_build(build, build_log, task, tb, plan, workdir, findings,
-                                   rewrite, base, notes)
+        judged = self._judge_build(staged, build, base, notes)
         if judged is not None:
             return judged
-        return self._run(task, tb, plan, workdir, base, notes, build_log, build.seconds)
+        return self._run(staged, build, base, notes)
 
-    def _build(self, task: Task, tb: SourceFile, plan: TestbenchPlan, workdir: Path,
-               rewrite: hints.Rewrite, base: dict, notes: list[str]) -> _Build:
+    def _build(self, staged: _Staged, base: dict, notes: list[str]) -> _Build:
         """Build with the retries: once without each coverage type whose option makes
         the simulator fail (``backend.retry_without``), then once from the sources as
         given when the evaluator's rewrite caused the compile errors. Appends a note per
         retry to ``notes``."""
+        task, tb, plan, workdir, rewrite = (staged.task, staged.tb, staged.plan,
+                                            staged.workdir, staged.rewrite)
         t0 = time.monotonic()
         drop: tuple[str, ...] = ()
         self._phase("build")
@@ -458,21 +481,22 @@ class Evaluator:
             build = self.backend.build(task, tb, plan, workdir, drop)
             notes.append("the evaluator's rewrite of the sources (per-instance coverage, "
                          "testbench workarounds) did not compile; built them as given")
-        return _Build(build, why, drop, time.monotonic() - t0)
+        seconds = time.monotonic() - t0
+        log_text = clean_build_log(scrub_paths(build.output, str(workdirs.sources(workdir))),
+                                   str(workdir))
+        return _Build(build, why, drop, seconds, log_text)
 
-    def _judge_build(self, build: _Build, build_log: str, task: Task, tb: SourceFile,
-                     plan: TestbenchPlan, workdir: Path, findings: list | None,
-                     rewrite: hints.Rewrite, base: dict, notes: list[str]
+    def _judge_build(self, staged: _Staged, build: _Build, base: dict, notes: list[str]
                      ) -> Observation | None:
         """The observation of a build that ends the call (past a bound, a compile error,
         a simulator failure, a timeout), or None when the simulation can run."""
-        result, why, build_s = build.result, build.why, build.seconds
+        result, why, build_s, build_log = build.result, build.why, build.seconds, build.log
+        tb = staged.tb
         if result.exceeded:
             return self._over_bound(result.exceeded, build_log, round(build_s, 3), base)
-        notes.extend(self.backend.build_notes(build_log, tb, rewrite.nba_lines))
+        notes.extend(self.backend.build_notes(build_log, tb, staged.rewrite.nba_lines))
         invalid = [] if why is None or result.timed_out else precheck.testbench_errors(
-            findings if findings is not None else self._pyslang(task, tb, plan, workdir),
-            tb.name)  # the verdict when Verilator crashes: pyslang's, on the same run
+            self._findings(staged), tb.name)  # the verdict when Verilator crashes
         if invalid:  # Verilator crashed on a testbench that is not valid SystemVerilog
             codes = ", ".join(sorted({f.code for f in invalid}))
             notes.append(f"Verilator failed ({why}) on a testbench that pyslang finds "
@@ -562,8 +586,11 @@ class Evaluator:
             **base,
         )
 
-    def _run(self, task: Task, tb: SourceFile, plan: TestbenchPlan, workdir: Path,
-             base: dict, notes: list[str], build_log: str, build_s: float) -> Observation:
+    def _run(self, staged: _Staged, build: _Build, base: dict, notes: list[str]
+             ) -> Observation:
+        """Run the built simulation and measure the DUT's coverage."""
+        task, tb, plan, workdir = staged.task, staged.tb, staged.plan, staged.workdir
+        build_log, build_s = build.log, build.seconds
         cfg = self.config
         self._phase("run")
         outcome = self.backend.run(task, tb, workdir)

@@ -18,8 +18,8 @@ Per repo (paper, "Learning offline"):
 Resume: every generation + simulation is a durable :class:`SampleRow`; a rerun reuses
 the rows already there (same keys, same seeds, deterministic selection), so it neither
 repeats nor loses finished work. A repo is finished when its :class:`RepoRow` is
-written. A run directory refuses a config whose :meth:`SynthConfig.identity` or model
-names differ.
+written. A run directory refuses a config whose :meth:`SynthConfig.identity`, model
+names or (when given) policy options differ.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ import asyncio
 import hashlib
 import json
 import logging
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -121,6 +121,8 @@ class SynthRun:
     ``M_trans``; ``simulate`` is ``executor.simulate`` (or any async evaluator call).
     ``command`` (the command line) is recorded in ``run.json`` for the dataset card.
     ``progress`` hears of every finished repo (group ``repos``) and every new sample row.
+    ``policy_options``: the ``policies:`` section the policies were made with
+    (:mod:`llm4cov.policies.registry`); part of the identity when not empty.
 
     Raises:
         RunDirError: ``out_dir`` holds a run with a different identity.
@@ -136,6 +138,7 @@ class SynthRun:
         on_repo: Callable[[RepoRow], None] | None = None,
         command: str = "",
         progress: ProgressSink | None = None,
+        policy_options: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> None:
         self.out = Path(out_dir)
         self.config = config
@@ -145,6 +148,7 @@ class SynthRun:
         self.on_repo = on_repo
         self.command = command
         self.progress = progress or NullProgress()
+        self.policy_options = dict(policy_options or {})
         self.out.mkdir(parents=True, exist_ok=True)
         self._check_identity()
         self.samples = ResultLog(self.out / "samples.jsonl", SAMPLE_KEY)
@@ -164,13 +168,15 @@ class SynthRun:
         identity = {
             "config": self.config.identity(),
             "models": {role.value: p.name for role, p in sorted(self.policies.items())},
+            **({"policies": self.policy_options} if self.policy_options else {}),
         }
         path = self.out / "run.json"
         if path.exists():
             stored = json.loads(path.read_text(encoding="utf-8"))
             if stored.get("identity") != identity:
                 raise RunDirError(
-                    f"{self.out} holds a run with another config or models; use a new --out "
+                    f"{self.out} holds a run with another config, models or policy options; "
+                    "use a new --out "
                     f"(stored: {json.dumps(stored.get('identity'), sort_keys=True)})"
                 )
         payload = {"identity": identity, "config": to_mapping(self.config),

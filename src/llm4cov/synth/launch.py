@@ -73,7 +73,7 @@ def synth_run(out: Path | str, config: SynthConfig, policies: dict[Role, Policy]
     """A :class:`SynthRun` of ``config`` in ``out`` with the role ``policies``
     (:func:`role_policies`) and, when ``benchmarks`` (task files) are given, the
     contamination filter; ``options`` are SynthRun's ``on_repo``, ``command``,
-    ``progress``.
+    ``progress``, ``policy_options``.
 
     Raises:
         RunDirError: ``out`` holds a run with another identity.

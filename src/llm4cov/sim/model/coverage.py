@@ -32,6 +32,7 @@ from llm4cov.sim.model.feedback_terms import SourceIndex, render
 from llm4cov.sim.model.metrics import CONDITIONAL, TOGGLE, feedback_rank, is_code
 from llm4cov.sim.model.observation import (
     CoverageReport,
+    ItemKey,
     MetricCoverage,
     UncoveredItem,
     overall_percent,
@@ -248,9 +249,9 @@ def uncovered_items(
     FSM, expression terms and toggles. Toggle misses of one signal are merged into one
     item with a bit range (``q[7:4] never toggled 0->1``). Returns the items and how
     many more were left out. ``sources`` maps each RTL file name to its text: only
-    points of those files count. The same miss in several instances of one module is
-    one item: ``instances`` lists where it was missed, ``copies`` how many instances
-    have that source line (see :class:`UncoveredItem`). ``modules``: see
+    points of those files count. The same miss (one :attr:`UncoveredItem.key`, never
+    its wording) in several instances of one module is one item: ``instances`` lists
+    where it was missed, ``copies`` how many instances have that source line. ``modules``: see
     :func:`dut_points`. ``select``: only the missed points it accepts become items
     (the reports word the proven-unreachable misses apart).
     """
@@ -280,15 +281,15 @@ def uncovered_items(
                                bits=tuple(sorted(bits, reverse=True)),
                                direction=dirs[0] if len(dirs) == 1 else "")
             items.append(_item(TOGGLE.name, file, line, hier, signal, lines))
-    grouped: dict[tuple[str, str, int, str], list[UncoveredItem]] = defaultdict(list)
-    for item in items:  # one miss shown once: the same wording at the same line
-        grouped[(item.kind, item.file, item.line, item.detail)].append(item)
+    grouped: dict[ItemKey, list[UncoveredItem]] = defaultdict(list)
+    for item in items:  # one miss shown once: its instances merged by its identity
+        grouped[item.key].append(item)
     merged = []
-    for (_, file, line, _), group in grouped.items():
+    for group in grouped.values():
         where = tuple(sorted(i.instance for i in group))
         merged.append(group[0].model_copy(update={
             "instance": where[0], "instances": where,
-            "copies": len(hiers_at.get((file, line), ())) or 1,
+            "copies": len(hiers_at.get((group[0].file, group[0].line), ())) or 1,
         }))
     merged.sort(key=lambda i: (feedback_rank(i.kind), i.file, i.line, i.detail))
     return merged[:limit], max(0, len(merged) - limit)

@@ -29,13 +29,18 @@ from __future__ import annotations
 import fnmatch
 import re
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, Self, TypeVar
 
+from llm4cov.sim.model.construct import Construct
 from llm4cov.sim.model.feedback_terms import SourceIndex
 from llm4cov.sim.model.metrics import EXCLUDABLE, TOGGLE
+from llm4cov.sim.model.wording import render
+
+if TYPE_CHECKING:
+    from llm4cov.sim.model.observation import UncoveredItem
 
 METRICS = EXCLUDABLE
 """The metric names a rule may end with (the excludable rows of
@@ -74,6 +79,7 @@ class _Worded(_PointLike, Protocol):  # llm4cov.sim.model.coverage.Point
 
 
 P = TypeVar("P", bound=_PointLike)
+W = TypeVar("W", bound=_Worded)
 
 
 @dataclass(frozen=True)
@@ -180,10 +186,11 @@ class ProvenUnreachable:
     (:mod:`llm4cov.formal`): marked UNR in the reports, never removed from the headline.
 
     The fields are those of the formal policy's annotation (``unreachable_items`` of
-    :func:`llm4cov.policies.formal.verdicts`): the item's ``file``, ``line``, ``kind``
-    and wording ``item`` (as the feedback listed it), the ``goal`` (``then branch``,
-    ``case item``, ``q[3] 0->1``) and its ``metric``. A goal is proven in the module's
-    source, so it holds in every instance of that module.
+    :func:`llm4cov.policies.formal.verdicts`): the item's ``file``, ``line``, ``kind``,
+    wording ``item`` (as the feedback listed it, for the reader) and construct
+    ``typed``, the ``goal`` (``then branch``, ``case item``, ``q[3] 0->1``) and its
+    ``metric``. A goal is proven in the module's source, so it holds in every instance
+    of that module. Which point it stands for: :meth:`matches`.
     """
 
     file: str
@@ -192,28 +199,67 @@ class ProvenUnreachable:
     item: str
     goal: str
     metric: str
+    typed: Construct | None = field(default=None, kw_only=True)
+    """The item's construct (:attr:`llm4cov.sim.model.observation.UncoveredItem.typed`),
+    which identifies its point; None in an entry written before entries carried it, or
+    for an item whose construct was read back from its wording: such an entry matches
+    by its wording ``item``, as entries always did."""
+
+    @classmethod
+    def of(cls, item: UncoveredItem, goal: str, metric: str, **more: Any) -> Self:
+        """The goal ``goal`` (of ``metric``) standing for ``item`` (``more``: the fields
+        of a subclass)."""
+        return cls(file=item.file, line=item.line, kind=item.kind, item=item.detail,
+                   goal=goal, metric=metric,
+                   typed=None if item.typed.from_text else item.typed, **more)
 
     @classmethod
     def from_annotation(cls, entry: Mapping) -> ProvenUnreachable:
-        """One entry of an annotation's ``unreachable_items``.
+        """One entry of an annotation's ``unreachable_items`` (:meth:`annotation`; an
+        entry without ``typed`` is an older one).
 
         Raises:
-            KeyError, ValueError: a field is missing or ``line`` is not a number.
+            KeyError, ValueError: a field is missing, ``line`` is not a number or
+                ``typed`` is not a construct (a ``pydantic.ValidationError``).
         """
+        typed = entry.get("typed")
         return cls(file=str(entry["file"]), line=int(entry["line"]), kind=str(entry["kind"]),
                    item=str(entry["item"]), goal=str(entry["goal"]),
-                   metric=str(entry["metric"]))
+                   metric=str(entry["metric"]),
+                   typed=Construct.model_validate(typed) if typed else None)
 
-    def matches(self, point: _Worded, line: int, detail: str) -> bool:
-        """True when ``point`` is this goal's point; ``line`` and ``detail`` are the
-        point's own line and wording (:meth:`llm4cov.sim.model.feedback_terms.SourceIndex.phrase`).
-        A toggle goal ``q[3] 0->1`` is the point ``q[3]:0->1`` at the item's line."""
+    @property
+    def item_key(self) -> tuple[str, int, str, Construct | str]:
+        """The item it stands for: ``(file, line, kind, typed)``, or the wording ``item``
+        in place of ``typed`` for an entry without one (several goals of one item, e.g.
+        toggle bits, share it)."""
+        return self.file, self.line, self.kind, self.item if self.typed is None else self.typed
+
+    def annotation(self) -> dict[str, Any]:
+        """The goal as an entry of an annotation's ``unreachable_items`` (JSON), read
+        back by :meth:`from_annotation`; ``typed`` only when known."""
+        entry: dict[str, Any] = {"file": self.file, "line": self.line, "kind": self.kind,
+                                 "item": self.item, "goal": self.goal, "metric": self.metric}
+        if self.typed is not None:
+            entry["typed"] = self.typed.model_dump(mode="json")
+        return entry
+
+    def matches(self, point: _Worded, line: int, construct: Construct) -> bool:
+        """True when ``point`` is this goal's point; ``line`` and ``construct`` are the
+        point's own line and construct (:meth:`llm4cov.sim.model.feedback_terms.
+        SourceIndex.construct`). A toggle goal ``q[3] 0->1`` is the point ``q[3]:0->1``
+        at the item's line; any other goal's point has the item's line and construct
+        (``typed``), or, in an entry without one, the item's wording."""
         if (point.metric, point.file) != (self.metric, self.file):
             return False
         if self.metric == TOGGLE.name:
             ref, _, direction = self.goal.rpartition(" ")
             return point.line == self.line and point.comment == f"{ref}:{direction}"
-        return (line, detail) == (self.line, self.item)
+        if line != self.line:
+            return False
+        if self.typed is not None:
+            return construct == self.typed
+        return render(point.metric, point.file, construct) == self.item
 
 
 def proven_unreachable(annotations: Iterable[Mapping]) -> list[ProvenUnreachable]:
@@ -227,20 +273,30 @@ def proven_unreachable(annotations: Iterable[Mapping]) -> list[ProvenUnreachable
     return list(found)
 
 
-def unreachable_misses(points: Iterable[_Worded], proven: Sequence[ProvenUnreachable],
-                       sources: Mapping[str, str]) -> list:
-    """The uncovered points among ``points`` that a goal of ``proven`` stands for (in
-    order). ``sources`` maps the RTL file names to their text (for the wording)."""
-    by_key: dict[tuple[str, str], list[ProvenUnreachable]] = defaultdict(list)
-    for goal in proven:
+G = TypeVar("G", bound=ProvenUnreachable)
+
+
+def goals_at(points: Iterable[W], goals: Sequence[G], sources: Mapping[str, str]
+             ) -> Iterator[tuple[W, list[G]]]:
+    """Each uncovered point of ``points`` (in order) that goals of ``goals`` stand for
+    (:meth:`ProvenUnreachable.matches`), with those goals. ``sources`` maps the RTL file
+    names to their text (for the points' constructs)."""
+    by_key: dict[tuple[str, str], list[G]] = defaultdict(list)
+    for goal in goals:
         by_key[(goal.file, goal.metric)].append(goal)
-    words = SourceIndex(sources)
-    hits = []
+    index = SourceIndex(sources)
     for p in points:
-        goals = by_key.get((p.file, p.metric)) if p.count == 0 else None
-        if not goals:
+        found = by_key.get((p.file, p.metric)) if p.count == 0 else None
+        if not found:
             continue
-        phrase = words.phrase(p.metric, p.file, p.line, p.col, p.comment, p.lines)
-        if any(g.matches(p, phrase.line, phrase.detail) for g in goals):
-            hits.append(p)
-    return hits
+        construct, own = index.construct(p.metric, p.file, p.line, p.col, p.comment, p.lines)
+        matching = [g for g in found if g.matches(p, own, construct)]
+        if matching:
+            yield p, matching
+
+
+def unreachable_misses(points: Iterable[W], proven: Sequence[ProvenUnreachable],
+                       sources: Mapping[str, str]) -> list[W]:
+    """The uncovered points among ``points`` that a goal of ``proven`` stands for (in
+    order). ``sources`` maps the RTL file names to their text."""
+    return [p for p, _ in goals_at(points, proven, sources)]

@@ -5,9 +5,10 @@ metric: its name (the ``Point.metric``, ``UncoveredItem.kind``, the key of
 ``CoverageReport.metrics``), the simulator's type tag that makes its points (the
 ``t=`` key of Verilator's ``coverage.dat``), whether it enters the headline
 ``overall``, whether an exclusion rule may name it, its place in the feedback list,
-its LCOV record and UCIS bin, the Verilator flag that turns it on, and the word of a
-missed point's phrase (``never executed``). The table's order is the reports' column
-order.
+its LCOV record and UCIS bin, the Verilator flag that turns it on (and whether a build
+that crashes Verilator is retried without it), and the words of a missed point's
+phrase (``never executed``) and of the metric in prose. The table's order is the
+reports' column order.
 
 Adding a metric: one row here, the reader's mapping of its points to a typed construct
 (:meth:`llm4cov.sim.model.feedback_terms.SourceIndex.construct`; a named point needs none)
@@ -36,9 +37,12 @@ class Metric:
     - ``feedback_rank``: its place in the feedback list (lower first);
     - ``verilator_flag``: the Verilator option that makes its points (None: another
       row's or none); ``opt_in``: only when asked for (``SimConfig.fsm_coverage``);
+      ``crash_retry``: a build that crashes Verilator is tried once more without this
+      flag, the rows in this order (lower first; None: the flag is never dropped);
     - ``lcov``: its LCOV record (``DA`` lines, ``BRDA`` branches; None: none);
       ``ucis``: pyucis's XML element holding its bins and the bin element;
-    - ``verb``: the word of a miss (``block never executed``, ``... never taken``).
+    - ``verb``: the word of a miss (``block never executed``, ``... never taken``);
+    - ``noun``: the metric in prose (``expression`` coverage; ``""``: ``name``).
     """
 
     name: str
@@ -51,9 +55,11 @@ class Metric:
     feedback_rank: int = 9
     verilator_flag: str | None = None
     opt_in: bool = False
+    crash_retry: int | None = None
     lcov: str | None = None
     ucis: tuple[str, str] | None = None
     verb: str = "hit"
+    noun: str = ""
 
 
 LINE = Metric("line", "line", overall=True, conditional=True, feedback_rank=0,
@@ -62,11 +68,11 @@ LINE = Metric("line", "line", overall=True, conditional=True, feedback_rank=0,
 BRANCH = Metric("branch", "branch", overall=True, conditional=True, feedback_rank=1,
                 lcov="BRDA", ucis=("branch", "branchBin"), verb="taken")
 EXPR = Metric("expr", "expr", overall=True, conditional=True, feedback_rank=3,
-              verilator_flag="--coverage-expr")
+              verilator_flag="--coverage-expr", crash_retry=1, noun="expression")
 TOGGLE = Metric("toggle", "toggle", overall=True, feedback_rank=5,
                 verilator_flag="--coverage-toggle", verb="toggled")
 FSM = Metric("fsm", "fsm", tag_prefix=True, overall=True, feedback_rank=2,
-             verilator_flag="--coverage-fsm", opt_in=True)
+             verilator_flag="--coverage-fsm", opt_in=True, crash_retry=0, noun="FSM")
 USER = Metric("user", "", feedback_rank=4, verilator_flag="--coverage-user")
 COVERGROUP = Metric("covergroup", "covergroup", code=False, excludable=False)
 
@@ -123,6 +129,14 @@ def verilator_flags(opted: bool) -> list[str]:
     always = [m.verilator_flag for m in METRICS if m.verilator_flag and not m.opt_in]
     asked = [m.verilator_flag for m in METRICS if m.verilator_flag and m.opt_in] if opted else []
     return list(dict.fromkeys([*always, *asked]))
+
+
+def crash_retries() -> tuple[tuple[str, str], ...]:
+    """``(flag, noun)`` of the metrics whose Verilator flag a build that crashes Verilator
+    drops, one retry each, in the order they are dropped (``crash_retry``)."""
+    rows = sorted((m for m in METRICS if m.crash_retry is not None),
+                  key=lambda m: m.crash_retry or 0)
+    return tuple((m.verilator_flag, m.noun or m.name) for m in rows if m.verilator_flag)
 
 
 def opt_in_flags() -> frozenset[str]:

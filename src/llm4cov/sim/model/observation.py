@@ -6,6 +6,7 @@ Units: coverage percentages are percent (0-100) everywhere in reports;
 
 from __future__ import annotations
 
+import json
 from enum import StrEnum
 from typing import Any, ClassVar
 
@@ -24,8 +25,12 @@ SCHEMA_VERSION = 5
 one reads its construct back from its wording, ``Construct.from_text``)."""
 
 __all__ = ["OVERALL_METRICS", "SCHEMA_VERSION", "CoverageData", "CoverageReport",
-           "EndReason", "MetricCoverage", "Observation", "Status", "UncoveredItem",
+           "EndReason", "ItemKey", "MetricCoverage", "Observation", "Status", "UncoveredItem",
            "overall_percent", "overall_without"]
+
+ItemKey = tuple[str, str, int, Construct, str]
+"""What identifies an uncovered item (:attr:`UncoveredItem.key`): ``(kind, file, line,
+typed, words)``."""
 
 
 class Status(StrEnum):
@@ -174,6 +179,9 @@ class UncoveredItem(BaseModel):
     - ``instances``: every instance hierarchy that missed it (sorted), and ``copies``:
       how many instances of the DUT subtree have points on that line (IMC per-instance
       view: a miss in 1 of 16 S-boxes names that S-box).
+
+    Identity: :attr:`key` (and :attr:`key_text` in files) is the one rule for "the same
+    miss"; ``detail`` never enters it.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -201,6 +209,30 @@ class UncoveredItem(BaseModel):
                 str(data.get("kind", "")), int(data.get("line", 0) or 0),
                 str(data.get("detail", "")))}
         return data
+
+    @property
+    def key(self) -> ItemKey:
+        """The item's identity, the one rule every set, dict and comparison of items
+        uses (the merge of a miss's instances, formal's tried and settled items and goal
+        matching, ``close``'s analyzed items): ``(kind, file, line, typed, words)``.
+        ``words`` is empty: the wording (``detail``) is rendered for the reader and never
+        identifies an item, so rewording a phrase changes no identity. The one exception
+        is an item whose construct was read back from its wording (``typed.from_text``,
+        a lossy reading): that given wording is all it is known by, so ``words`` holds
+        it."""
+        return (self.kind, self.file, self.line, self.typed,
+                self.detail if self.typed.from_text else "")
+
+    @property
+    def key_text(self) -> str:
+        """:attr:`key` as a stable string, for files (``close``'s ``steps.jsonl``):
+        ``kind|file|line|`` then the construct as JSON with sorted keys (fields at their
+        default left out, so a new field does not change it), then ``|words`` for an
+        item read back from its wording."""
+        typed = json.dumps(self.typed.model_dump(mode="json"), sort_keys=True,
+                           separators=(",", ":"))
+        words = f"|{self.detail}" if self.typed.from_text else ""
+        return f"{self.kind}|{self.file}|{self.line}|{typed}{words}"
 
     @property
     def param_only(self) -> bool:

@@ -16,6 +16,7 @@ from pyslang import parsing, syntax
 
 from llm4cov.sim.analysis.hints import syntax_nodes
 from llm4cov.sim.backends.base import PreprocessMessages
+from llm4cov.sim.model.metrics import crash_retries
 from llm4cov.tasks.hdl import parse_tree
 from llm4cov.tasks.model import SourceFile
 
@@ -27,8 +28,9 @@ _MISSING_TF = re.compile(
     r"^%Error: [^\n]*Can't find definition of task/function: '(\w+)'", re.MULTILINE
 )
 _INITIALDLY = re.compile(r"^%Warning-INITIALDLY: ([^:\n]+):(\d+):", re.MULTILINE)
-#: Coverage options dropped, in this order, when the build crashes Verilator.
-RETRY_WITHOUT = (("--coverage-fsm", "FSM"), ("--coverage-expr", "expression"))
+#: Coverage options dropped, in this order, when the build crashes Verilator: ``(flag,
+#: the metric in prose)`` of each metric row with a ``crash_retry``.
+RETRY_WITHOUT = crash_retries()
 _ERROR_AT = re.compile(r"^%Error(?:-\w+)?: ([^:\s]+):(\d+):", re.MULTILINE)
 
 PREPROCESS_MESSAGES = PreprocessMessages(
