@@ -263,3 +263,20 @@ def test_continuation_covers_what_no_cover_job_from_reset_reaches(tmp_path):
     assert all(g.status == "reached" and g.confirmed for g in goals.values())
     assert goals[(17, "then branch")].reason.startswith("reached by continuation 1 at step ")
     assert "// llm4cov formal: continuation 1.0 (from the simulated state)" in cont.testbench
+
+
+def test_the_continuation_note_says_no_time():
+    """The note reaches the formal policy's testbench text (its header comments): a
+    wall time in it made the same run's testbench differ from machine to machine."""
+    from llm4cov.formal.closure import FormalResult
+    from llm4cov.formal.continuation import Continuation, apply
+    from llm4cov.formal.stimulus import Phase
+
+    result = FormalResult(task_id="t", top="m")
+    cont = Continuation(testbench="module tb; endmodule\n",
+                        phases=[Phase(title="p", steps=[{"a": 1}])],
+                        notes=["continuation 1: no goal reached"], jobs=3, simulations=2)
+    assert apply(result, cont) == 0
+    assert result.notes == [
+        "continuation: 1 phases from the simulated state, 0 of 0 goals reached and covered "
+        "by their replay (2 simulations, 3 jobs)", "continuation 1: no goal reached"]
