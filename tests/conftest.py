@@ -26,7 +26,10 @@ os.environ.setdefault(MODELS_ENV, str(models_root()))
 # where it is fetched and skip, naming the command, where it is not.
 os.environ.setdefault(TOOLCHAINS_ENV, str(toolchains_root()))
 # The suite never reads or writes a user's result cache or build artifacts: one fresh
-# cache dir per test session (its reusable build files are made once per session).
+# cache dir per test session (its reusable build files are made once per session). A
+# test passes its own `cache_dir` only when a fresh build store is what it tests: each
+# one precompiles the Verilator runtime again (~10 s on 2 cores); `result_cache=False`
+# is how a test avoids another test's stored result.
 os.environ.setdefault("LLM4COV_CACHE_DIR", tempfile.mkdtemp(prefix="llm4cov-test-cache-"))
 
 
