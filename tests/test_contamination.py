@@ -6,7 +6,13 @@ import pytest
 from rouge_score import rouge_scorer
 
 from conftest import EXAMPLES, example_task, shared_path
-from llm4cov.synth.contamination import ContaminationIndex, Match, rouge_l, rouge_tokens
+from llm4cov.synth.contamination import (
+    PHASES,
+    ContaminationIndex,
+    Match,
+    rouge_l,
+    rouge_tokens,
+)
 from llm4cov.tasks.loaders import load_tasks
 
 
@@ -39,9 +45,14 @@ def test_prefilter_bound_and_threshold_boundary():
     index = ContaminationIndex([("bench/x.v", "a b c d"), ("bench/y.v", "b a a")])
     assert list(index.bounds(["a", "b", "a"])) == [pytest.approx(4 / 7), 1.0]
     assert index.check([("train/t.v", "a b x y")]) == Match("train/t.v", "bench/x.v", 0.5)
+    # "a b x y" bounds 2*2/7 = 4/7 against y.v (tried first: LCS 1, F 2/7 < 0.5), then
+    # 4/8 against x.v (LCS 2, F 0.5: the match): two exact LCS computed
+    assert (index.stats.files, index.stats.pairs, index.stats.exact) == (1, 2, 2)
+    assert set(index.stats.seconds) == set(PHASES)
     before = index.stats.exact
     assert index.check([("train/u.v", "a x y z")]) is None
     assert index.stats.exact == before  # bound 0.25 < 0.5: no exact LCS computed
+    assert (index.stats.files, index.stats.pairs) == (2, 4)
 
 
 def test_benchmark_repos_match_themselves_and_examples_do_not():

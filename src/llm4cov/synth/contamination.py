@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import functools
 import time
-from collections import Counter
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -83,17 +84,29 @@ class Match:
     score: float
 
 
+#: The phases of :meth:`ContaminationIndex.check` that :attr:`FilterStats.seconds` times.
+PHASES = ("tokenize", "prefilter", "exact")
+
+
 @dataclass
 class FilterStats:
-    """Work done so far: file pairs covered by the prefilter, pairs that reached the
-    exact LCS, and seconds spent tokenizing, prefiltering and in exact LCS."""
+    """Work done so far: training files checked, file pairs covered by the prefilter,
+    pairs that reached the exact LCS, and the wall seconds of each phase of
+    :data:`PHASES` (``seconds["exact"]``: in exact LCS)."""
 
     files: int = 0
     pairs: int = 0
     exact: int = 0
-    tokenize_s: float = 0.0
-    prefilter_s: float = 0.0
-    exact_s: float = 0.0
+    seconds: defaultdict[str, float] = field(default_factory=lambda: defaultdict(float))
+
+    @contextmanager
+    def timed(self, phase: str) -> Iterator[None]:
+        """Add the wall seconds of the ``with`` body to ``seconds[phase]``."""
+        t0 = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds[phase] += time.perf_counter() - t0
 
 
 class ContaminationIndex:
@@ -145,25 +158,30 @@ class ContaminationIndex:
     def check(self, files: Iterable[tuple[str, str]]) -> Match | None:
         """The first ``(label, text)`` file that matches a benchmark file, or None."""
         for label, text in files:
-            t0 = time.perf_counter()
-            toks = rouge_tokens(text)
-            t1 = time.perf_counter()
-            self.stats.tokenize_s += t1 - t0
+            with self.stats.timed("tokenize"):
+                toks = rouge_tokens(text)
             self.stats.files += 1
             if not toks or not self.labels:
                 continue
-            bounds = self.bounds(toks)
-            candidates = np.flatnonzero(bounds >= self.threshold - 1e-12)
-            t2 = time.perf_counter()
-            self.stats.prefilter_s += t2 - t1
+            with self.stats.timed("prefilter"):
+                bounds = self.bounds(toks)
+                candidates = np.flatnonzero(bounds >= self.threshold - 1e-12)
             self.stats.pairs += len(self.labels)
-            for j in candidates[np.argsort(-bounds[candidates], kind="stable")]:
-                self.stats.exact += 1
-                score = rouge_l(toks, self.tokens[j])
-                if score >= self.threshold:
-                    self.stats.exact_s += time.perf_counter() - t2
-                    return Match(label, self.labels[j], score)
-            self.stats.exact_s += time.perf_counter() - t2
+            with self.stats.timed("exact"):
+                match = self._exact(label, toks, candidates[np.argsort(-bounds[candidates],
+                                                                       kind="stable")])
+            if match is not None:
+                return match
+        return None
+
+    def _exact(self, label: str, toks: list[str], order: np.ndarray) -> Match | None:
+        """The first benchmark file in ``order`` (indices, best bound first) whose exact
+        ROUGE-L F with ``toks`` reaches the threshold, or None."""
+        for j in order:
+            self.stats.exact += 1
+            score = rouge_l(toks, self.tokens[j])
+            if score >= self.threshold:
+                return Match(label, self.labels[j], score)
         return None
 
     def check_task(self, task: Task) -> Match | None:
