@@ -32,7 +32,7 @@ console = TerminalConsole(stderr=True)
 
 SIM_FLAGS = {f.key: f for f in (
     flag("simulator"), flag("compile_timeout_s", "--compile-timeout", min=0.001),
-    flag("run_timeout_s", "--run-timeout", min=0.001), flag("seed"), switch("fsm"),
+    flag("run_timeout_s", "--run-timeout", min=0.001), flag("seed"), switch("fsm"), flag("cxx"),
     flag("executor"), flag("address"), flag("workers", min=1), switch("cache"),
     switch("sandbox"),
 )}

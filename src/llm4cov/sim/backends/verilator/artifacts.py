@@ -140,7 +140,7 @@ class ArtifactStore:
             tmp = Path(tempfile.mkdtemp(prefix="pch-", dir=final.parent))
             header = tmp / self.PCH_HEADER
             header.write_text(self.PCH_TEXT)
-            cmd = [*base, "-x", "c++-header", str(header), "-o", f"{header}.gch"]
+            cmd = [*base, *self._pch_source(base[0], header), "-o", f"{header}.gch"]
             result = run_limited(
                 cmd, cwd=str(tmp), env=build.env, timeout_s=build.timeout_s(),
                 limits=Limits(memory_bytes=_COMPILE_MEMORY), sandbox=build.sandbox,
@@ -156,6 +156,23 @@ class ArtifactStore:
             ))
             os.replace(tmp, final)
             return True
+
+    def _pch_source(self, compiler: str, header: Path) -> list[str]:
+        """What the precompile compiles: ``header`` (:attr:`PCH_TEXT`) for g++. For
+        clang, the runtime's ``verilated_cov.h`` itself (it includes ``verilated.h``
+        first: the same declarations), because clang's header names the file it was
+        built from and a unit that uses it must see that file at that path (the
+        temporary ``header`` is gone; the runtime's headers stay, read-only in every
+        sandbox); with ``-fpch-instantiate-templates`` (the header's template
+        instantiations are done once, here, not again in every unit: an empty unit
+        compiles against it in 0.04 s, against g++'s in 0.30 s) and no timestamps
+        (a reinstalled wheel of the same version keeps the header usable; the sizes are
+        still checked). Clang finds it as ``llm4cov_pch.h.gch`` (its ``-include`` looks
+        for ``.pch``, then ``.gch``)."""
+        if not is_clang(compiler):
+            return ["-x", "c++-header", str(header)]
+        return ["-fpch-instantiate-templates", "-Xclang", "-fno-pch-timestamp",
+                "-x", "c++-header", str(self.runtime_sources / "verilated_cov.h")]
 
     # -- prebuilt objects -----------------------------------------------------------
 
@@ -300,6 +317,11 @@ def compiler_version(compiler: str) -> str:
     except (OSError, subprocess.TimeoutExpired):
         return "unknown"
     return out.stdout.splitlines()[0] if out.stdout else "unknown"
+
+
+def is_clang(compiler: str) -> bool:
+    """Whether ``compiler`` is clang (its ``--version`` says so)."""
+    return "clang" in compiler_version(compiler).lower()
 
 
 def _pch_base_command(commands: dict[str, str]) -> list[str] | None:

