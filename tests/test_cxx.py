@@ -4,6 +4,7 @@ precompiled runtime header."""
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import subprocess
 import sys
@@ -72,6 +73,23 @@ def test_clang_gives_the_observation_of_gcc_with_its_own_header(evaluator):
     magic = [p.read_bytes()[:4] for p in headers.glob("*/llm4cov_pch.h.gch")]
     assert magic.count(b"CPCH") == 1 and b"gpch" in magic  # clang's and g++'s formats
     assert clang_eval.evaluate(task, tb).cached
+
+
+@pytest.mark.requires_verilator
+@needs_clang
+def test_clang_builds_with_a_fetched_verilator_configured_for_gcc(evaluator_5052):
+    """Verilator 5.052's makefile was configured for g++ (``-fcoroutines``, which clang
+    refuses): with clang the build still passes and observes what g++'s does."""
+    from llm4cov.policies.random_stimulus import random_testbench
+    from llm4cov.sim.evaluator import Evaluator
+
+    task = example_task("alu_comb")
+    tb = random_testbench(task, seed=4, length=20)
+    gcc = evaluator_5052.evaluate(task, tb)
+    clang = Evaluator(dataclasses.replace(evaluator_5052.config, cxx="clang++")).evaluate(
+        task, tb)
+    assert gcc.sim_pass, gcc.log
+    assert clang.comparable() == gcc.comparable()
 
 
 @needs_clang

