@@ -149,12 +149,12 @@ def _page(table: str, calls: int, load: tuple[float, float]) -> str:
         "cache on, as an installed command does. The difference between the process and "
         "the in-process call is the process's own start: the imports of the `sim` "
         "command, its flags, and the evaluator's construction (the OS sandbox check, the "
-        "build store's check of its precompiled header: a SHA-256 of the file, once per "
-        "process, kept as containment). Most of a call is the C++ compile of the model "
-        "against the precompiled runtime header: with g++ every translation unit redoes "
-        "the header's template instantiations (0.30 s for an empty unit), which clang "
-        "does once, in the header (`--cxx clang++`: `docs/evaluator_speed.md`, \"The "
-        "compiler\").\n")
+        "build store's check of its precompiled header: a SHA-256 of the file only where "
+        "its stat signature changed since the last check, by any process). Most of a "
+        "call is the C++ compile of the model against the precompiled runtime header: "
+        "with g++ every translation unit redoes the header's template instantiations "
+        "(0.30 s for an empty unit), which clang does once, in the header (`--cxx "
+        "clang++`: `docs/evaluator_speed.md`, \"The compiler\").\n")
 
 
 def _in_process(evaluator, task, tb: Path) -> float:

@@ -250,6 +250,37 @@ def test_a_precompiled_header_entry_of_another_key_is_foreign(tmp_path):
     assert not _pch_intact(entry, "def")
 
 
+def test_a_recorded_check_spares_a_later_process_the_hash_but_not_a_changed_file(
+        tmp_path, monkeypatch):
+    """The signature of a full check is kept beside the entry: a later process (here:
+    the in-process memo cleared) trusts an unchanged entry without hashing; a file
+    rewritten with its size and mtime put back still has a new ctime, so it is hashed
+    again and found changed."""
+    from llm4cov.sim.backends.verilator import artifacts
+
+    entry = tmp_path / "abc"
+    entry.mkdir()
+    (entry / "llm4cov_pch.h").write_text("// header\n")
+    (entry / "llm4cov_pch.h.gch").write_bytes(b"gch")
+    sums = [f"{hashlib.sha256(entry.joinpath(n).read_bytes()).hexdigest()}  {n}"
+            for n in ("llm4cov_pch.h", "llm4cov_pch.h.gch")]
+    (entry / "SHA256SUMS").write_text("\n".join(["key abc", *sums]) + "\n")
+    assert _pch_intact(entry, "abc")
+    assert (tmp_path / "abc.verified").is_file()
+    hashed: list[Path] = []
+    real_hash = artifacts.sha256_file
+    monkeypatch.setattr(artifacts, "sha256_file", lambda p: hashed.append(p) or real_hash(p))
+    artifacts._verified_pch.clear()
+    assert _pch_intact(entry, "abc") and hashed == []
+    assert not _pch_intact(entry, "def")  # the record is of key abc only
+    gch = entry / "llm4cov_pch.h.gch"
+    before = gch.stat()
+    gch.write_bytes(b"GCH")  # same size
+    os.utime(gch, ns=(before.st_atime_ns, before.st_mtime_ns))
+    artifacts._verified_pch.clear()
+    assert not _pch_intact(entry, "abc") and hashed
+
+
 @pytest.mark.slow  # a cold store: the precompiled header and runtime objects, once
 @pytest.mark.requires_verilator
 def test_the_store_is_built_from_pristine_inputs_never_from_a_build(tmp_path):

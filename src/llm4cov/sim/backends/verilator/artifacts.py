@@ -5,8 +5,9 @@ Layout under ``<cache dir>/build/`` (see :func:`llm4cov.sim.cache.cache_root`):
 - ``pch/<key>/llm4cov_pch.h`` and ``llm4cov_pch.h.gch``: the Verilated runtime headers,
   precompiled with exactly the flags of the build's objects (``key`` hashes that
   compile command, the compiler, the Verilator version and the header text), and
-  ``SHA256SUMS``: the entry's key, then the hash of both files. About 100 MB each, one
-  per flag set.
+  ``SHA256SUMS``: the entry's key, then the hash of both files. About 100 MB each (g++;
+  clang's ~20 MB), one per flag set; beside it ``pch/<key>.verified``, the stat
+  signature of its last full check.
 - ``objects/<key>.obj``: a header line ``llm4cov-object/2 key=<key> sha256=<hex>``,
   then a runtime object (``verilated.o``, ...) or ``driver_main.o`` whose content hashes
   to ``<hex>``; ``key`` hashes everything that goes into the object: its exact compile
@@ -24,8 +25,9 @@ took part in.
 Integrity: the key and the content hash are recorded when an entry is written and
 checked before use; a corrupt, tampered or foreign entry (another key, another
 format) is deleted and rebuilt, never used. An object is checked on every use; a
-precompiled header (100 MB) once per process and again whenever its files' inode,
-size, mtime or ctime change. Simulations never see the store
+precompiled header (100 MB) whenever its files' device, inode, size, mtime or ctime
+differ from its last full check's (kept in ``<key>.verified``, so a later process skips
+the hash of an unchanged header). Simulations never see the store
 (:mod:`llm4cov.sim.backends.verilator.build`).
 
 Writes go to a temporary name first and are renamed into place, so concurrent
@@ -40,6 +42,7 @@ import dataclasses
 import fcntl
 import functools
 import hashlib
+import json
 import logging
 import os
 import shlex
@@ -62,11 +65,13 @@ SOURCES = Path(__file__).parent
 DRIVER_OBJECT = "driver_main.o"
 MODEL_HEADER = "Vllm4cov_top.h"
 SUMS = "SHA256SUMS"
+#: Suffix of the record of a precompiled header's last full check (:func:`_pch_intact`).
+VERIFIED = ".verified"
 _OBJECT_MAGIC = b"llm4cov-object/2"
 #: Address space of one compile of the store (as for any build process).
 _COMPILE_MEMORY = 8 * 1024**3
 #: Precompiled headers checked in this process: (entry, key) -> stat signature of its files.
-_verified_pch: dict[tuple[Path, str], tuple] = {}
+_verified_pch: dict[tuple[Path, str], list] = {}
 
 
 @dataclass(frozen=True)
@@ -347,17 +352,25 @@ def _pch_files() -> tuple[str, str]:
 def _pch_intact(entry: Path, key: str) -> bool:
     """Whether a stored precompiled header still matches its ``SHA256SUMS``: exactly the
     header and its ``.gch``, regular files, with the recorded hashes, recorded for
-    ``key`` (an entry moved or copied from another key is foreign). Rehashed only when
-    a file's stat signature changed since this process last checked it."""
+    ``key`` (an entry moved or copied from another key is foreign).
+
+    Rehashed only when a file's stat signature (device, inode, size, mtime, ctime) changed
+    since the last full check, by this process or an earlier one: that check's signature
+    is kept beside the entry (``<key>.verified``). Any write, rename or copy moves a
+    file's ctime, which no user-level process can set back, so a changed file is always
+    hashed again; the record saves a later process the hash of the 91 MB header
+    (~0.08 s per process, ``docs/results/cli_startup.md``)."""
+    record = entry.with_name(f"{entry.name}{VERIFIED}")
     try:
         if sorted(p.name for p in entry.iterdir()) != sorted([SUMS, *_pch_files()]):
             return False
         stats = [os.lstat(entry / name) for name in (SUMS, *_pch_files())]
         if not all(stat.S_ISREG(st.st_mode) for st in stats):
             return False
-        signature = tuple((st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-                          for st in stats)
-        if _verified_pch.get((entry, key)) == signature:
+        signature = [[st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
+                     for st in stats]
+        if signature in (_verified_pch.get((entry, key)), _recorded(record, key)):
+            _verified_pch[(entry, key)] = signature
             return True
         expected = [f"key {key}", *(f"{sha256_file(entry / name)}  {name}"
                                     for name in _pch_files())]
@@ -366,7 +379,20 @@ def _pch_intact(entry: Path, key: str) -> bool:
     except OSError:
         return False
     _verified_pch[(entry, key)] = signature
+    with contextlib.suppress(OSError):  # the record only saves a later process's hash
+        tmp = record.with_name(f".{record.name}.{os.getpid()}")
+        tmp.write_text(json.dumps({"key": key, "signature": signature}))
+        os.replace(tmp, record)
     return True
+
+
+def _recorded(record: Path, key: str) -> list | None:
+    """The signature a full check of ``key``'s entry recorded, or None."""
+    try:
+        data = json.loads(record.read_text())
+    except (OSError, ValueError):
+        return None
+    return data.get("signature") if isinstance(data, dict) and data.get("key") == key else None
 
 
 def _discard(entry: Path) -> None:
