@@ -5,6 +5,7 @@ build said, local models sized for the CPU."""
 from __future__ import annotations
 
 import io
+import shutil
 
 import pytest
 from rich.console import Console
@@ -119,8 +120,25 @@ def test_the_first_simulation_says_it_builds_the_runtime(tmp_path):
     assert common.simulating(config, "tb.sv against mux2") == (
         "simulating tb.sv against mux2 (first run: building the Verilator runtime once, "
         "about a minute)")
-    (tmp_path / "build" / "pch" / "0123abcd").mkdir(parents=True)
+    entry = tmp_path / "build" / "pch" / "0123abcd"
+    entry.mkdir(parents=True)
+    assert common.runtime_unbuilt(config)  # an entry without its header: not built
+    (entry / "llm4cov_pch.h.gch").write_bytes(b"gpch.013" + bytes(8))  # g++'s format
     assert common.simulating(config, "tb.sv against mux2") == "simulating tb.sv against mux2"
+
+
+@pytest.mark.skipif(shutil.which("clang++") is None, reason="clang++ is not installed")
+def test_a_first_clang_simulation_says_it_builds_the_runtime_beside_gccs(tmp_path):
+    """g++'s header does not serve clang (``--cxx clang++``): its first run says so."""
+    gcc, clang = (SimConfig(cache_dir=str(tmp_path), cxx=c) for c in ("c++", "clang++"))
+    entry = tmp_path / "build" / "pch" / "0123abcd"
+    entry.mkdir(parents=True)
+    (entry / "llm4cov_pch.h.gch").write_bytes(b"gpch.013" + bytes(8))
+    assert (common.runtime_unbuilt(gcc), common.runtime_unbuilt(clang)) == (False, True)
+    clang_entry = tmp_path / "build" / "pch" / "4567cdef"
+    clang_entry.mkdir()
+    (clang_entry / "llm4cov_pch.h.gch").write_bytes(b"CPCH" + bytes(8))
+    assert not common.runtime_unbuilt(clang)
 
 
 class CpuModel:

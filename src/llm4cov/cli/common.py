@@ -367,13 +367,15 @@ def sized_for_the_device(policy: Policy, settings: BenchConfig, flags: dict) -> 
 
 
 def runtime_unbuilt(config: SimConfig) -> bool:
-    """Whether the build store holds no precompiled Verilator runtime yet: the first
-    simulation on a machine builds it (about a minute;
-    ``sim/backends/verilator/artifacts.py`` keeps it under ``build/pch/``)."""
+    """Whether the build store holds no precompiled Verilator runtime of the configured
+    compiler yet: the first simulation on a machine (or with another ``--cxx``) builds it
+    (about a minute; ``sim/backends/verilator/artifacts.py`` keeps it under
+    ``build/pch/``)."""
+    from llm4cov.sim.backends.verilator.artifacts import has_runtime_pch
     from llm4cov.sim.cache import BUILD_DIR, cache_root
 
-    pch = cache_root(config) / BUILD_DIR / "pch"
-    return config.runtime_pch and not (pch.is_dir() and any(p.is_dir() for p in pch.iterdir()))
+    return config.runtime_pch and not has_runtime_pch(cache_root(config) / BUILD_DIR,
+                                                      config.cxx)
 
 
 def simulating(config: SimConfig, what: str) -> str:

@@ -324,6 +324,25 @@ def compiler_version(compiler: str) -> str:
     return out.stdout.splitlines()[0] if out.stdout else "unknown"
 
 
+#: The first bytes of a precompiled header by the compiler that wrote it.
+PCH_MAGIC = {"g++": b"gpch", "clang": b"CPCH"}
+
+
+def has_runtime_pch(store_root: Path, compiler: str) -> bool:
+    """Whether the store at ``store_root`` (``<cache dir>/build``) holds a precompiled
+    runtime header written by ``compiler``'s kind (:data:`PCH_MAGIC`): else the next
+    build precompiles one (about a minute with the runtime objects)."""
+    magic = PCH_MAGIC["clang" if is_clang(compiler) else "g++"]
+    for gch in store_root.glob(f"pch/*/{ArtifactStore.PCH_HEADER}.gch"):
+        try:
+            with gch.open("rb") as f:
+                if f.read(len(magic)) == magic:
+                    return True
+        except OSError:
+            continue
+    return False
+
+
 def is_clang(compiler: str) -> bool:
     """Whether ``compiler`` is clang (its ``--version`` says so)."""
     return "clang" in compiler_version(compiler).lower()
