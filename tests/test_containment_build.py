@@ -238,14 +238,20 @@ def test_a_foreign_stored_object_is_rebuilt_not_used():
         f"llm4cov-object/2 key={d.stem} sha256=".encode()) for d in rebuilt)
 
 
-def test_a_precompiled_header_entry_of_another_key_is_foreign(tmp_path):
-    entry = tmp_path / "abc"
+def _pch_entry(tmp_path: Path, key: str) -> Path:
+    """A well-formed precompiled-header entry of ``key`` (a 3-byte stand-in header)."""
+    entry = tmp_path / key
     entry.mkdir()
     (entry / "llm4cov_pch.h").write_text("// header\n")
     (entry / "llm4cov_pch.h.gch").write_bytes(b"gch")
     sums = [f"{hashlib.sha256(entry.joinpath(n).read_bytes()).hexdigest()}  {n}"
             for n in ("llm4cov_pch.h", "llm4cov_pch.h.gch")]
-    (entry / "SHA256SUMS").write_text("\n".join(["key abc", *sums]) + "\n")
+    (entry / "SHA256SUMS").write_text("\n".join([f"key {key}", *sums]) + "\n")
+    return entry
+
+
+def test_a_precompiled_header_entry_of_another_key_is_foreign(tmp_path):
+    entry = _pch_entry(tmp_path, "abc")
     assert _pch_intact(entry, "abc")
     assert not _pch_intact(entry, "def")
 
@@ -258,13 +264,7 @@ def test_a_recorded_check_spares_a_later_process_the_hash_but_not_a_changed_file
     again and found changed."""
     from llm4cov.sim.backends.verilator import artifacts
 
-    entry = tmp_path / "abc"
-    entry.mkdir()
-    (entry / "llm4cov_pch.h").write_text("// header\n")
-    (entry / "llm4cov_pch.h.gch").write_bytes(b"gch")
-    sums = [f"{hashlib.sha256(entry.joinpath(n).read_bytes()).hexdigest()}  {n}"
-            for n in ("llm4cov_pch.h", "llm4cov_pch.h.gch")]
-    (entry / "SHA256SUMS").write_text("\n".join(["key abc", *sums]) + "\n")
+    entry = _pch_entry(tmp_path, "abc")
     assert _pch_intact(entry, "abc")
     assert (tmp_path / "abc.verified").is_file()
     hashed: list[Path] = []
