@@ -97,7 +97,13 @@ def test_the_make_call_names_the_compiler_and_clangs_needs():
     """g++ (the default): the runtime header in -CFLAGS, the wheel's makefile as it is.
     clang: the header through the model's flags only (the runtime objects keep -Os,
     and clang refuses a header built at another optimization), libatomic, no warnings."""
-    from llm4cov.sim.backends.verilator.build import CLANG_MAKE, PCH_INCLUDE, cflags, make_command
+    from llm4cov.sim.backends.verilator.build import (
+        CLANG_MAKE,
+        PCH_INCLUDE,
+        cflags,
+        includes_pch,
+        make_command,
+    )
 
     gcc, clang = SimConfig(), SimConfig(cxx="clang++")
     assert PCH_INCLUDE in cflags(gcc) and PCH_INCLUDE not in cflags(clang)
@@ -111,3 +117,5 @@ def test_the_make_call_names_the_compiler_and_clangs_needs():
     plain = make_command(SimConfig(cxx="clang++", cxx_opt=None), 2)
     assert not any(PCH_INCLUDE in word for word in plain)
     assert PCH_INCLUDE not in cflags(SimConfig(cxx="clang++", cxx_opt=None))
+    assert (includes_pch(gcc), includes_pch(clang)) == (True, True)
+    assert not includes_pch(SimConfig(cxx="clang++", cxx_opt=None))  # nor precompiled

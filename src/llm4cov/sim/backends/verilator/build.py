@@ -116,6 +116,12 @@ def model_pch(config: SimConfig) -> bool:
     return config.runtime_pch and config.cxx_opt is not None and is_clang(config.cxx)
 
 
+def includes_pch(config: SimConfig) -> bool:
+    """Whether any compile force-includes the runtime header (:func:`cflags` with g++,
+    :func:`model_pch` with clang): only then is it precompiled or written."""
+    return model_pch(config) if is_clang(config.cxx) else config.runtime_pch
+
+
 def build_sandbox(toolchain: Toolchain) -> Sandbox:
     """What the build steps may read besides the work dir: the Python installation and
     venv (Verilator's helpers run ``python``) and the Verilator install; and the
@@ -305,7 +311,7 @@ def _build(
     budget.deadline += time.monotonic() - started  # the store's own work is not the TB's
     if pch.is_symlink() and not pch.exists():  # an entry another process replaced
         pch.unlink()
-    if config.runtime_pch and not pch.exists():
+    if includes_pch(config) and not pch.exists():
         pch.mkdir()
         (pch / PCH_HEADER).write_text(ArtifactStore.PCH_TEXT)
     if make_sandbox and pch.is_symlink():  # the store's entry, read-only in the sandbox
@@ -363,7 +369,7 @@ def _use_store(
     pch = workdir / PCH_DIR
     try:
         commands = compile_commands(make, workdir, env, sandbox)
-        if config.runtime_pch and not pch.exists() and not pch.is_symlink():
+        if includes_pch(config) and not pch.exists() and not pch.is_symlink():
             store.provide_pch(commands, pch, build)
         if not config.reuse_runtime:
             return set()
