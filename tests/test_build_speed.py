@@ -5,6 +5,7 @@ a pidfd, and the signal line of a Verilator step that a signal ended."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -169,3 +170,31 @@ def test_a_dry_run_is_repeated_only_when_what_it_depends_on_changes(tmp_path, mo
     (obj / "new.cpp").write_text("")  # another file in obj/: run again
     compile_commands(make, tmp_path, env)
     assert len(runs) == 3
+
+
+def test_a_later_process_reads_the_dry_run_from_the_store(tmp_path, monkeypatch):
+    from llm4cov.sim.backends.verilator import build
+
+    runs = []
+    real = build.run_limited
+    monkeypatch.setattr(build, "run_limited", lambda *a, **k: runs.append(a) or real(*a, **k))
+    monkeypatch.setattr(build, "_DRY_RUNS", {})
+    work, store = tmp_path / "work", tmp_path / "store"
+    (work / "obj").mkdir(parents=True)
+    (work / "obj" / f"{TOP_PREFIX}.mk").write_text("all:\n\tg++ -O0 -c -o a.o a.cpp\n")
+    make = make_command(SimConfig(fast_linker=False), 1)
+    env = {"PATH": "/usr/bin:/bin"}
+    want = {"a.o": "g++ -O0 -c -o a.o a.cpp"}
+    assert compile_commands(make, work, env, store_root=store) == want
+    (kept,) = (store / build.DRY_RUN_DIR).iterdir()
+    build._DRY_RUNS.clear()  # as a new process
+    assert compile_commands(make, work, env, store_root=store) == want
+    assert len(runs) == 1
+    kept.write_text('{"a.o": 1}')  # damaged: asked again and replaced
+    build._DRY_RUNS.clear()
+    assert compile_commands(make, work, env, store_root=store) == want
+    assert len(runs) == 2
+    assert json.loads(kept.read_text()) == want
+    (work / "obj" / f"{TOP_PREFIX}.mk").write_text("include absent.mk\n")  # fails: not kept
+    assert compile_commands(make, work, env, store_root=store) == {}
+    assert len(list((store / build.DRY_RUN_DIR).iterdir())) == 1

@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,7 @@ import pytest
 from llm4cov.cli.app import main
 from llm4cov.sim.analysis.structure import StructureError, plan_testbench
 from llm4cov.sim.backends.verilator.artifacts import _pch_intact
+from llm4cov.sim.backends.verilator.build import DRY_RUN_DIR
 from llm4cov.sim.cache import BUILD_DIR, cache_root
 from llm4cov.sim.config import SimConfig
 from llm4cov.sim.evaluator import Evaluator
@@ -133,6 +135,7 @@ def test_every_sandboxed_step_runs_without_the_users_keys(keys, tmp_path, monkey
     shim.chmod(0o755)
     monkeypatch.setattr(isolation, "bwrap_path", lambda: shim)
     monkeypatch.setattr("llm4cov.sim.backends.verilator.build._DRY_RUNS", {})  # dry run too
+    shutil.rmtree(cache_root(SimConfig()) / BUILD_DIR / DRY_RUN_DIR, ignore_errors=True)
     tb = TB.replace("#200", "#210")  # not a testbench any cache holds
     obs = Evaluator(SimConfig(result_cache=False)).evaluate(TASK, tb)
     assert obs.status is Status.SUCCESS, obs.log

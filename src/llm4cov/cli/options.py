@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import typer
-import yaml
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
@@ -173,6 +172,8 @@ def print_config(config: Any) -> None:
     """Print ``config`` (a settings model or a mapping of them) as YAML."""
     data = {k: to_mapping(v) for k, v in config.items()} if isinstance(config, dict) \
         else to_mapping(config)
+    import yaml
+
     typer.echo(yaml.safe_dump(data, sort_keys=False))
 
 

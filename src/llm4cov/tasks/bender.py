@@ -26,8 +26,6 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 
-import yaml
-
 from llm4cov.tasks.filelist import FileList
 from llm4cov.tasks.hdl import HDL_SUFFIXES
 from llm4cov.tasks.model import TaskError
@@ -55,6 +53,8 @@ def parse_manifest(path: Path | str, targets: Iterable[str] = ()) -> tuple[FileL
         TaskError: the manifest cannot be read, is not YAML, or an entry has the wrong
             shape (the message names the entry).
     """
+    import yaml  # only where a manifest is read
+
     path = Path(path)
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))

@@ -26,9 +26,9 @@ import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 
+from llm4cov.sim.backends.verilator.toolchain import verilator_version
 from llm4cov.toolchains.registry import ToolchainSpec
 from llm4cov.toolchains.store import CARD_NAME, SITE_DIR, toolchain_dir
-from llm4cov.toolchains.verilator import verilator_version
 from llm4cov.util.hashing import sha256_file
 
 PIP = (sys.executable, "-m", "pip")

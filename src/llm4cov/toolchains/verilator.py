@@ -4,28 +4,16 @@
 from __future__ import annotations
 
 import functools
-import os
 import shutil
-import subprocess
-from pathlib import Path
 
-from llm4cov.sim.backends.verilator.toolchain import Toolchain, find_toolchain
+from llm4cov.sim.backends.verilator.toolchain import (
+    Toolchain,
+    find_toolchain,
+    remembered_version,
+)
 from llm4cov.sim.safety.host import ToolchainError
 from llm4cov.toolchains.registry import toolchain_spec
 from llm4cov.toolchains.store import installed_paths, toolchain_dir
-
-
-def verilator_version(script: Path, root: Path) -> str | None:
-    """``script --version`` with ``VERILATOR_ROOT=root`` (first line; None when it does
-    not run)."""
-    env = {**os.environ, "VERILATOR_ROOT": str(root)}
-    try:
-        out = subprocess.run([str(script), "--version"], capture_output=True, text=True,
-                             env=env, timeout=60, check=False)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    lines = out.stdout.strip().splitlines()
-    return lines[0] if out.returncode == 0 and lines else None
 
 
 @functools.cache
@@ -42,7 +30,7 @@ def fetched_toolchain(name: str) -> Toolchain:
     for tool in ("perl", "make", "g++"):
         if shutil.which(tool) is None:
             raise ToolchainError(f"'{tool}' is not on PATH; Verilator needs it to build")
-    version = verilator_version(script, root)
+    version = remembered_version(script, root)
     if version is None:
         raise ToolchainError(f"{script} --version failed; fetch it again with "
                              f"`llm4cov toolchain get {name}`")

@@ -72,10 +72,9 @@ class FetchedStore:
         """The store's folder (it may not exist yet)."""
         if os.environ.get(self.env):
             return Path(os.environ[self.env]).expanduser()
-        from llm4cov.sim.cache import cache_root
-        from llm4cov.sim.config import SimConfig
+        from llm4cov.sim.config import default_cache_root
 
-        return cache_root(SimConfig()) / self.folder
+        return default_cache_root() / self.folder
 
     def dir(self, name: str) -> Path:
         """The folder of ``name`` (it may not exist yet)."""

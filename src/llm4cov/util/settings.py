@@ -13,13 +13,13 @@ Precedence everywhere: model defaults < a preset (e.g. a synth stage) < the YAML
 from __future__ import annotations
 
 import dataclasses
+import functools
 import types
 import typing
 from collections.abc import Hashable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
-import yaml
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
 
@@ -45,24 +45,30 @@ class Settings(BaseModel):
 S = TypeVar("S", bound=BaseModel)
 
 
-class _UniqueKeyLoader(yaml.SafeLoader):
+@functools.cache
+def _unique_key_loader() -> type:
     """PyYAML's safe loader, except that a key given twice in one mapping is an error
-    (the YAML spec requires unique keys; PyYAML would keep the last one silently)."""
+    (the YAML spec requires unique keys; PyYAML would keep the last one silently). Built
+    on first use: a command that reads no YAML does not import PyYAML."""
+    import yaml
 
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False
-                          ) -> dict[Hashable, Any]:
-        seen: set[Any] = set()
-        for key_node, _ in node.value:
-            key = self.construct_object(key_node, deep=deep)
-            try:
-                duplicate = key in seen
-                seen.add(key)
-            except TypeError:  # an unhashable key; the base class reports it
-                continue
-            if duplicate:
-                raise yaml.YAMLError(f"line {key_node.start_mark.line + 1}: key {key!r} "
-                                     "given twice in one mapping")
-        return super().construct_mapping(node, deep)
+    class UniqueKeyLoader(yaml.SafeLoader):
+        def construct_mapping(self, node: yaml.MappingNode, deep: bool = False
+                              ) -> dict[Hashable, Any]:
+            seen: set[Any] = set()
+            for key_node, _ in node.value:
+                key = self.construct_object(key_node, deep=deep)
+                try:
+                    duplicate = key in seen
+                    seen.add(key)
+                except TypeError:  # an unhashable key; the base class reports it
+                    continue
+                if duplicate:
+                    raise yaml.YAMLError(f"line {key_node.start_mark.line + 1}: key "
+                                         f"{key!r} given twice in one mapping")
+            return super().construct_mapping(node, deep)
+
+    return UniqueKeyLoader
 
 
 def read_mapping(path: Path | str) -> dict[str, Any]:
@@ -72,8 +78,10 @@ def read_mapping(path: Path | str) -> dict[str, Any]:
         ConfigError: unreadable file, invalid YAML (a key given twice in one mapping
             included), or not a mapping.
     """
+    import yaml
+
     try:
-        loaded = yaml.load(Path(path).read_text(encoding="utf-8"), _UniqueKeyLoader)
+        loaded = yaml.load(Path(path).read_text(encoding="utf-8"), _unique_key_loader())
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start}: {exc.reason})") from exc
     except (OSError, yaml.YAMLError) as exc:
@@ -92,6 +100,8 @@ def parse_override(item: str) -> dict[str, Any]:
     Raises:
         ConfigError: not of the form key=value, or the value is not valid YAML.
     """
+    import yaml
+
     key, sep, raw = item.partition("=")
     if not sep or not key.strip():
         raise ConfigError(f"override {item!r}: expected key=value, e.g. selection.candidates=8")

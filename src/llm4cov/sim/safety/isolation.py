@@ -34,7 +34,9 @@ import sys
 from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 
+from llm4cov.sim.config import default_cache_root
 from llm4cov.sim.safety.host import ToolchainError, allowed_env_name
+from llm4cov.util.remembered import file_identity, remembered
 
 #: Read-only host paths every sandbox gets (those that exist): the toolchain in /usr,
 #: the loader's cache and config, and Debian's alternatives (``c++`` -> ``g++``).
@@ -76,7 +78,29 @@ def bwrap_path() -> Path:
 
 @functools.cache
 def _probe() -> str | None:
-    """None when a minimal sandbox runs here, else why not (cached per process)."""
+    """None when a minimal sandbox runs here, else why not (asked once per process; a
+    success is remembered across processes for :func:`host_identity`, a failure never:
+    :mod:`llm4cov.util.remembered`)."""
+    why: list[str] = []
+
+    def ask() -> str | None:
+        reason = _run_probe()
+        if reason is not None:
+            why.append(reason)
+            return None
+        return "starts"
+
+    try:
+        identity = host_identity()
+    except SandboxUnavailable as exc:
+        return str(exc)
+    if remembered(default_cache_root(), "sandbox", identity, ask) == "starts":
+        return None
+    return why[0] if why else _run_probe()
+
+
+def _run_probe() -> str | None:
+    """Start a minimal sandbox: None when it runs, else why not."""
     try:
         cmd = wrap(["true"], workdir=Path("/"))
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
@@ -87,6 +111,45 @@ def _probe() -> str | None:
     if done.returncode != 0:
         return (done.stderr.strip() or f"bwrap exited with {done.returncode}").splitlines()[-1]
     return None
+
+
+#: Kernel settings that allow or forbid unprivileged user namespaces (Debian's,
+#: upstream's, Ubuntu 24.04's AppArmor switch).
+USERNS_SYSCTLS = (
+    "/proc/sys/kernel/unprivileged_userns_clone",
+    "/proc/sys/user/max_user_namespaces",
+    "/proc/sys/kernel/apparmor_restrict_unprivileged_userns",
+)
+
+
+def host_identity() -> list[str]:
+    """What decides whether the sandbox starts, as strings: the ``bwrap`` binary
+    (:func:`~llm4cov.util.remembered.file_identity`), the boot, this process's
+    namespaces (another container is another host), user and group, its seccomp and
+    no-new-privileges state, and :data:`USERNS_SYSCTLS`.
+
+    Raises:
+        SandboxUnavailable: the ``bwrap`` binary is missing.
+    """
+    facts = [file_identity(bwrap_path()), f"uid {os.getuid()} gid {os.getgid()}"]
+    for path in ("/proc/sys/kernel/random/boot_id", *USERNS_SYSCTLS):
+        facts.append(f"{path} {_read(path)}")
+    for ns in ("user", "mnt", "pid", "net", "ipc", "uts", "cgroup"):
+        try:
+            facts.append(os.readlink(f"/proc/self/ns/{ns}"))
+        except OSError:
+            facts.append(f"{ns}:?")
+    status = _read("/proc/self/status").splitlines()
+    facts += [line for line in status if line.startswith(("Seccomp", "NoNewPrivs"))]
+    return facts
+
+
+def _read(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            return fh.read().strip()
+    except OSError:
+        return "?"
 
 
 def available() -> bool:

@@ -55,9 +55,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from llm4cov.sim.config import default_cache_root
 from llm4cov.sim.safety import workdirs
 from llm4cov.sim.safety.process import Limits, Sandbox, run_limited
 from llm4cov.util.hashing import sha256_file
+from llm4cov.util.remembered import file_identity, remembered
 
 log = logging.getLogger(__name__)
 
@@ -316,12 +318,21 @@ class ArtifactStore:
 
 @functools.cache
 def compiler_version(compiler: str) -> str:
-    """``<compiler> --version`` (first line); part of every artifact key."""
-    try:
-        out = subprocess.run([compiler, "--version"], capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired):
-        return "unknown"
-    return out.stdout.splitlines()[0] if out.stdout else "unknown"
+    """``<compiler> --version`` (first line; ``unknown`` when it does not run); part of
+    every artifact key and of the result key. Remembered across processes for the
+    compiler's file (:mod:`llm4cov.util.remembered`; ``unknown`` is not kept)."""
+    def ask() -> str | None:
+        try:
+            out = subprocess.run([compiler, "--version"], capture_output=True, text=True,
+                                 timeout=30)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        return out.stdout.splitlines()[0] if out.stdout else None
+
+    found = shutil.which(compiler)
+    answer = remembered(default_cache_root(), "compiler-version",
+                        [compiler, file_identity(found)], ask) if found else ask()
+    return answer or "unknown"
 
 
 #: The first bytes of a precompiled header by the compiler that wrote it.

