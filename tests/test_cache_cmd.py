@@ -95,6 +95,7 @@ def test_cache_info_and_clear(tmp_path, monkeypatch, capsys):
     ResultCache(tmp_path / "results.sqlite3", 10**6).put("k", obs())
     _entry(tmp_path / "build" / "objects" / "a.o", 1024**2, 3 * DAY)
     _entry(tmp_path / "formal" / "f00d.json", 2 * 1024**2, 0)
+    _entry(tmp_path / "host" / "sandbox-0123", 6, 0)
     _entry(tmp_path / "models" / "tiny" / "model.safetensors", 3 * 1024**2, 0)
     _entry(tmp_path / "xdg" / "YoWASP" / "yosys.wasm.cache", 4 * 1024**2, 0)
     assert main(["cache", "info"]) == 0
@@ -110,9 +111,10 @@ def test_cache_info_and_clear(tmp_path, monkeypatch, capsys):
         "cleared by `cache clear`)"]
     assert lines[6] == "total: 10.0 MiB"  # 1 + 2 + 3 + 4 MiB and a few KiB of results
     assert main(["cache", "clear"]) == 0
-    assert capsys.readouterr().out.splitlines() == ["results: 1 observations removed",
-                                                    "build: 1.0 MiB removed",
-                                                    "formal: 1 results removed"]
+    assert capsys.readouterr().out.splitlines() == [
+        "results: 1 observations removed", "build: 1.0 MiB removed",
+        "tool answers: 1 removed (asked again on the next call)", "formal: 1 results removed"]
+    assert not any((tmp_path / "host").iterdir())
     assert ResultCache(tmp_path / "results.sqlite3", 10**6).stats() == (0, 0)
     assert not (tmp_path / "build" / "objects" / "a.o").exists()
     assert (tmp_path / "models" / "tiny").is_dir()  # models only with --models

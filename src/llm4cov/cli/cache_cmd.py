@@ -20,6 +20,7 @@ from llm4cov.sim.cache import (
     limit_bytes,
 )
 from llm4cov.sim.config import SimConfig
+from llm4cov.util.remembered import HOST_DIR
 
 FORMAL_DIR = "formal"
 """The formal closure's result cache below the root (``formal/closure.py``)."""
@@ -87,7 +88,8 @@ def clear(
     results: bool = typer.Option(True, "--results/--no-results",
                                  help="Empty the result cache."),
     build: bool = typer.Option(True, "--build/--no-build",
-                               help="Empty the build store (rebuilt on demand)."),
+                               help="Empty the build store (rebuilt on demand) and the "
+                               "remembered answers of the host's tools (versions, sandbox)."),
     formal: bool = typer.Option(True, "--formal/--no-formal",
                                 help="Empty the formal closure's result cache."),
     models: bool = typer.Option(False, "--models/--no-models",
@@ -107,6 +109,10 @@ def clear(
     if build:
         freed = evict_build_store(root / BUILD_DIR, max_bytes=0, grace_s=0)
         typer.echo(f"build: {freed / MIB:.1f} MiB removed")
+        answers = sorted((root / HOST_DIR).glob("*"))
+        for path in answers:
+            path.unlink(missing_ok=True)
+        typer.echo(f"tool answers: {len(answers)} removed (asked again on the next call)")
     if formal:
         found = sorted((root / FORMAL_DIR).glob("*.json"))
         for path in found:
