@@ -19,7 +19,15 @@ from llm4cov.policies.base import SamplingParams
 from llm4cov.sim.config import SimConfig
 from llm4cov.synth.config import STAGES, ExportConfig, SynthConfig, export_preset, stage_preset
 from llm4cov.train import TrainConfig, configs_dir
-from llm4cov.util.settings import ConfigError, load, read_mapping, to_mapping, validate
+from llm4cov.util.settings import (
+    ConfigError,
+    Settings,
+    field_doc,
+    load,
+    read_mapping,
+    to_mapping,
+    validate,
+)
 
 TRAIN_REQUIRED = {"data": "d.jsonl", "init": "m", "out": "o"}
 
@@ -342,3 +350,32 @@ def test_synth_export_of_a_broken_run_record_names_it(run_json, message, tmp_pat
     err = capsys.readouterr().err
     assert message in err and "run.json" in err
     assert not (tmp_path / "sft").exists()
+
+
+class _DocBase(Settings):
+    inherited: int = 1
+    """From the base.
+
+    Second paragraph."""
+
+
+class _DocChild(_DocBase):
+    class Inner(Settings):
+        deep: int = 0
+        """Nested class field."""
+
+    own: int = 2
+    """Own field."""
+    bare: int = 3
+
+
+def test_field_doc_reads_attribute_docstrings_through_the_mro():
+    from llm4cov.exec.settings import SimSettings
+
+
+    assert field_doc(SimSettings, "seed") == "Simulator seed (+verilator+seed)."
+    assert field_doc(_DocChild, "own") == "Own field."
+    assert field_doc(_DocChild, "inherited") == "From the base.\n\nSecond paragraph."
+    assert field_doc(_DocChild.Inner, "deep") == "Nested class field."
+    assert field_doc(_DocChild, "bare") is None
+    assert field_doc(_DocChild, "absent") is None

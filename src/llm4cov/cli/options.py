@@ -23,7 +23,7 @@ import typer
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
-from llm4cov.util.settings import deep_update, nested, to_mapping
+from llm4cov.util.settings import deep_update, field_doc, nested, to_mapping
 
 F = TypeVar("F", bound=Callable[..., Any])
 _ROLE = re.compile(r":\w+:`~?([^`]+)`")
@@ -52,10 +52,15 @@ class Flag:
 
     def field(self, model: type[BaseModel]) -> FieldInfo:
         """The field of ``model`` this flag sets."""
+        owner, leaf = self.owner(model)
+        return owner.model_fields[leaf]
+
+    def owner(self, model: type[BaseModel]) -> tuple[type[BaseModel], str]:
+        """The (nested) model that holds this flag's field, and the field's name."""
         *parents, leaf = self.key.split(".")
         for part in parents:
             model = model.model_fields[part].annotation  # type: ignore[assignment]
-        return model.model_fields[leaf]
+        return model, leaf
 
     def default(self, model: type[BaseModel]) -> Any:
         """The model's default, as the command line shows and parses it (None for a
@@ -83,7 +88,7 @@ class Flag:
 
     def option(self, model: type[BaseModel]) -> Any:
         """The ``typer.Option`` of this flag."""
-        text = (self.field(model).description or "").split("\n\n")[0]
+        text = (field_doc(*self.owner(model)) or "").split("\n\n")[0]
         text = _ROLE.sub(r"\1", text).replace("``", "")
         return typer.Option(self.default(model), *self.decls, help=" ".join(text.split()),
                             **dict(self.options))

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import sys
 import types
 import typing
 from collections.abc import Hashable, Iterable, Mapping
@@ -28,14 +29,17 @@ class ConfigError(ValueError):
     names the key and, for an unknown one, the valid ones)."""
 
 
-STRICT = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+STRICT = ConfigDict(extra="forbid", frozen=True)
 """The pydantic config of every settings model and of the dataclasses they nest
-(``__pydantic_config__``)."""
+(``__pydantic_config__``). A field's help is its attribute docstring, read by
+:func:`field_doc` when a flag is built (not pydantic's ``use_attribute_docstrings``,
+which on Python 3.11 walks the stack with ``inspect.getmodule`` for every model class:
+about 20 ms of every command's start)."""
 
 
 class Settings(BaseModel):
     """Base of every settings model: frozen (hashable), unknown keys forbidden, field
-    docstrings as descriptions. Constructing one with bad values raises pydantic's
+    docstrings as help (:func:`field_doc`). Constructing one with bad values raises pydantic's
     ``ValidationError`` (a ValueError); :func:`validate` and :func:`merge` raise
     :class:`ConfigError` with one ``key: problem`` line per bad key."""
 
@@ -43,6 +47,54 @@ class Settings(BaseModel):
 
 
 S = TypeVar("S", bound=BaseModel)
+
+
+def field_doc(model: type, name: str) -> str | None:
+    """The attribute docstring of field ``name`` (the string literal right after its
+    annotated assignment, cleaned as :func:`inspect.cleandoc` does), from the first
+    class of ``model``'s MRO that defines it; None without one."""
+    for cls in getattr(model, "__mro__", (model,)):
+        docs = _attribute_docstrings(cls)
+        if name in docs:
+            return docs[name]
+    return None
+
+
+def _attribute_docstrings(cls: type) -> dict[str, str]:
+    """``{field: docstring}`` of the annotated assignments in ``cls``'s own body."""
+    module = sys.modules.get(cls.__module__)
+    path = getattr(module, "__file__", None)
+    return _module_docstrings(path).get(cls.__qualname__, {}) if path else {}
+
+
+@functools.cache
+def _module_docstrings(path: str) -> dict[str, dict[str, str]]:
+    """``{class qualname: {field: docstring}}`` of every class in the source file
+    ``path`` (parsed once per process); empty when it cannot be read or parsed."""
+    import ast
+    import inspect
+
+    try:
+        tree = ast.parse(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, SyntaxError):
+        return {}
+    found: dict[str, dict[str, str]] = {}
+
+    def visit(body: list[ast.stmt], prefix: str) -> None:
+        for node in body:
+            if not isinstance(node, ast.ClassDef):
+                continue
+            docs = found.setdefault(prefix + node.name, {})
+            for stmt, after in zip(node.body, node.body[1:], strict=False):
+                if (isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name)
+                        and isinstance(after, ast.Expr)
+                        and isinstance(after.value, ast.Constant)
+                        and isinstance(after.value.value, str)):
+                    docs[stmt.target.id] = inspect.cleandoc(after.value.value)
+            visit(node.body, f"{prefix}{node.name}.")
+
+    visit(tree.body, "")
+    return found
 
 
 @functools.cache
@@ -286,6 +338,7 @@ __all__ = [
     "Settings",
     "deep_update",
     "describe",
+    "field_doc",
     "load",
     "merge",
     "nested",
