@@ -372,7 +372,6 @@ class _DocChild(_DocBase):
 def test_field_doc_reads_attribute_docstrings_through_the_mro():
     from llm4cov.exec.settings import SimSettings
 
-
     assert field_doc(SimSettings, "seed") == "Simulator seed (+verilator+seed)."
     assert field_doc(_DocChild, "own") == "Own field."
     assert field_doc(_DocChild, "inherited") == "From the base.\n\nSecond paragraph."
