@@ -4,11 +4,14 @@ Every simulating process used to ask the same questions before its first build: 
 simulator's ``--version``, the C++ compiler's ``--version``, whether the OS sandbox
 starts. Each answer is a subprocess (5-40 ms); together about 5 % of a later
 ``llm4cov sim`` call. :func:`remembered` keeps a successful answer in a small file under
-``<cache root>/host/``, named by a hash of everything the answer depends on (the
-*identity*): :func:`file_identity` of each binary involved (a replaced or upgraded
-binary has a new inode, size or change time) and, for the sandbox, the kernel's boot and
-namespaces (:mod:`llm4cov.sim.safety.isolation`). A changed identity asks again; a failed
-answer is never kept (it is asked again by the next process, which then reports it).
+``<root>/host/``, named by a hash of everything the answer depends on (the *identity*):
+:func:`file_identity` of each binary involved (a replaced or upgraded binary has a new
+inode, size or change time) and, for the sandbox, the kernel's boot and namespaces
+(:mod:`llm4cov.sim.safety.isolation`). A changed identity asks again; a failed answer is
+never kept (it is asked again by the next process, which then reports it). For these
+three questions ``root`` is the default cache root (``$LLM4COV_CACHE_DIR`` or
+``~/.cache/llm4cov``) whatever a run's ``cache_dir``: they describe the host, not a
+run; ``llm4cov cache clear`` empties ``host/``.
 
 The files are the user's own (the cache root is never bound into a sandbox, so no
 testbench can write them); one that cannot be read or written is ignored and the
