@@ -34,6 +34,21 @@ def test_the_compiler_enters_a_runs_identity_only_when_not_the_default():
     assert SimSettings(cxx="clang++").sim_config().cxx == "clang++"
 
 
+def test_llm4cov_cxx_sets_the_commands_default_and_the_identity_says_so(monkeypatch):
+    from llm4cov.util.settings import ConfigError, load
+
+    monkeypatch.setenv("LLM4COV_CXX", "clang++")
+    settings = load(SimSettings)
+    assert settings.cxx == "clang++" and settings.identity()["cxx"] == "clang++"
+    assert load(SimSettings, flags={"cxx": "c++"}).cxx == "c++"  # a flag still wins
+    assert SimConfig().cxx == "c++"  # the library's default does not read it
+    monkeypatch.setenv("LLM4COV_CXX", "clang++ -v")
+    with pytest.raises(ConfigError, match=r"'clang\+\+ -v' \(from \$LLM4COV_CXX\)"):
+        load(SimSettings)
+    monkeypatch.setenv("LLM4COV_CXX", "  ")  # blank: the default
+    assert "cxx" not in load(SimSettings).identity()
+
+
 @pytest.mark.requires_verilator
 def test_a_missing_compiler_is_a_toolchain_error_and_exit_3(tmp_path):
     from llm4cov.sim.backends.verilator import VerilatorBackend

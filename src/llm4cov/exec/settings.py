@@ -7,12 +7,19 @@ written twice); :meth:`SimSettings.sim_config` is the one place that turns them 
 
 from __future__ import annotations
 
+import os
 from typing import Any, Self
 
 from pydantic import Field, field_validator, model_validator
 
 from llm4cov.exec.base import ExecutorKind, SimExecutor
-from llm4cov.sim.config import DEFAULT_BACKEND, SimConfig
+from llm4cov.sim.config import (
+    CXX_ENV,
+    DEFAULT_BACKEND,
+    DEFAULT_CXX,
+    SimConfig,
+    default_cxx,
+)
 from llm4cov.util.settings import Settings
 
 _SIM = SimConfig()
@@ -39,10 +46,10 @@ class SimSettings(Settings):
     """Simulator seed (+verilator+seed)."""
     fsm: bool = _SIM.fsm_coverage
     """Also collect FSM coverage (opt-in)."""
-    cxx: str = _SIM.cxx
+    cxx: str = Field(default_factory=default_cxx, validate_default=True)
     """C++ compiler of the model: c++ (g++ on Debian, default) or clang++ (a later call
     compiles ~0.25 s faster; results may differ from g++'s, so it is part of a run's
-    identity)."""
+    identity). $LLM4COV_CXX sets the default."""
     executor: ExecutorKind = ExecutorKind.LOCAL
     """Where simulations run: local (process pool) or ray (Ray tasks, docs/scale.md)."""
     address: str | None = None
@@ -62,7 +69,11 @@ class SimSettings(Settings):
     @field_validator("cxx")
     @classmethod
     def _command_name(cls, value: str) -> str:
-        SimConfig(cxx=value)  # its check: a command name
+        try:
+            SimConfig(cxx=value)  # its check: a command name
+        except ValueError as exc:
+            raise ValueError(f"{exc} (from ${CXX_ENV})" if os.environ.get(CXX_ENV)
+                             and value == default_cxx() else str(exc)) from None
         return value
 
     @field_validator("simulator")
@@ -88,7 +99,7 @@ class SimSettings(Settings):
     def identity(self) -> dict[str, Any]:
         """The settings that decide results (:data:`IDENTITY_FIELDS`, and ``simulator``
         and ``cxx`` where they are not the defaults)."""
-        extra = [name for name, default in (("simulator", DEFAULT_BACKEND), ("cxx", _SIM.cxx))
+        extra = [name for name, default in (("simulator", DEFAULT_BACKEND), ("cxx", DEFAULT_CXX))
                  if getattr(self, name) != default]
         return {name: getattr(self, name) for name in (*IDENTITY_FIELDS, *extra)}
 

