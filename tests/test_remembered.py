@@ -120,3 +120,47 @@ def test_the_sandbox_identity_names_the_boot_namespaces_and_bwrap():
     boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
     assert f"/proc/sys/kernel/random/boot_id {boot}" in facts
     assert any(f.startswith("Seccomp:") for f in facts)
+
+
+@pytest.fixture
+def counting_bwrap(tmp_path, monkeypatch):
+    """A real shim in front of bwrap that counts its starts in ``starts``; ``fail``
+    (a file) makes it exit 1 like a host that forbids user namespaces."""
+    shim = tmp_path / "bwrap"
+    starts, fail = tmp_path / "starts", tmp_path / "fail"
+    real = isolation.bwrap_path()
+    shim.write_text(f'#!/bin/sh\necho x >> "{starts}"\n'
+                    f'[ -e "{fail}" ] && {{ echo "bwrap: no permission" >&2; exit 1; }}\n'
+                    f'exec "{real}" "$@"\n')
+    shim.chmod(0o755)
+    monkeypatch.setattr(isolation, "bwrap_path", lambda: shim)
+    monkeypatch.setenv("LLM4COV_CACHE_DIR", str(tmp_path / "cache"))
+    isolation._probe.cache_clear()
+    yield shim, starts, fail
+    isolation._probe.cache_clear()
+
+
+def test_a_later_process_does_not_probe_the_sandbox_again(counting_bwrap):
+    _shim, starts, _fail = counting_bwrap
+    if not isolation.available():
+        pytest.skip("the OS sandbox cannot start on this host")
+    isolation._probe.cache_clear()  # as a new process
+    assert isolation.available()
+    assert starts.read_text().count("x") == 1
+
+
+def test_a_sandbox_that_fails_is_asked_again_and_reported(counting_bwrap):
+    _shim, starts, fail = counting_bwrap
+    fail.write_text("")
+    assert not isolation.available()
+    isolation._probe.cache_clear()
+    with pytest.raises(isolation.SandboxUnavailable, match="bwrap: no permission"):
+        isolation.require()
+    assert starts.read_text().count("x") == 2
+    fail.unlink()  # fixed: the next process sees it (the failure was not kept)
+    isolation._probe.cache_clear()
+    if isolation._run_probe() is not None:
+        pytest.skip("the OS sandbox cannot start on this host")
+    isolation._probe.cache_clear()
+    assert isolation.available()
+    assert starts.read_text().count("x") == 4  # the check above, then this probe
