@@ -432,6 +432,7 @@ def compile_commands(
 DRY_RUNS_KEPT = 64
 #: The build store's folder of dry runs remembered across processes.
 DRY_RUN_DIR = "dryrun"
+_DRY_RUNS: dict[str, dict[str, str]] = {}
 
 
 def _commands(answer: str | None) -> dict[str, str] | None:
@@ -445,7 +446,6 @@ def _commands(answer: str | None) -> dict[str, str] | None:
             isinstance(k, str) and isinstance(v, str) for k, v in commands.items()):
         return None
     return commands
-_DRY_RUNS: dict[str, dict[str, str]] = {}
 
 
 def _dry_run_key(make: list[str], workdir: Path, env: dict[str, str],

@@ -94,9 +94,11 @@ def find_toolchain() -> Toolchain:
         if shutil.which(tool) is None:
             raise ToolchainError(f"'{tool}' is not on PATH; Verilator needs it to build")
     binary = script.with_name("verilator_bin")  # the script's own answer, without Perl
-    version = remembered_version(binary if os.access(binary, os.X_OK) else script, root)
+    command = binary if os.access(binary, os.X_OK) else script
+    version = remembered_version(command, root)
     if version is None:
-        raise ToolchainError(f"'{script} --version' failed")
+        raise ToolchainError(f"'{command} --version' failed: "
+                             f"{_ask_version(command, root)[1]}")
     z3 = shutil.which("z3") or _beside_python("z3")
     return Toolchain(root, script, version, shutil.which("ccache"), z3)
 
@@ -104,14 +106,22 @@ def find_toolchain() -> Toolchain:
 def verilator_version(command: Path, verilator_root: Path) -> str | None:
     """``command --version`` with ``VERILATOR_ROOT=verilator_root`` (its first line;
     None when it does not run or exits non-zero)."""
+    return _ask_version(command, verilator_root)[0]
+
+
+def _ask_version(command: Path, verilator_root: Path) -> tuple[str | None, str]:
+    """(:func:`verilator_version`'s answer, why there is none: the last line of its
+    stderr, or the error that kept it from running; empty when it answered)."""
     env = {**os.environ, "VERILATOR_ROOT": str(verilator_root)}
     try:
         out = subprocess.run([str(command), "--version"], capture_output=True, text=True,
                              env=env, timeout=60, check=False)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return None, str(exc)
     lines = out.stdout.strip().splitlines()
-    return lines[0] if out.returncode == 0 and lines else None
+    if out.returncode == 0 and lines:
+        return lines[0], ""
+    return None, (out.stderr.strip().splitlines() or [f"exit {out.returncode}"])[-1]
 
 
 def remembered_version(command: Path, verilator_root: Path) -> str | None:
