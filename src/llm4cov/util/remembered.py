@@ -70,12 +70,13 @@ def remembered(root: Path, kind: str, identity: Iterable[str],
         pass
     answer = ask()
     if answer is not None:
-        _keep(path, answer)
+        write_atomic(path, answer)
     return answer
 
 
-def _keep(path: Path, answer: str) -> None:
-    """Write ``answer`` to ``path`` atomically (a reader sees the whole answer or none)."""
+def write_atomic(path: Path, answer: str) -> None:
+    """Write ``answer`` to ``path`` atomically (a reader sees the whole text or the file
+    as it was), best effort: an error leaves ``path`` as it was and no temporary file."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)

@@ -59,7 +59,7 @@ from llm4cov.sim.config import default_cache_root
 from llm4cov.sim.safety import workdirs
 from llm4cov.sim.safety.process import Limits, Sandbox, run_limited
 from llm4cov.util.hashing import sha256_file
-from llm4cov.util.remembered import file_identity, remembered
+from llm4cov.util.remembered import file_identity, remembered, write_atomic
 
 log = logging.getLogger(__name__)
 
@@ -409,10 +409,8 @@ def _pch_intact(entry: Path, key: str) -> bool:
     except OSError:
         return False
     _verified_pch[(entry, key)] = signature
-    with contextlib.suppress(OSError):  # the record only saves a later process's hash
-        tmp = record.with_name(f".{record.name}.{os.getpid()}")
-        tmp.write_text(json.dumps({"key": key, "signature": signature}))
-        os.replace(tmp, record)
+    # best effort: the record only saves a later process's hash
+    write_atomic(record, json.dumps({"key": key, "signature": signature}))
     return True
 
 
