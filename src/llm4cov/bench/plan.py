@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
@@ -21,6 +20,7 @@ from llm4cov.bench.config import Arm, BenchConfig
 from llm4cov.sim.model.metrics import scored_metrics
 from llm4cov.tasks.hdl import task_ports
 from llm4cov.tasks.model import Task
+from llm4cov.util.files import write_text_atomic
 
 RUN_SCHEMA_VERSION = 1
 PLAN_FILE = "run.json"
@@ -150,10 +150,7 @@ def make_plan(config: BenchConfig, tasks: list[Task], simulator: str,
 
 def save_plan(run_dir: Path, plan: RunPlan) -> None:
     """Write ``run.json`` atomically (temp file + rename)."""
-    run_dir.mkdir(parents=True, exist_ok=True)
-    tmp = run_dir / f".{PLAN_FILE}.tmp"
-    tmp.write_text(plan.model_dump_json(indent=2), encoding="utf-8")
-    os.replace(tmp, run_dir / PLAN_FILE)
+    write_text_atomic(run_dir / PLAN_FILE, plan.model_dump_json(indent=2))
 
 
 def load_plan(run_dir: Path) -> RunPlan:

@@ -48,7 +48,7 @@ CLOSE_OPTIONS = {
     "formal": (bool, typer.Option(_D.formal, "--formal/--no-formal", help="Formal witnesses "
                                     "and unreachability proofs for the merged holes.")),
     **formal_opts.budget_options(_D, "cover_depth", "prove_depth", "prove_budget_s",
-                                 prefix="formal: "),
+                                 "continue_steps", "continue_budget_s", prefix="formal: "),
     "model": (str, typer.Option(None, "--model", help="A model for model tests (any "
                                   "OpenAI-compatible server with --base-url, or local:PATH).")),
     "base_url": (str, flag("base_url").option(BenchConfig)),
@@ -62,7 +62,8 @@ def _settings(_ctx: typer.Context, v: dict) -> CloseSettings:
     return CloseSettings(
         budget_s=v["budget"], lengths=_lengths(v["lengths"]), seed=v["start_seed"],
         formal=v["formal"], cover_depth=v["cover_depth"], prove_depth=v["prove_depth"],
-        prove_budget_s=v["prove_budget_s"], model=v["model"], base_url=v["base_url"],
+        prove_budget_s=v["prove_budget_s"], continue_steps=v["continue_steps"],
+        continue_budget_s=v["continue_budget_s"], model=v["model"], base_url=v["base_url"],
         minimize=v["minimize"])
 
 
@@ -180,7 +181,8 @@ def _run(task: Task, out: Path, settings: CloseSettings, config, request, sandbo
         _claim(out, task, settings, config.exclusions)
         policy = get_policy(settings.model, settings.base_url) if settings.model else None
         closer = Closer(task, out, settings, _simulate(config), request.rules(), policy,
-                        settings.formal and _formal_ready(), on_step=_say_step)
+                        settings.formal and _formal_ready(), on_step=_say_step,
+                        sim_config=config)
         closer.formal_sandbox = sandbox
         if done := closer.resume():
             report_opts.say(f"resuming {out}: {done} steps already finished")

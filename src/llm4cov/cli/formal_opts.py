@@ -21,8 +21,8 @@ BUDGETS: dict[str, tuple[type, str, dict[str, Any], str]] = {
                        "Continuation steps: cover jobs from the state the closing testbench "
                        "ends in (0: none)."),
     "continue_budget_s": (float, "--continue-budget", {"min": 0.0},
-                          "Wall seconds for the continuation (its simulations and cover "
-                          "jobs)."),
+                          "Wall seconds for the continuation's Yosys run and cover jobs "
+                          "(its simulations are not counted)."),
 }
 """Settings field -> (type, flag, ``typer.Option`` bounds, help)."""
 

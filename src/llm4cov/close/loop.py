@@ -10,7 +10,11 @@ Schedule (a pure function of the finished steps, so a rerun plans the same steps
    analyzed before go to :func:`llm4cov.formal.analyze` (cover to ``cover_depth``,
    k-induction of ``prove_depth``); the witnesses become one test (phases after a short
    random testbench); repeated while new holes are left, ``formal_rounds`` at most;
-3. **model** (with ``--model``): the agent's prompt (:func:`llm4cov.agent.prompt.
+3. **continue** (formal ready, ``continue_steps`` > 0): one continuation of the kept
+   test that covers most from the state its simulation ends in, for the holes no proof
+   settled (:func:`llm4cov.close.formal_steps.continuation_step`): cover jobs from
+   reset do not reach a hole behind a long prefix, the random tests' end states do;
+4. **model** (with ``--model``): the agent's prompt (:func:`llm4cov.agent.prompt.
    build_messages`) with the kept test that covers most as the current testbench and
    the merged coverage and uncovered items as its result; ``model_tests`` answers at
    most, ending at the second that adds nothing.
@@ -27,29 +31,29 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import time
 import zlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from llm4cov.close.formal_steps import analysis_step, continuation_step
 from llm4cov.close.merge import Merged, RunScope, run_points, scope_of
 from llm4cov.close.model import CloseSettings, GoalVerdict, Origin, StepRecord
 from llm4cov.sim.model.coverage import DesignModules, Point, uncovered_items
 from llm4cov.sim.model.exclusions import Rule, split_points
 from llm4cov.sim.model.observation import Observation, UncoveredItem
 from llm4cov.tasks.model import Task
+from llm4cov.util.files import write_text_atomic
 from llm4cov.util.jsonl import ResultLog
+
+if TYPE_CHECKING:
+    from llm4cov.sim.config import SimConfig
 
 STEPS = "steps.jsonl"
 TESTS = "tests"
 COVERAGE = "coverage"
-MAX_FORMAL_ITEMS = 400
-JOB_S, MIN_JOB_S = 120.0, 15.0
-"""Wall limit of one SBY job: ``formal``'s default, cut to half the budget left (at least
-the minimum), so that an analysis ends near the budget; the prove jobs get a quarter."""
-
 Simulate = Callable[[Task, str], Observation]
 """A simulator call keeping its coverage data (``SimCall(keep_coverage=True)``)."""
 
@@ -96,7 +100,7 @@ class State:
         seed = self.settings.seed + self.step
         if self.phase == "random":
             return Plan("random", seed, self.settings.lengths[self.length_index])
-        if self.phase in ("formal", "model"):
+        if self.phase in ("formal", "continue", "model"):
             return Plan(self.phase, seed)
         return None
 
@@ -121,7 +125,9 @@ class State:
         elif self.phase == "formal":
             self.formal_rounds += 1
             if not record.analyzed or self.formal_rounds >= self.settings.formal_rounds:
-                self.phase = "model" if self.settings.model else "done"
+                self.phase = "continue" if self.settings.continue_steps else self._last()
+        elif self.phase == "continue":
+            self.phase = self._last()
         elif self.phase == "model":
             self.model_tests += 1
             self.model_misses += not record.kept
@@ -129,8 +135,10 @@ class State:
                 self.phase = "done"
 
     def _after_random(self) -> None:
-        self.phase = "formal" if self.settings.formal and self.formal_ready else (
-            "model" if self.settings.model else "done")
+        self.phase = "formal" if self.settings.formal and self.formal_ready else self._last()
+
+    def _last(self) -> str:
+        return "model" if self.settings.model else "done"
 
 
 @dataclass
@@ -145,13 +153,18 @@ class Closer:
     """Runs the loop of the module docstring for one task into ``out``.
 
     ``simulate``: a simulator call that keeps coverage data; ``rules``: exclusion rules
-    (counting); ``policy``: the model (or None); ``formal_ready``: formal tools usable.
+    (counting); ``policy``: the model (or None); ``formal_ready``: formal tools usable;
+    ``sim_config``: the settings ``simulate`` simulates with (the continuation
+    simulates the test it continues again, with a state dump; without them it makes
+    no test).
     """
 
     def __init__(self, task: Task, out: Path, settings: CloseSettings, simulate: Simulate,
                  rules: Sequence[Rule] = (), policy=None, formal_ready: bool = False,
-                 on_step: Callable[[StepRecord], None] | None = None) -> None:
+                 on_step: Callable[[StepRecord], None] | None = None,
+                 sim_config: SimConfig | None = None) -> None:
         self.task, self.out, self.settings, self.simulate = task, out, settings, simulate
+        self.sim_config = sim_config
         self.rules, self.policy, self.on_step = tuple(rules), policy, on_step
         self.sources = {f.name: f.content for f in task.rtl_files}
         self.state = State(settings, formal_ready)
@@ -205,7 +218,9 @@ class Closer:
                 source="random", policy="random", seed=plan.seed, step=self.state.step,
                 length=plan.length))
         elif plan.source == "formal":
-            record, tb = self._formal_tb(plan)
+            record, tb = analysis_step(self, plan)
+        elif plan.source == "continue":
+            record, tb = continuation_step(self, plan)
         else:
             record, tb = self._model_tb(plan)
         points = None
@@ -225,52 +240,6 @@ class Closer:
         answer = policy.generate(GenerationRequest(self.task, [], seed=plan.seed,
                                                    state=AgentState(0)))
         return extract_testbench(answer.text, self.task.dut_module_name)
-
-    def _formal_tb(self, plan: Plan) -> tuple[StepRecord, str | None]:
-        from llm4cov.formal import FormalConfig, analyze
-        from llm4cov.formal.closure import design_io
-        from llm4cov.formal.stimulus import Phase, closing_testbench
-
-        items = [i for i in self.holes() if i.key_text not in self.state.analyzed]
-        items = items[:MAX_FORMAL_ITEMS]
-        record = StepRecord(step=self.state.step, analyzed=[i.key_text for i in items])
-        if not items:
-            return record, None
-        left = max(0.0, self.settings.budget_s - self.state.elapsed_s)
-        config = FormalConfig(cover_depth=self.settings.cover_depth,
-                              prove_depth=self.settings.prove_depth,
-                              job_timeout_s=max(MIN_JOB_S, min(JOB_S, left / 2)),
-                              prove_budget_s=min(self.settings.prove_budget_s, left / 4),
-                              sandbox=self.formal_sandbox)
-        try:
-            result = analyze(self.task, items, config)
-        except ValueError as exc:
-            record.note = f"formal: {exc}"
-            return record, None
-        # items left without a goal (the analysis' goal budget ran out) stay for the next
-        budget = f"goal budget of {config.max_goals}"
-        placed = {g.item.key_text for g in result.goals if not g.reason.startswith(budget)}
-        record.analyzed = [k for k in record.analyzed if k in placed] or record.analyzed
-        record.verdicts = [GoalVerdict.of(g.item, g.what, g.metric, status=g.status,
-                                          reason=g.reason, depth=g.step)
-                           for g in result.goals if not g.reason.startswith(budget)]
-        record.note = "; ".join((["formal result from the cache"] if result.cached else [])
-                                + result.errors[:3])
-        if not result.traces:
-            return record, None
-        design = design_io(self.task)
-        phases = [Phase(f"trace {n}", steps) for n, steps in enumerate(result.traces)]
-        try:
-            tb, _how = closing_testbench(None, self.task, design.ports, design.clock, phases,
-                                        plan.seed)
-        except ValueError as exc:
-            record.note = f"formal: {exc}"
-            return record, None
-        goals = [f"{g.item.file}:{g.item.line} {g.what}" for g in result.goals
-                 if g.status == "reached"]
-        record.origin = Origin(source="formal", policy="formal", seed=plan.seed,
-                               step=record.step, goals=goals)
-        return record, tb
 
     def _model_tb(self, plan: Plan) -> tuple[StepRecord, str | None]:
         from llm4cov.agent.prompt import build_messages, syntax_rules
@@ -325,10 +294,10 @@ class Closer:
     def _write_test(self, record: StepRecord, tb: str, dat: str) -> None:
         folder = self.out / TESTS / record.name
         folder.mkdir(parents=True, exist_ok=True)
-        _atomic(folder / "tb.sv", tb)
-        _atomic(folder / "test.json", json.dumps(record.origin.model_dump(mode="json")
-                                                 if record.origin else {}, indent=2))
-        _atomic(self.out / COVERAGE / f"{record.name}.dat", dat)
+        write_text_atomic(folder / "tb.sv", tb, "surrogateescape")
+        write_text_atomic(folder / "test.json", json.dumps(
+            record.origin.model_dump(mode="json") if record.origin else {}, indent=2))
+        write_text_atomic(self.out / COVERAGE / f"{record.name}.dat", dat, "surrogateescape")
 
     # -- views of the state ---------------------------------------------------------
     def merged_points(self) -> list[Point]:
@@ -348,7 +317,8 @@ class Closer:
         counts = self._counted(self.state.merged.counts)
         return bool(counts) and all(n > 0 for n in counts.values())
 
-    def best_testbench(self) -> str | None:
+    def best_test(self) -> tuple[str, str] | None:
+        """The kept test that covers most (ties: the earlier): its name and testbench."""
         kept = [r for r in self.state.records if r.kept]
         if not kept:
             return None
@@ -356,8 +326,12 @@ class Closer:
         for folder in (TESTS, "pruned"):  # a finished run's minimization moved it
             path = self.out / folder / best.name / "tb.sv"
             if path.exists():
-                return path.read_text(encoding="utf-8")
+                return best.name, path.read_text(encoding="utf-8")
         return None
+
+    def best_testbench(self) -> str | None:
+        best = self.best_test()
+        return best[1] if best else None
 
     def merged_observation(self) -> Observation | None:
         from llm4cov.close.report import merged_observation
@@ -371,12 +345,3 @@ class Closer:
         return DesignModules(frozenset(rtl), frozenset(tb)) if rtl else None
 
 
-def _atomic(path: Path, text: str) -> None:
-    """Write ``path`` whole or not at all (a temporary file renamed over it, fsynced)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    with tmp.open("w", encoding="utf-8", errors="surrogateescape") as fh:
-        fh.write(text)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)

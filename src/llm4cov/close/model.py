@@ -23,7 +23,8 @@ class Origin(BaseModel):
     """Where a test came from: its ``source`` (policy kind) and the exact ``policy``
     name, the ``seed``, the stimulus ``length`` (random: clock cycles), the ``step`` of
     the loop that made it and, for a formal test, the ``goals`` its witnesses target
-    (``file:line goal``)."""
+    (``file:line goal``); for a continuation (``policy`` ``formal-continuation``) the
+    kept test it continues, ``start`` (its testbench is that test's, phases appended)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -33,6 +34,7 @@ class Origin(BaseModel):
     step: int
     length: int | None = None
     goals: list[str] = Field(default_factory=list)
+    start: str | None = None
 
 
 @dataclass(frozen=True, config=ConfigDict(extra="forbid"))
@@ -139,6 +141,9 @@ class CloseSettings(BaseModel):
     ``seed``: the first random seed (test ``k`` uses ``seed + k``); ``formal``: run
     formal analyses (witness tests, unreachability proofs) when the tools are here;
     ``cover_depth``/``prove_depth``/``prove_budget_s``: the formal budgets;
+    ``continue_steps``/``continue_budget_s``: the continuation after the analyses (its
+    steps, 0: none, and the seconds of its cover jobs, at most half the budget left;
+    :class:`~llm4cov.formal.closure.FormalConfig`);
     ``model``/``base_url``: a model server for model tests (``model_tests`` of them at
     most); ``minimize``: the final greedy set-cover pass."""
 
@@ -153,11 +158,19 @@ class CloseSettings(BaseModel):
     prove_depth: int = 10
     prove_budget_s: float = 45.0
     formal_rounds: int = 3
+    continue_steps: int = 3
+    continue_budget_s: float = 60.0
     model: str | None = None
     base_url: str | None = None
     model_tests: int = 3
     minimize: bool = True
 
     def identity(self) -> dict:
-        """What must match for a rerun to resume the run (the budget may change)."""
-        return self.model_dump(mode="json", exclude={"budget_s"})
+        """What must match for a rerun to resume the run (the budget may change). The
+        continuation's fields only when not their defaults: a run directory written
+        before they existed resumes (with the continuation)."""
+        out = self.model_dump(mode="json", exclude={"budget_s"})
+        for name in ("continue_steps", "continue_budget_s"):
+            if out[name] == type(self).model_fields[name].default:
+                del out[name]
+        return out

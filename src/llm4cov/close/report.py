@@ -32,6 +32,7 @@ from llm4cov.sim.model.exclusions import Rule, split_points
 from llm4cov.sim.model.observation import CoverageReport, EndReason, Observation, Status
 from llm4cov.tasks.model import Task
 from llm4cov.util.escape import md_code, md_text
+from llm4cov.util.files import write_text_atomic
 
 PRUNED = "pruned"
 RUN_JSON = "run.json"
@@ -303,9 +304,7 @@ def write_outputs(task: Task, closer: Closer, regression: Regression, final: Fin
 
 
 def _write(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    write_text_atomic(path, text)
 
 
 # -- replay ---------------------------------------------------------------------------

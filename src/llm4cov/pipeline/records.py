@@ -18,11 +18,11 @@ directory (synth, train and bench resume).
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 from llm4cov.train.config import deciding
+from llm4cov.util.files import write_text_atomic
 from llm4cov.util.jsonl import ResultLog
 
 SCHEMA_VERSION = 1
@@ -79,9 +79,8 @@ class PipelineDir:
         return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
 
     def _save(self) -> None:
-        tmp = self.path / f".{RUN_FILE}.tmp"
-        tmp.write_text(json.dumps(self.data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-        os.replace(tmp, self.path / RUN_FILE)
+        write_text_atomic(self.path / RUN_FILE,
+                          json.dumps(self.data, indent=2, sort_keys=True) + "\n")
 
     def begin_stage(self, name: str, identity: dict[str, Any]) -> None:
         """Record ``name``'s identity, or check it against the one recorded when the

@@ -39,6 +39,7 @@ from llm4cov.pipeline.steps import (
     synth_step,
     train_step,
 )
+from llm4cov.util.files import write_text_atomic
 from llm4cov.util.jsonl import iter_jsonl
 from llm4cov.util.rundir import exclusive
 
@@ -221,10 +222,7 @@ def _union(paths: list[Path], out: Path) -> dict[str, Any]:
         rows = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
         sources.append({"path": str(path), "samples": len(rows), "sha256": _sha256(path)})
         lines += rows
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(out.name + ".tmp")
-    tmp.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
-    os.replace(tmp, out)
+    write_text_atomic(out, "".join(line + "\n" for line in lines))
     return {"path": str(out), "samples": len(lines), "datasets": sources}
 
 

@@ -24,7 +24,6 @@ for ``s_0``), ``model``, ``temperature``, ``top_p``, ``max_tokens``, ``seed``,
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,6 +36,7 @@ from llm4cov.synth.curation import CurationItem, rebalance
 from llm4cov.synth.records import DataPoint, RepoStatus, Verdict
 from llm4cov.synth.tokens import TokenCounter, get_token_counter
 from llm4cov.tasks.model import Task
+from llm4cov.util.files import write_text_atomic
 from llm4cov.util.jsonl import iter_jsonl
 from llm4cov.util.settings import ConfigError, validate
 
@@ -86,11 +86,6 @@ def _meta(point: DataPoint, context_tokens: int, messages: list[dict[str, str]],
         "token_counter": counter.name, "syntax_rules_at_generation": point.syntax_rules,
     }
 
-
-def _write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
 
 
 RUN_KEYS = ("config", "identity")
@@ -174,15 +169,15 @@ def export_dataset(
         "kept_after": _split_counts([i for i in items if i.key in survivors], short),
     }
     out_dir.mkdir(parents=True, exist_ok=True)
-    _write_atomic(out_dir / SFT_FILE, "".join(json.dumps(r, ensure_ascii=False) + "\n"
+    write_text_atomic(out_dir / SFT_FILE, "".join(json.dumps(r, ensure_ascii=False) + "\n"
                                               for r in rows))
     name = config.name or f"llm4cov_stage{run['config']['stage']}"
-    _write_atomic(out_dir / "dataset_info.json",
+    write_text_atomic(out_dir / "dataset_info.json",
                   json.dumps(llamafactory_entry(name), indent=2) + "\n")
-    _write_atomic(out_dir / "curation.json", json.dumps(curation, indent=2) + "\n")
+    write_text_atomic(out_dir / "curation.json", json.dumps(curation, indent=2) + "\n")
     card = render_card(name, run, run_dir, points, [r["meta"] for r in rows], curation,
                        [c for c in (run.get("command", ""), command) if c])
-    _write_atomic(out_dir / "README.md", card)
+    write_text_atomic(out_dir / "README.md", card)
     return ExportResult(out_dir, len(rows), curation)
 
 

@@ -23,9 +23,10 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
+
+from llm4cov.util.files import write_text_atomic
 
 #: Subdirectory of the cache root that holds the answers.
 HOST_DIR = "host"
@@ -76,16 +77,7 @@ def remembered(root: Path, kind: str, identity: Iterable[str],
 
 def write_atomic(path: Path, answer: str) -> None:
     """Write ``answer`` to ``path`` atomically (a reader sees the whole text or the file
-    as it was), best effort: an error leaves ``path`` as it was and no temporary file."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
-    except OSError:
-        return
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(answer)
-        os.replace(tmp, path)
-    except OSError:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
+    as it was), best effort: an error leaves ``path`` as it was and no temporary file
+    (:func:`llm4cov.util.files.write_text_atomic`, its ``OSError`` ignored)."""
+    with contextlib.suppress(OSError):
+        write_text_atomic(path, answer)
