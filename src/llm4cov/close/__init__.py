@@ -7,7 +7,9 @@ coverage and every remaining point explained (``docs/close.md``).
   counting rules as one run), contributions and the greedy minimization;
 - :mod:`llm4cov.close.residual`: each uncovered point classified by cause;
 - :mod:`llm4cov.close.loop`: the closure loop (random seeds and lengths, formal
-  witnesses, a model's answer), crash-safe and resumable;
+  witnesses, a continuation, a model's answer), crash-safe and resumable;
+- :mod:`llm4cov.close.formal_steps`: its formal analysis from reset and its
+  continuation of the best test from the state that test ends in;
 - :mod:`llm4cov.close.report`: ``coverage.md``, ``run.json`` and the HTML/LCOV/UCIS
   reports of the merged coverage.
 """

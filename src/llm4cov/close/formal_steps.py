@@ -85,7 +85,9 @@ def continuation_step(closer: Closer, plan: Plan) -> tuple[StepRecord, str | Non
     budget left) for the merged holes not settled by a proof or a failed job (first
     :data:`MAX_FORMAL_ITEMS`). Its test is that testbench with the continuation's
     phases appended. Needs the evaluator's settings (``closer.sim_config``): the state
-    a test ends in depends on them (its seed)."""
+    a test ends in depends on them (its seed). Any error of the continuation ends the
+    step without a test, named in its note (the step is optional; raising would stop
+    the run and every rerun of it at the same step)."""
     from llm4cov.formal import FormalConfig
     from llm4cov.formal.continuation import continue_closure
 
@@ -106,8 +108,9 @@ def continuation_step(closer: Closer, plan: Plan) -> tuple[StepRecord, str | Non
                           sandbox=closer.formal_sandbox)
     try:
         cont = continue_closure(task, testbench, items, closer.sim_config, config)
-    except ValueError as exc:
-        record.note = f"continuation: {exc}"
+    except Exception as exc:  # an optional step: its failure ends the step, not the run
+        # (a rerun plans the same step: an exception here would stop every rerun too)
+        record.note = f"continuation failed: {type(exc).__name__}: {exc}"[:500]
         return record, None
     record.verdicts = _verdicts(closer, cont.goals)
     record.note = "; ".join(cont.notes[:2] + cont.errors[:2])
