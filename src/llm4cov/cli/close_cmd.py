@@ -200,7 +200,8 @@ def _run(task: Task, out: Path, settings: CloseSettings, config, request, sandbo
 def _say_step(record: StepRecord) -> None:
     o = record.origin
     what = (f"{o.policy} seed {o.seed}" + (f", {o.length} cycles" if o.length else "")
-            + (f", {len(o.goals)} goals reached" if o.goals else "")) if o else "formal"
+            + (f", {len(o.goals)} goals reached" if o.goals else "")) if o else (
+        "formal-continuation" if record.phase == "continue" else "formal")
     counts = Counter(v.status for v in record.verdicts)
     verdicts = ("; formal: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
                 if counts else "")
@@ -208,6 +209,8 @@ def _say_step(record: StepRecord) -> None:
         fate = f"+{record.added} points, kept {record.name}"
     elif record.name:
         fate = f"{record.status}, added nothing, dropped"
+    elif record.phase == "continue":
+        fate = "no test"
     else:
         fate = "no new holes to analyze" if not record.analyzed else "no test"
     report_opts.say(f"step {record.step}: {what}: {fate}{verdicts} ({record.wall_s:.0f} s)"

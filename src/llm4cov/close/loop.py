@@ -226,6 +226,7 @@ class Closer:
         points = None
         if tb is not None:
             record, points = self._simulate(record, tb)
+        record.phase = plan.source
         record.wall_s = round(time.monotonic() - start, 3)
         return record, points
 

@@ -64,6 +64,9 @@ class StepRecord(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     step: int
+    phase: str = ""
+    """The schedule's phase that made it (``random``, ``formal``, ``continue``, ``model``;
+    empty in a step written before steps named it)."""
     name: str = ""
     origin: Origin | None = None
     status: str = ""
