@@ -125,8 +125,8 @@ def test_residual_classification_by_cause():
 
 def test_schedule_is_a_function_of_the_finished_steps():
     """Random lengths in turn (a length is left at its first test that adds nothing),
-    then formal analyses until one has nothing to analyze, one continuation, then
-    done; the same records give the same plans."""
+    then formal analyses until one has nothing to analyze, with one continuation after
+    the first, then done; the same records give the same plans."""
     settings = CloseSettings(lengths=(10, 20), formal=True)
 
     def rec(step: int, kept: bool, analyzed: list[str] | None = None) -> StepRecord:
@@ -135,18 +135,25 @@ def test_schedule_is_a_function_of_the_finished_steps():
     state = State(settings, formal_ready=True)
     plans = []
     for record in (rec(0, True), rec(1, False), rec(2, False), rec(3, True, ["x"]),
-                   rec(4, False, []), rec(5, True)):
+                   rec(4, True), rec(5, False, [])):
         plan = state.plan()
         assert plan is not None
         plans.append((plan.source, plan.seed, plan.length))
         state.observe(record, None)
     assert plans == [("random", 1, 10), ("random", 2, 10), ("random", 3, 20),
-                     ("formal", 4, None), ("formal", 5, None), ("continue", 6, None)]
+                     ("formal", 4, None), ("continue", 5, None), ("formal", 6, None)]
     assert state.plan() is None
     stop = State(CloseSettings(lengths=(10,), continue_steps=0), formal_ready=True)
-    for record in (rec(0, False), rec(1, False, [])):
+    for record in (rec(0, False), rec(1, False, ["x"]), rec(2, False, [])):
+        assert stop.plan() is not None and stop.plan().source != "continue"
         stop.observe(record, None)
     assert stop.plan() is None
+    once = State(CloseSettings(lengths=(10,), formal_rounds=1), formal_ready=True)
+    for record in (rec(0, False), rec(1, False, ["x"])):
+        once.observe(record, None)
+    assert once.plan().source == "continue"
+    once.observe(rec(2, True), None)
+    assert once.plan() is None
     no_formal = State(CloseSettings(lengths=(10,)), formal_ready=False)
     no_formal.observe(rec(0, False), None)
     assert no_formal.plan() is None

@@ -168,7 +168,7 @@ def test_a_close_run_with_old_style_steps_resumes_and_analyzes_again(tmp_path, m
             {"step": 1, "analyzed": [f"branch|close_residual.v|47|{THEN_47}"],
              "verdicts": [old_verdict]}]
     (out / STEPS).write_text("".join(json.dumps(r) + "\n" for r in rows))
-    settings = CloseSettings(lengths=(5,), formal=True)
+    settings = CloseSettings(lengths=(5,), formal=True, continue_steps=0)
     closer = Closer(task_from_dir(RESIDUAL), out, settings, simulate=None,  # type: ignore[arg-type]
                     formal_ready=True)
     assert closer.resume() == 2

@@ -10,10 +10,12 @@ Schedule (a pure function of the finished steps, so a rerun plans the same steps
    analyzed before go to :func:`llm4cov.formal.analyze` (cover to ``cover_depth``,
    k-induction of ``prove_depth``); the witnesses become one test (phases after a short
    random testbench); repeated while new holes are left, ``formal_rounds`` at most;
-3. **continue** (formal ready, ``continue_steps`` > 0): one continuation of the kept
-   test that covers most from the state its simulation ends in, for the holes no proof
-   settled (:func:`llm4cov.close.formal_steps.continuation_step`): cover jobs from
-   reset do not reach a hole behind a long prefix, the random tests' end states do;
+3. **continue** (formal ready, ``continue_steps`` > 0), once, right after the first
+   analysis (before the second): a continuation of the kept test that covers most from
+   the state its simulation ends in, for the holes no proof settled
+   (:func:`llm4cov.close.formal_steps.continuation_step`): cover jobs from reset do not
+   reach a hole behind a long prefix, the random tests' end states do; a later analysis
+   only takes the items the first could not place (its 400-item cap);
 4. **model** (with ``--model``): the agent's prompt (:func:`llm4cov.agent.prompt.
    build_messages`) with the kept test that covers most as the current testbench and
    the merged coverage and uncovered items as its result; ``model_tests`` answers at
@@ -77,6 +79,8 @@ class State:
     phase: str = "random"
     length_index: int = 0
     formal_rounds: int = 0
+    formal_left: bool = True
+    continued: bool = False
     model_tests: int = 0
     model_misses: int = 0
     records: list[StepRecord] = field(default_factory=list)
@@ -124,10 +128,15 @@ class State:
                 self._after_random()
         elif self.phase == "formal":
             self.formal_rounds += 1
-            if not record.analyzed or self.formal_rounds >= self.settings.formal_rounds:
-                self.phase = "continue" if self.settings.continue_steps else self._last()
+            self.formal_left = bool(record.analyzed) and (
+                self.formal_rounds < self.settings.formal_rounds)
+            if self.settings.continue_steps and not self.continued:
+                self.phase = "continue"
+            elif not self.formal_left:
+                self.phase = self._last()
         elif self.phase == "continue":
-            self.phase = self._last()
+            self.continued = True
+            self.phase = "formal" if self.formal_left else self._last()
         elif self.phase == "model":
             self.model_tests += 1
             self.model_misses += not record.kept
