@@ -70,6 +70,7 @@ def test_a_continuation_verdict_follows_the_goals_verdict_from_reset(tmp_path):
     closer, (block, then47) = _closer(tmp_path)
     closer.state.verdicts = [
         GoalVerdict.of(block, "line", "line", status="unreachable", reason="proven"),
+        GoalVerdict.of(block, "line", "line", status="unknown", reason="a later look"),
         GoalVerdict.of(then47, "then branch", "branch", status="unknown",
                        reason="not reached within 12 cycles (cover fail)", depth=12)]
     searched = GoalResult(item=then47, what="then branch", metric="branch", status="unknown",

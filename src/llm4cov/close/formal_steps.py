@@ -146,14 +146,15 @@ def _verdicts(closer: Closer, goals: list[GoalResult]) -> list[GoalVerdict]:
     goal's earlier verdict from reset (the residual shows the last one); none for a
     goal already proven unreachable (a proof stands)."""
     before = {(v.item_key, v.goal): v for v in closer.state.verdicts}
+    proven = {(v.item_key, v.goal) for v in closer.state.verdicts if v.status == "unreachable"}
     out = []
     for g in goals:
         if g.status != "reached" and not g.step:
             continue
         item = g.item
-        prior = before.get((_item_key(item), g.what))
-        if prior is not None and prior.status == "unreachable":
+        if (_item_key(item), g.what) in proven:
             continue
+        prior = before.get((_item_key(item), g.what))
         reason = f"continuation: {g.reason}"
         if g.status != "reached" and prior is not None and prior.reason:
             reason = f"{prior.reason}; {reason}"
