@@ -139,6 +139,7 @@ def test_schedule_is_a_function_of_the_finished_steps():
         plan = state.plan()
         assert plan is not None
         plans.append((plan.source, plan.seed, plan.length))
+        record.phase = plan.source  # as the loop names it
         state.observe(record, None)
     assert plans == [("random", 1, 10), ("random", 2, 10), ("random", 3, 20),
                      ("formal", 4, None), ("continue", 5, None), ("formal", 6, None)]
@@ -152,8 +153,19 @@ def test_schedule_is_a_function_of_the_finished_steps():
     for record in (rec(0, False), rec(1, False, ["x"])):
         once.observe(record, None)
     assert once.plan().source == "continue"
-    once.observe(rec(2, True), None)
+    once.observe(StepRecord(step=2, phase="continue", name="t0002", kept=True), None)
     assert once.plan() is None
+    # a log written before steps named their phase (no continuation then): its analyses
+    # fold as analyses, and the continuation is due after them
+    old = State(CloseSettings(lengths=(10,)), formal_ready=True)
+    for record in (rec(0, False), rec(1, False, ["x"]), rec(2, False, ["y"])):
+        old.observe(record, None)
+    assert (old.formal_rounds, old.continued, old.plan().source) == (2, False, "continue")
+    new = State(CloseSettings(lengths=(10,)), formal_ready=True)
+    for record in (rec(0, False), rec(1, False, ["x"]), rec(2, False)):
+        record.phase = ("random", "formal", "continue")[record.step]
+        new.observe(record, None)
+    assert (new.formal_rounds, new.continued, new.plan().source) == (1, True, "formal")
     no_formal = State(CloseSettings(lengths=(10,)), formal_ready=False)
     no_formal.observe(rec(0, False), None)
     assert no_formal.plan() is None

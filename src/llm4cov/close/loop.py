@@ -119,6 +119,9 @@ class State:
         self.analyzed.update(record.analyzed)
         self.verdicts.extend(record.verdicts)
         source = record.origin.source if record.origin else self.phase
+        # the phase that made the step; a step written before steps named it came from
+        # a schedule without a continuation: an analysis where one is due now
+        made = record.phase or ("formal" if self.phase == "continue" else self.phase)
         if source == "random" and self.phase == "random":
             self.length_index += not record.kept
             share = self.settings.random_share * self.settings.budget_s
@@ -126,14 +129,12 @@ class State:
             if self.length_index >= len(self.settings.lengths) or (
                     later and self.elapsed_s >= share):
                 self._after_random()
-        elif self.phase == "formal":
+        elif self.phase in ("formal", "continue") and made != "continue":
             self.formal_rounds += 1
             self.formal_left = bool(record.analyzed) and (
                 self.formal_rounds < self.settings.formal_rounds)
-            if self.settings.continue_steps and not self.continued:
-                self.phase = "continue"
-            elif not self.formal_left:
-                self.phase = self._last()
+            self.phase = ("continue" if self.settings.continue_steps and not self.continued
+                          else "formal" if self.formal_left else self._last())
         elif self.phase == "continue":
             self.continued = True
             self.phase = "formal" if self.formal_left else self._last()
