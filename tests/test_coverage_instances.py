@@ -4,10 +4,11 @@ real Verilator runs, with points counted by hand from the RTL."""
 from __future__ import annotations
 
 from dataclasses import replace
+from types import SimpleNamespace
 
 import pytest
 
-from conftest import FIXTURES, fixture_task
+from conftest import FIXTURES, fixture_task, shared_path
 from llm4cov.sim.analysis.instances import PARAM, plan_per_instance
 from llm4cov.sim.evaluator import Evaluator
 from llm4cov.sim.model.observation import Status
@@ -48,6 +49,27 @@ def test_positional_overrides_become_named_and_multi_instance_statements_split()
     assert plan.sources["tb.sv"].splitlines()[2] == (
         f"  leaf #(.W(8), .{PARAM}(64'd1)) dut (.a(a)); leaf #(.W(8), .{PARAM}(64'd2)) "
         "shadow (.a(a));")
+
+
+def test_a_parameter_list_over_several_lines_keeps_every_line_break():
+    """A ``#( ... )`` over several lines (with comments) is edited by insertions only:
+    every later line keeps its number, so coverage points and formal goals stay on
+    their source lines (rewritten as one line, it moved each later line up by 4 per
+    instantiation)."""
+    tb = _tb("  leaf\n  #(\n      .W(1), // width\n      .D(2)\n  )\n  dut\n  (.a(a));\n"
+             "  leaf\n  #(\n      4,\n      // depth\n      5\n  )\n  shadow (.a(a)),\n"
+             "  third (.a(a));")
+    plan = plan_per_instance([LEAF], tb, "tb", "tb.dut")
+    assert plan.copies == {"leaf": 3}
+    text = plan.sources["tb.sv"]
+    assert text.count("\n") == tb.content.count("\n")
+    assert text.splitlines()[2:16] == [
+        "  leaf", "  #(", "      .W(1), // width", "      .D(2)", f"  , .{PARAM}(64'd1))",
+        "  dut", "  (.a(a));",
+        "  leaf", "  #(", "      .W(4),", "      // depth", "      .D(5)",
+        f"  , .{PARAM}(64'd2))",
+        f"  shadow (.a(a)); leaf #(.W(4), .D(5), .{PARAM}(64'd3))"]
+    assert text.splitlines()[16] == "  third (.a(a));"
 
 
 def test_body_parameters_keep_their_positions_and_genvars_enter_the_value():
@@ -237,3 +259,47 @@ def test_instance_tree_over_the_bound_is_not_elaborated_and_stays_merged():
         "per-instance coverage skipped (more than 10000 instances below the testbench "
         "top); repeated modules are merged per module, as Verilator counts them",
     )
+
+
+def test_every_benchmark_design_keeps_its_lines_when_copied_per_instance():
+    """The rewrite on every benchmark design (RTLLM, RealBench dev, realip, CVDP) under
+    a testbench with two DUT instances (so the DUT and all below it are copied): no
+    file gains or loses a line. RTLLM's asyn_fifo moved 2 lines before the parameter
+    lists were edited in place."""
+    from llm4cov.tasks.model import Task
+
+    checked = 0
+    for jsonl in ("rtllm", "realbench_dev", "realip_dev", "cvdp_example"):
+        for line in shared_path("benchmarks", f"{jsonl}.jsonl").read_text().splitlines():
+            task = Task.model_validate_json(line)
+            top = task.dut_module_name
+            tb = SourceFile(name="tb_two.sv", content=(
+                f"module tb_two;\n  {top} dut ();\n  {top} dut2 ();\nendmodule\n"))
+            plan = plan_per_instance(list(task.rtl_files), tb, "tb_two", "tb_two.dut")
+            given = {f.name: f.content for f in [*task.rtl_files, tb]}
+            assert plan.sources, task.id
+            for name, text in plan.sources.items():
+                assert text.count("\n") == given[name].count("\n"), (task.id, name)
+            checked += 1
+    assert checked >= 80
+
+
+def test_a_rewrite_that_would_move_lines_is_not_compiled(monkeypatch):
+    """The evaluator's guard: a per-instance plan that moves a line (a bug) is dropped
+    with the merged-coverage note, never built."""
+    import llm4cov.sim.evaluator as evaluator_mod
+    from llm4cov.sim.analysis.instances import PerInstancePlan
+
+    task = fixture_task("mux2")
+    name = task.rtl_files[0].name
+    shifted = PerInstancePlan(sources={name: task.rtl_files[0].content + "\n"})
+    monkeypatch.setattr(evaluator_mod, "plan_per_instance", lambda *a, **k: shifted)
+    plan = SimpleNamespace(tb_top="tb", dut_hier="tb.dut")
+    assert evaluator_mod._per_instance_copies(task, "tb.sv", "module tb; endmodule\n",
+                                              plan) == ({}, [
+        "per-instance coverage unavailable for this design; repeated modules are merged "
+        "per module"])
+    ok = PerInstancePlan(sources={name: task.rtl_files[0].content})
+    monkeypatch.setattr(evaluator_mod, "plan_per_instance", lambda *a, **k: ok)
+    assert evaluator_mod._per_instance_copies(task, "tb.sv", "module tb; endmodule\n",
+                                              plan)[0] == {name: task.rtl_files[0].content}

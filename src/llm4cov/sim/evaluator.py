@@ -538,6 +538,9 @@ class Evaluator:
         caps = self.backend.capabilities
         fix = hints.testbench_workarounds(tb, nba=not caps.initial_nba,
                                           disable=not caps.fork_disable)
+        if fix.notes and not same_lines(tb.content, fix.text):  # never: its lines stay
+            log.warning("testbench workaround moved lines; not used")
+            fix = hints.Workaround(tb.content)
         new = {tb.name: fix.text} if fix.notes else {}
         notes.extend(fix.notes)
         if not caps.native_per_instance:
@@ -666,14 +669,26 @@ def _per_instance_copies(task: Task, tb_name: str, tb_text: str, plan: Testbench
     """The sources rewritten with one module copy per instance (``instances.py``) and
     notes; none, with a note, when the rewrite fails (it is a refinement: it never
     breaks a call)."""
+    unavailable = ["per-instance coverage unavailable for this design; repeated "
+                   "modules are merged per module"]
     try:
         per = plan_per_instance(task.rtl_files, SourceFile(name=tb_name, content=tb_text),
                                 plan.tb_top, plan.dut_hier)
     except Exception as exc:
         log.warning("per-instance rewrite failed (%s: %s)", type(exc).__name__, exc)
-        return {}, ["per-instance coverage unavailable for this design; repeated "
-                    "modules are merged per module"]
+        return {}, unavailable
+    given = {f.name: f.content for f in task.rtl_files} | {tb_name: tb_text}
+    moved = [n for n, text in per.sources.items() if not same_lines(given[n], text)]
+    if moved:  # every coverage point and message names a line: never compile a shift
+        log.warning("per-instance rewrite moved lines of %s; not used", ", ".join(moved))
+        return {}, unavailable
     return dict(per.sources), list(per.notes)
+
+
+def same_lines(given: str, rewritten: str) -> bool:
+    """Whether ``rewritten`` keeps every line of ``given`` at its number (the same
+    count of line breaks): the invariant of every source rewrite before a build."""
+    return given.count("\n") == rewritten.count("\n")
 
 
 def _tb_name(name: str, taken: list[str], reserved: frozenset[str]) -> str:

@@ -296,43 +296,65 @@ def _param_decl_edit(mod: _Module) -> tuple[int, int, str]:
 
 
 def _site_edits(site: _Site, child: _Module, values: list[str], text: str) -> list | None:
-    """Edits giving each instance of ``site`` its own value (None: cannot rewrite)."""
+    """Edits giving each instance of ``site`` its own value (None: cannot rewrite).
+
+    The statement's own parameter list is edited in place, by insertions only (each
+    positional override wrapped as ``.name(...)``, the new parameter before its closing
+    parenthesis), so no line break of it moves; each instance split off after a comma
+    gets its list written on that comma's line from the tokens alone (no comment or
+    line break of the original copied)."""
     node = site.node
     pva = node.parameters
     assigns = [a for a in pva.parameters if hasattr(a, "kind") and a.kind in (
         _SK.OrderedParamAssignment, _SK.NamedParamAssignment)] if pva is not None else []
-    if assigns and assigns[0].kind == _SK.OrderedParamAssignment:
-        if len(assigns) > len(child.params):
-            return None
-        kept = [f".{n}({_src(a.expr, text)})" for n, a in zip(child.params, assigns, strict=False)]
-    else:
-        kept = [_src(a, text) for a in assigns]
-
-    def param_text(value: str) -> str:
-        return "#(" + ", ".join([*kept, f".{PARAM}({value})"]) + ")"
-
+    ordered = bool(assigns) and assigns[0].kind == _SK.OrderedParamAssignment
+    if ordered and len(assigns) > len(child.params):
+        return None
     edits = []
     if pva is None:
         at = node.type.location.offset + len(node.type.rawText)
-        edits.append((at, at, f" {param_text(values[0])}"))
+        edits.append((at, at, f" #(.{PARAM}({values[0]}))"))
     else:
-        start = pva.hash.location.offset
-        end = pva.closeParen.location.offset + len(pva.closeParen.rawText)
-        edits.append((start, end, param_text(values[0])))
+        if ordered:
+            for name, a in zip(child.params, assigns, strict=False):
+                first, last = a.getFirstToken(), a.getLastToken()
+                end = last.location.offset + len(last.rawText)
+                edits += [(first.location.offset, first.location.offset, f".{name}("),
+                          (end, end, ")")]
+        at = pva.closeParen.location.offset
+        edits.append((at, at, (", " if assigns else "") + f".{PARAM}({values[0]})"))
+    kept = ([f".{n}({_tokens(a.expr)})" for n, a in zip(child.params, assigns, strict=False)]
+            if ordered else [_tokens(a) for a in assigns])
     commas = [c for c in node.instances if not hasattr(c, "decl")]
     for comma, value in zip(commas, values[1:], strict=False):
         at = comma.location.offset
-        edits.append((at, at + 1, f"; {node.type.rawText} {param_text(value)}"))
+        listed = ", ".join([*kept, f".{PARAM}({value})"])
+        edits.append((at, at + 1, f"; {node.type.rawText} #({listed})"))
     return edits
 
 
-def _src(node, text: str) -> str:
-    """The source text of a syntax node (without its leading trivia)."""
-    first, last = node.getFirstToken(), node.getLastToken()
-    return text[first.location.offset:last.location.offset + len(last.rawText)]
+def _tokens(node) -> str:
+    """A syntax node's tokens joined by spaces: its text on one line, without trivia
+    (comments, line breaks)."""
+    out: list[str] = []
+
+    def walk(n) -> None:
+        for child in n:
+            if child is None:
+                continue
+            if isinstance(child, pyslang.parsing.Token):
+                out.append(child.rawText)
+            else:
+                walk(child)
+
+    walk(node)
+    return " ".join(out)
 
 
 def _apply(text: str, edits: list[tuple[int, int, str]]) -> str:
-    for start, end, new in sorted(edits, key=lambda e: (e[0], e[1]), reverse=True):
+    """``text`` with ``edits`` (start, end, new text) applied; insertions at one offset
+    land in the order listed."""
+    ordered = sorted(enumerate(edits), key=lambda e: (e[1][0], e[1][1], e[0]), reverse=True)
+    for _n, (start, end, new) in ordered:
         text = text[:start] + new + text[end:]
     return text
