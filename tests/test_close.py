@@ -363,3 +363,28 @@ def test_model_tests_get_the_merged_holes_in_the_prompt(tmp_path):
     assert regression.ended == "converged"  # two answers that add nothing end the phase
     prompt = server.requests[0]["messages"][-1]["content"]
     assert "Simulation result of the current testbench" in prompt and "never" in prompt
+
+
+def test_minimize_of_no_tests_is_no_tests():
+    assert minimize({}, []) == []
+
+
+@pytest.mark.requires_verilator
+def test_a_design_that_does_not_compile_ends_the_run_at_its_first_test(tmp_path, capsys):
+    """No test can pass: the first test's compile error (the design's own) ends the
+    loop, with a one-line error naming it (exit 2) and no formal step after it."""
+    from llm4cov.cli.app import main
+
+    rtl = tmp_path / "rtl"
+    rtl.mkdir()
+    (rtl / "broken.v").write_text("module broken(input clk, input a, output reg q)\n"
+                                  "  always @(posedge clk) q <= a;\nendmodule\n")
+    out = tmp_path / "run"
+    assert main(["close", str(rtl), "--top", "broken", "--out", str(out), "--lengths", "20",
+                 "--no-html"]) == 2
+    step_line, error = capsys.readouterr().err.strip().splitlines()
+    assert step_line.startswith("step 0: random seed 1, 20 cycles: compile_error")
+    assert error.startswith("error: local/broken: the design does not compile")
+    assert "broken.v:2" in error and error.endswith("use another --out")
+    [step] = [json.loads(line) for line in (out / STEPS).read_text().splitlines()]
+    assert step["rtl_error"] is True and step["phase"] == "random" and not step["kept"]

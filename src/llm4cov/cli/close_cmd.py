@@ -188,6 +188,9 @@ def _run(task: Task, out: Path, settings: CloseSettings, config, request, sandbo
             report_opts.say(f"resuming {out}: {done} steps already finished")
         with common.console.status(f"{task.id}: closing coverage ..."):
             regression = closer.run()
+            if regression.state.rtl_error is not None:
+                raise common.fail(f"{task.id}: {regression.state.rtl_error}; after fixing "
+                                  "the RTL, use another --out")
             final = finalize(closer, regression)
             summary = write_outputs(task, closer, regression, final, request,
                                     common.rtl_root(task), config.backend)

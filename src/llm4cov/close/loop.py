@@ -90,6 +90,9 @@ class State:
     verdicts: list[GoalVerdict] = field(default_factory=list)
     root: str = ""
     elapsed_s: float = 0.0
+    rtl_error: str | None = None
+    """Set (to that step's note) by a test the design's own error kept from compiling:
+    no test can pass, the schedule ends."""
 
     def __post_init__(self) -> None:
         if not self.settings.lengths:
@@ -118,6 +121,10 @@ class State:
             self.points[record.name] = dict(points)
         self.analyzed.update(record.analyzed)
         self.verdicts.extend(record.verdicts)
+        if record.rtl_error:
+            self.rtl_error = record.note or "the design does not compile"
+            self.phase = "done"
+            return
         source = record.origin.source if record.origin else self.phase
         # the phase that made the step; a step written before steps named it came from
         # a schedule without a continuation: an analysis where one is due now
@@ -156,7 +163,7 @@ class Regression:
     """What :func:`run_loop` hands on: the fold of every step, and how the loop ended."""
 
     state: State
-    ended: str  # "complete" | "converged" | "budget" | "stopped"
+    ended: str  # "complete" | "converged" | "budget" | "stopped" | "rtl_error"
 
 
 class Closer:
@@ -216,7 +223,7 @@ class Closer:
             done += 1
             if self.on_step:
                 self.on_step(record)
-        return Regression(self.state, "converged")
+        return Regression(self.state, "rtl_error" if self.state.rtl_error else "converged")
 
     def run_step(self, plan: Plan) -> tuple[StepRecord, dict[str, int] | None]:
         """Make and simulate the test of ``plan`` (a formal step may make none)."""
@@ -276,6 +283,7 @@ class Closer:
         obs = self.simulate(self.task, tb)
         record.name = f"t{record.step:04d}"
         record.status = obs.status.value
+        record.rtl_error = obs.rtl_error
         record.scored_overall = obs.overall()
         record.tb_sha256 = hashlib.sha256(tb.encode("utf-8", "surrogateescape")).hexdigest()
         data = obs.coverage_data

@@ -128,7 +128,9 @@ def minimize(hits: Mapping[str, Collection[str]], order: Sequence[str]) -> list[
     the most points not covered yet (ties: the earlier in ``order``) until no test
     adds any (greedy set cover: the union is that of all tests); then drop, in reverse
     order of taking, every test whose points the others taken still cover. Returns the
-    names kept, in ``order``."""
+    names kept, in ``order`` (none for none)."""
+    if not order:
+        return []
     left = {name: set(hits[name]) for name in order}
     taken: list[str] = []
     covered: set[str] = set()

@@ -73,6 +73,9 @@ class StepRecord(BaseModel):
     scored_overall: float = 0.0
     added: int = 0
     kept: bool = False
+    rtl_error: bool = False
+    """Its test did not compile because of the design's own error
+    (:attr:`~llm4cov.sim.model.observation.Observation.rtl_error`): the loop stops."""
     dut_hier: str = ""
     rtl_modules: list[str] = Field(default_factory=list)
     tb_modules: list[str] = Field(default_factory=list)

@@ -241,7 +241,10 @@ def coverage_md(task: Task, summary: dict, final: Final) -> str:
     groups: dict[Cause, dict[str, list[ResidualPoint]]] = defaultdict(lambda: defaultdict(list))
     for r in final.residual:
         groups[r.cause][r.module].append(r)
-    if not final.residual:
+    if not final.names:
+        out.append("No test passed simulation: nothing was merged, so nothing is "
+                   "explained (see the step notes in steps.jsonl).")
+    elif not final.residual:
         out.append("Nothing is left: every counted point was hit.")
     for cause in CAUSE_ORDER:
         if cause not in groups:
