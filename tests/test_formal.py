@@ -79,6 +79,34 @@ def test_toggle_goals_get_a_clocked_history_register(lock_task):
     assert text.rstrip().endswith("endmodule")
 
 
+def test_a_module_without_its_own_clock_toggles_on_its_clock_port():
+    """``top`` only wires a submodule's register to its output: no edge of its own, but
+    a port named as the design's clock. Its output toggles get the clocked history
+    register too (value goals made ``q 1->0`` "reached" at cycle 0, while ``q`` starts
+    at 0); a module with no such port keeps value goals."""
+    from llm4cov.tasks.model import SourceFile
+
+    rtl = SourceFile(name="top.v", content=(
+        "module top (input clk, input [1:0] d, output [1:0] q, output [1:0] n);\n"
+        "  sub u (.clk(clk), .d(d), .q(q));\n"
+        "  inv v (.a(q), .y(n));\n"
+        "endmodule\n"
+        "module sub (input clk, input [1:0] d, output reg [1:0] q = 0);\n"
+        "  always @(posedge clk) q <= d;\n"
+        "endmodule\n"
+        "module inv (input [1:0] a, output [1:0] y);\n"
+        "  assign y = ~a;\n"
+        "endmodule\n"))
+    items = [UncoveredItem(kind="toggle", file="top.v", line=1,
+                           detail="q[0] never toggled 1->0"),
+             UncoveredItem(kind="toggle", file="top.v", line=8,
+                           detail="y[0] never toggled 1->0")]
+    text = place_goals([rtl], items).files[0].content
+    assert "always @(posedge clk) llm4cov_g0_prev <= q[0];" in text
+    assert "llm4cov_g0: cover (llm4cov_g0_prev && !q[0]);" in text
+    assert "llm4cov_g1: cover (!y[0]);" in text and "llm4cov_g1_prev" not in text
+
+
 def test_item_wordings_are_read():
     assert toggle_targets(_item("toggle", 1, "q[7:4,1] never toggled")) == (
         "q", [4, 5, 6, 7, 1], ["0->1", "1->0"])

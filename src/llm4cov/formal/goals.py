@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 import pyslang
 from pyslang import parsing, syntax
 
+from llm4cov.sim.analysis.hints import syntax_tokens
 from llm4cov.sim.model.construct import (
     Construct,
     ConstructKind,
@@ -457,7 +458,8 @@ class _Placer:
         module = self.module_for_line(file, item.line)
         if module is None:
             return f"line {item.line} is outside every module"
-        clock = file.clock_of(module)  # None: a combinational module, value goals
+        # None: a combinational module, value goals
+        clock = file.clock_of(module) or self.port_clock(module)
         code = self.module_code[(file.name, module.sourceRange.start.offset)]
         for bit in bits:
             ref = sig if bit < 0 else f"{sig}[{bit}]"
@@ -477,6 +479,16 @@ class _Placer:
                     code.append(f"  always @(posedge {clock}) {prev} <= {ref};")
                 code.append(f"  always @* begin {self.check(label, cond)} end")
         return None
+
+    def port_clock(self, module) -> str | None:
+        """For a module with no edge of its own (its registers are in submodules): a
+        port named as a clock the design's other modules use (``clk``), so that its
+        toggles are seen between two of that clock's edges, not as values."""
+        used = {c for f in self.files.values() for c in f.clocks.values()}
+        if module.header.ports is None or not used:
+            return None
+        names = {t.valueText for t in syntax_tokens(module.header.ports)}
+        return next((c for c in sorted(used) if c in names), None)
 
     def module_for_line(self, file: _File, line: int):
         for m in file.modules:

@@ -228,6 +228,19 @@ def syntax_nodes(root, kinds: tuple) -> list:
     return found
 
 
+def syntax_tokens(root) -> list:
+    """Every token at or below ``root`` (pyslang syntax), in order, without trivia."""
+    found = []
+
+    def visit(n) -> bool:
+        if isinstance(n, parsing.Token):
+            found.append(n)
+        return True
+
+    root.visit(visit)
+    return found
+
+
 def aux_files(
     paths: Iterable[Path], tb_path: Path, tb: SourceFile
 ) -> tuple[list[SourceFile], list[str]]:

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 import pyslang
 from pyslang import ast, syntax
 
-from llm4cov.sim.analysis.hints import syntax_nodes
+from llm4cov.sim.analysis.hints import syntax_nodes, syntax_tokens
 from llm4cov.tasks.hdl import (
     HDL_SUFFIXES,
     MAX_INSTANCE_PATHS,
@@ -336,19 +336,7 @@ def _site_edits(site: _Site, child: _Module, values: list[str], text: str) -> li
 def _tokens(node) -> str:
     """A syntax node's tokens joined by spaces: its text on one line, without trivia
     (comments, line breaks)."""
-    out: list[str] = []
-
-    def walk(n) -> None:
-        for child in n:
-            if child is None:
-                continue
-            if isinstance(child, pyslang.parsing.Token):
-                out.append(child.rawText)
-            else:
-                walk(child)
-
-    walk(node)
-    return " ".join(out)
+    return " ".join(t.rawText for t in syntax_tokens(node))
 
 
 def _apply(text: str, edits: list[tuple[int, int, str]]) -> str:
