@@ -569,8 +569,11 @@ def _run(out: Continuation, runner: _Runner, placement: goal_mod.Placement,
                 missed_later[label] = (n, step)
         missing = now
         if pending and not progress:
-            out.notes.append(f"continuation {k}: its replay covered none of its goals; "
-                             "its phases are dropped")
+            aimed = any(how != "job" for _n, _s, how in pending.values())
+            out.notes.append(f"continuation {k}: " + (
+                "its replay covered none of the goals its traces reached" if aimed else
+                "its traces reached no goal and their replay covered none")
+                + "; its phases are dropped")
             del out.phases[len(out.phases) - appended:]
             break
         pending = {}
