@@ -388,3 +388,19 @@ def test_a_design_that_does_not_compile_ends_the_run_at_its_first_test(tmp_path,
     assert "broken.v:2" in error and error.endswith("use another --out")
     [step] = [json.loads(line) for line in (out / STEPS).read_text().splitlines()]
     assert step["rtl_error"] is True and step["phase"] == "random" and not step["kept"]
+
+
+def test_a_refused_rerun_names_what_differs(tmp_path, capsys):
+    from llm4cov.cli.app import main
+    from llm4cov.cli.close_cmd import _differs
+
+    mine = {"task_id": "t", "task_sha256": "a", "exclusions": [],
+            "settings": CloseSettings().identity()}
+    other = {**mine, "settings": CloseSettings(minimize=False, seed=3).identity()}
+    assert _differs(other, mine) == "settings (minimize, seed)"
+    assert _differs({**other, "task_sha256": "b", "exclusions": ["x"]}, mine) == (
+        "RTL and settings (minimize, seed) and exclusion rules")
+    assert main(["close", str(RESIDUAL), "--replay", str(tmp_path), "--out",
+                 str(tmp_path / "o")]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "error: give --out DIR (run or resume) or --replay DIR (re-simulate it), not both")

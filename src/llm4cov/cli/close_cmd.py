@@ -110,6 +110,9 @@ def _dispatch(task: Task, out: Path | None, replay: Path | None, settings: Close
     """Run (or resume) the loop into ``out``, or replay ``replay``."""
     config = request.config(sim.sim_config())
     if replay is not None:
+        if out is not None:
+            raise common.fail("give --out DIR (run or resume) or --replay DIR (re-simulate "
+                              "it), not both")
         return _replay(task, replay, config, request)
     if out is None:
         raise common.fail("give --out DIR (or --replay DIR)")
@@ -162,12 +165,30 @@ def _claim(out: Path, task: Task, settings: CloseSettings, exclusions: tuple[str
     if path.exists():
         saved = json.loads(path.read_text(encoding="utf-8"))
         if saved != mine:
-            raise common.fail(f"{out} holds a closure run of other settings or RTL "
+            raise common.fail(f"{out} holds a closure run of other {_differs(saved, mine)} "
                               f"({saved.get('task_id')}); use another --out")
         return
     out.mkdir(parents=True, exist_ok=True)
     (out / TASK).write_text(task.model_dump_json(), encoding="utf-8")
     path.write_text(json.dumps(mine, indent=2), encoding="utf-8")
+
+
+def _differs(saved: dict, mine: dict) -> str:
+    """What differs between a run directory's claim and this command's, in words:
+    ``RTL`` (the task), ``settings (a, b)`` (their names), ``exclusion rules``."""
+    parts = []
+    if (saved.get("task_id"), saved.get("task_sha256")) != (mine["task_id"],
+                                                             mine["task_sha256"]):
+        parts.append("RTL")
+    given = saved.get("settings")
+    theirs: dict = given if isinstance(given, dict) else {}
+    names = sorted(k for k in {*theirs, *mine["settings"]}
+                   if theirs.get(k) != mine["settings"].get(k))
+    if names:
+        parts.append(f"settings ({', '.join(names)})")
+    if saved.get("exclusions") != mine["exclusions"]:
+        parts.append("exclusion rules")
+    return " and ".join(parts) or "contents"
 
 
 def _run(task: Task, out: Path, settings: CloseSettings, config, request, sandbox: bool) -> int:
