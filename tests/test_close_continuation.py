@@ -123,3 +123,24 @@ def test_close_continues_the_best_test_past_what_reset_reaches(tmp_path):
     assert "deep_key.v:17 then branch" in origin["goals"] and len(origin["goals"]) == 12
     tb = (tmp_path / "with" / "tests" / test["name"] / "tb.sv").read_text()
     assert "continuation 1.0 (from the simulated state)" in tb
+
+
+def test_the_kept_runs_table_is_rebuilt_from_the_committed_files():
+    """docs/results/close_continuation_table.py on experiments/close_continuation: the
+    ac97 row's figures are the ones its two runs printed (the continuation step: "+20
+    points ... (230 s)"; without it, the second analysis "+17 points" in 78 s and the
+    third, which added nothing, in 56 s)."""
+    import importlib.util
+
+    root = Path(__file__).resolve().parents[1]
+    spec = importlib.util.spec_from_file_location(
+        "close_continuation_table", root / "docs" / "results" / "close_continuation_table.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    rows = module.table(root / "experiments" / "close_continuation").splitlines()
+    [ac97] = [r for r in rows if r.startswith("| ac97 ")]
+    assert ac97 == ("| ac97 | 600.0 | 94.82 / 94.81 | 94.82 / 94.81 | 15 / 17 | +20 (230) "
+                    "| +17 (134) |")
+    text = (root / "docs" / "results" / "realip_close.md").read_text()
+    assert "\n".join(rows) in text
