@@ -208,6 +208,30 @@ def test_control_inputs_are_asserted_rarely_not_as_random_data(port, usage, valu
     assert f"      {port} = {value};" in random_testbench(_task(rtl), seed=1, length=8)
 
 
+@pytest.mark.parametrize(("port", "setting"), [
+    ("[15:0] prescale", True), ("[7:0] clk_div", True), ("[7:0] DIVIDER", True),
+    ("[3:0] baud_i", True), ("[7:0] divisor", False), ("[7:0] div_a", False),
+    ("baud", False)])
+def test_rate_settings_hold_a_small_value_in_half_of_the_testbenches(port, setting):
+    """A multi-bit rate setting (alexforencich's uart ``prescale``: a random 16-bit
+    value each cycle made bit periods of up to ~500k cycles, so no frame ended) holds a
+    value in the testbenches of odd seeds (seed 1 here: 1-4 half of the time, else
+    random, redrawn once in 256 cycles or while it still holds a fill vector) and is
+    random data each cycle in those of even seeds (a counter compared with it then runs
+    through all its bits); an operand (``divisor``) or a 1-bit input is always data."""
+    name = port.split()[-1]
+    width = int(port[1:port.index(":")]) + 1 if port.startswith("[") else 1
+    rtl = (f"module d(input clk, input {port}, input [3:0] x, output reg [3:0] q); "
+           "endmodule\n")
+    held = (f"      if ({name} == '0 || {name} == '1 || $urandom_range(255) == 0) {name} = "
+            f"$urandom_range(1) ? {width}'($urandom_range(1, 4)) : {width}'($urandom);")
+    free = f"      {name} = {width}'($urandom);"
+    tb = random_testbench(_task(rtl), seed=1, length=8)
+    assert (held in tb, free in tb) == (setting, not setting)
+    tb = random_testbench(_task(rtl), seed=0, length=8)
+    assert (held in tb, free in tb) == (False, True)
+
+
 def test_each_clock_domain_is_driven_on_its_own_clock_with_its_own_reset():
     rtl = ("module d(input wr_clk, input wr_rst_n, input wr_en, input [7:0] wr_data,\n"
            "         input rd_clk, input rd_rst_n, input rd_en, output [7:0] rd_data);\n"

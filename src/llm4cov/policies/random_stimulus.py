@@ -43,6 +43,7 @@ from llm4cov.policies.bus_testbench import bus_testbench, usable
 from llm4cov.policies.register_bus import AddressMap, Bus, address_map, detect_bus
 from llm4cov.policies.stimulus_plan import (
     _HANDSHAKE,
+    SETTING_HOLD,
     Domain,
     Drive,
     Stimulus,
@@ -166,7 +167,18 @@ def _control(s: Stimulus, port: Port) -> str:
     return f"($urandom_range({odds - 1}) {'!=' if s.active_low[port.name] else '=='} 0)"
 
 
+def _setting(port: Port) -> str:
+    """A setting's hold-and-redraw (:attr:`Drive.SETTING`): a new value when it still
+    holds a fill vector (all zeros or all ones) or once in ``SETTING_HOLD`` cycles;
+    the value is 1-4 half of the time, else uniformly random."""
+    w, name = port.width, port.name
+    return (f"if ({name} == '0 || {name} == '1 || $urandom_range({SETTING_HOLD - 1}) == 0) "
+            f"{name} = $urandom_range(1) ? {w}'($urandom_range(1, 4)) : {_draw(port)};")
+
+
 def _assign(s: Stimulus, port: Port, index: list[str]) -> str:
+    if s.drives[port.name] is Drive.SETTING:
+        return _setting(port) if s.hold else f"{port.name} = {_draw(port)};"
     if s.drives[port.name] is not Drive.DATA:
         return f"{port.name} = {_control(s, port)};"
     if not port.unpacked:

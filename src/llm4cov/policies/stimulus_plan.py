@@ -20,6 +20,15 @@ the RTL uses each signal (pyslang syntax tree):
   ``vld``, ``ready``, ``rdy``, ``en``, ``enable``, ``ce``, ``req``) three cycles in
   four. The active level of a clear or pulse comes from its ``if`` (``if (!x)`` = low),
   else its name;
+- **settings** (:attr:`Drive.SETTING`), multi-bit inputs that configure a rate
+  (``prescale``, ``prescaler``, ``baud``, ``clkdiv``/``clk_div``, ``divider``): a
+  random value each cycle makes a bit period of up to 2**width cycles, so no frame or
+  transfer ever ends, but a value that changes every cycle is also what lets a counter
+  compared with it run through all its bits (``if (cnt == DIVIDER)``). So a testbench
+  of an even seed drives them as random data each cycle, one of an odd seed holds a
+  value (1-4 half of the time, else random) drawn again once in :data:`SETTING_HOLD`
+  cycles on average (:attr:`Stimulus.hold`; the random policy's rounds and ``close``'s
+  steps alternate seeds' parity);
 - **clock domains**: with several clocks, every other input belongs to the domain whose
   clock's always blocks read it in the DUT module, else the one whose clock name shares
   a name token (``wr_clk``: ``wr_en``, ``wr_data``; ``src_clk_i``: ``src_rst_ni``),
@@ -62,6 +71,9 @@ RARE_CLEAR = 32
 """A clear is asserted once in this many cycles (on average)."""
 RARE_PULSE = 16
 """A start/load pulse is asserted once in this many cycles (on average)."""
+SETTING_NAMES = {"prescale", "prescaler", "presc", "baud", "baudrate", "clkdiv", "divider"}
+SETTING_HOLD = 256
+"""A setting input draws a new value once in this many cycles (on average)."""
 
 
 class Drive(Enum):
@@ -71,6 +83,7 @@ class Drive(Enum):
     MOSTLY_HIGH = "high"   # active three cycles in four (valid, ready, enable)
     RARE_CLEAR = "clear"   # active once in RARE_CLEAR cycles
     RARE_PULSE = "pulse"   # active once in RARE_PULSE cycles
+    SETTING = "setting"    # held, a new (mostly small) value once in SETTING_HOLD cycles
 
 
 def is_reset_name(name: str) -> bool:
@@ -254,6 +267,8 @@ class Stimulus:
         self.holds = [(v, r) for v in self.data if v.width == 1 and not v.unpacked
                       and (r := _ready_partner(v, outputs)) is not None]
         self.drives = {p.name: _drive(p, usage) for p in self.data}
+        self.hold = seed % 2 == 1 and any(d is Drive.SETTING for d in self.drives.values())
+        """Settings hold their value in this testbench (else random data each cycle)."""
         self.active_low = {p.name: _control_low(p.name, usage) for p in self.data
                            if self.drives[p.name] in (Drive.RARE_CLEAR, Drive.RARE_PULSE)}
         self.domains = self._domains(usage)
@@ -292,9 +307,12 @@ class Stimulus:
 
 
 def _drive(port: Port, usage: SignalUsage) -> Drive:
-    if port.width != 1 or port.unpacked or port.cast:
-        return Drive.DATA
     tokens = _tokens(port.name)
+    if port.unpacked or port.cast:
+        return Drive.DATA
+    if port.width > 1:
+        setting = tokens & SETTING_NAMES or {"clk", "div"} <= tokens
+        return Drive.SETTING if setting else Drive.DATA
     if tokens & CLEAR_NAMES or port.name in usage.clears:
         return Drive.RARE_CLEAR
     if tokens & PULSE_NAMES:
