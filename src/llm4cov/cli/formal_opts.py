@@ -18,8 +18,9 @@ BUDGETS: dict[str, tuple[type, str, dict[str, Any], str]] = {
     "prove_budget_s": (float, "--prove-budget", {"min": 0.0},
                        "Wall seconds for all prove jobs of one analysis."),
     "continue_steps": (int, "--continue-steps", {"min": 0},
-                       "Continuation steps: cover jobs from the state the closing testbench "
-                       "ends in (0: none)."),
+                       "Continuation steps: cover jobs from the state a simulated testbench "
+                       "ends in (formal: the closing one; close: the kept test covering "
+                       "most; 0: none)."),
     "continue_budget_s": (float, "--continue-budget", {"min": 0.0},
                           "Wall seconds for the continuation's Yosys run and cover jobs "
                           "(its simulations are not counted)."),
