@@ -17,6 +17,7 @@ from llm4cov.cli.options import PRINT_CONFIG, flag, print_config, with_flags, wi
 from llm4cov.close.model import CloseSettings, StepRecord
 from llm4cov.exec.settings import SimSettings
 from llm4cov.tasks.model import Task
+from llm4cov.util.files import write_text_atomic
 from llm4cov.util.settings import load
 
 _D = CloseSettings()
@@ -169,8 +170,8 @@ def _claim(out: Path, task: Task, settings: CloseSettings, exclusions: tuple[str
                               f"({saved.get('task_id')}); use another --out")
         return
     out.mkdir(parents=True, exist_ok=True)
-    (out / TASK).write_text(task.model_dump_json(), encoding="utf-8")
-    path.write_text(json.dumps(mine, indent=2), encoding="utf-8")
+    write_text_atomic(out / TASK, task.model_dump_json())
+    write_text_atomic(path, json.dumps(mine, indent=2))
 
 
 def _differs(saved: dict, mine: dict) -> str:

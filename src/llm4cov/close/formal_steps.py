@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from llm4cov.close.model import GoalVerdict, Origin, StepRecord
+from llm4cov.sim.model.exclusions import ProvenUnreachable
 from llm4cov.sim.model.observation import UncoveredItem
 
 if TYPE_CHECKING:
@@ -126,8 +127,9 @@ def _reached(goals: list[GoalResult]) -> list[str]:
 
 
 def _item_key(item: UncoveredItem) -> tuple:
-    """``item``'s :attr:`~llm4cov.close.model.GoalVerdict.item_key`."""
-    return item.file, item.line, item.kind, item.detail if item.typed.from_text else item.typed
+    """``item``'s :attr:`~llm4cov.close.model.GoalVerdict.item_key` (by the verdicts'
+    own rule, :meth:`~llm4cov.sim.model.exclusions.ProvenUnreachable.of`)."""
+    return ProvenUnreachable.of(item, "", "").item_key
 
 
 def _open_holes(closer: Closer) -> list[UncoveredItem]:

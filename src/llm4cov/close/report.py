@@ -281,8 +281,8 @@ def write_outputs(task: Task, closer: Closer, regression: Regression, final: Fin
     out = closer.out
     dat = final.merged.write(out / "coverage.dat")
     summary = summary_json(task, closer, regression, final)
-    _write(out / RUN_JSON, json.dumps(summary, indent=2))
-    _write(out / "coverage.md", coverage_md(task, summary, final))
+    write_text_atomic(out / RUN_JSON, json.dumps(summary, indent=2))
+    write_text_atomic(out / "coverage.md", coverage_md(task, summary, final))
     obs = merged_observation(final.points, final.root, closer.sources, closer.rules,
                              notes=[f"merged coverage of {len(final.names)} tests"])
     if obs is None:
@@ -306,8 +306,6 @@ def write_outputs(task: Task, closer: Closer, regression: Regression, final: Fin
     return summary
 
 
-def _write(path: Path, text: str) -> None:
-    write_text_atomic(path, text)
 
 
 # -- replay ---------------------------------------------------------------------------

@@ -35,6 +35,7 @@ offsets never move), each with a note (:attr:`Placement.notes`).
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -480,11 +481,16 @@ class _Placer:
                 code.append(f"  always @* begin {self.check(label, cond)} end")
         return None
 
+    @functools.cached_property
+    def clock_names(self) -> frozenset[str]:
+        """Every clock (first edge signal) of the design's modules."""
+        return frozenset(c for f in self.files.values() for c in f.clocks.values())
+
     def port_clock(self, module) -> str | None:
         """For a module with no edge of its own (its registers are in submodules): a
         port named as a clock the design's other modules use (``clk``), so that its
         toggles are seen between two of that clock's edges, not as values."""
-        used = {c for f in self.files.values() for c in f.clocks.values()}
+        used = self.clock_names
         if module.header.ports is None or not used:
             return None
         names = {t.valueText for t in syntax_tokens(module.header.ports)}
