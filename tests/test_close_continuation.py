@@ -144,3 +144,18 @@ def test_the_kept_runs_table_is_rebuilt_from_the_committed_files():
                     "| +17 (134) |")
     text = (root / "docs" / "results" / "realip_close.md").read_text()
     assert "\n".join(rows) in text
+
+
+def test_no_continuation_on_a_budget_too_small_for_a_job(tmp_path):
+    """Half the budget left under the minimum job time: no simulation is spent on it
+    (ac97 once spent 18 s of simulations on a 2 s job budget)."""
+    from llm4cov.close.formal_steps import continuation_step
+    from llm4cov.close.loop import Plan
+    from llm4cov.sim.config import SimConfig
+
+    closer, _items = _closer(tmp_path)
+    closer.sim_config = SimConfig()
+    closer.best_test = lambda: ("t0000", "module tb; endmodule\n")  # type: ignore[method-assign]
+    closer.state.elapsed_s = closer.settings.budget_s - 20  # 10 s would be its share
+    record, tb = continuation_step(closer, Plan("continue", 9))
+    assert tb is None and record.note == "continuation: 10 s of the budget left for it"

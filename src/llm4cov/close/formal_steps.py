@@ -80,15 +80,16 @@ def analysis_step(closer: Closer, plan: Plan) -> tuple[StepRecord, str | None]:
 
 
 def continuation_step(closer: Closer, plan: Plan) -> tuple[StepRecord, str | None]:
-    """Continue the kept test that covers most (:meth:`Closer.best_testbench`) from the
+    """Continue the kept test that covers most (:meth:`Closer.best_test`) from the
     state its simulation ends in (:func:`llm4cov.formal.continuation.continue_closure`,
     ``continue_steps`` steps, ``continue_budget_s`` of cover jobs, at most half the
-    budget left) for the merged holes not settled by a proof or a failed job (first
-    :data:`MAX_FORMAL_ITEMS`). Its test is that testbench with the continuation's
-    phases appended. Needs the evaluator's settings (``closer.sim_config``): the state
-    a test ends in depends on them (its seed). Any error of the continuation ends the
-    step without a test, named in its note (the step is optional; raising would stop
-    the run and every rerun of it at the same step)."""
+    budget left; none under :data:`MIN_JOB_S`) for the merged holes not settled by a
+    proof or a failed job (first :data:`MAX_FORMAL_ITEMS`). Its test is that testbench
+    with the continuation's phases appended. Needs the evaluator's settings
+    (``closer.sim_config``): the state a test ends in depends on them (its seed). Any
+    error of the continuation ends the step without a test, named in its note (the
+    step is optional; raising would stop the run and every rerun of it at the same
+    step)."""
     from llm4cov.formal import FormalConfig
     from llm4cov.formal.continuation import continue_closure
 
@@ -102,10 +103,12 @@ def continuation_step(closer: Closer, plan: Plan) -> tuple[StepRecord, str | Non
                        else "continuation: no open holes")
         return record, None
     name, testbench = start
-    left = _left_s(closer)
+    budget = min(settings.continue_budget_s, _left_s(closer) / 2)
+    if budget < MIN_JOB_S:  # its simulations would be spent for a job cut to nothing
+        record.note = f"continuation: {budget:.0f} s of the budget left for it"
+        return record, None
     config = FormalConfig(cover_depth=settings.cover_depth, prove_depth=settings.prove_depth,
-                          continue_steps=settings.continue_steps,
-                          continue_budget_s=min(settings.continue_budget_s, left / 2),
+                          continue_steps=settings.continue_steps, continue_budget_s=budget,
                           sandbox=closer.formal_sandbox)
     try:
         cont = continue_closure(task, testbench, items, closer.sim_config, config)
