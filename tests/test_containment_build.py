@@ -363,8 +363,9 @@ def test_the_plan_follows_verilators_macros_and_includes(evaluator):
 def test_an_escaped_genvar_pasted_by_the_rewrite_is_checked_like_the_testbench(evaluator):
     """The per-instance rewrite pastes a generate loop's genvar into a parameter
     expression; an escaped identifier then became code that the check never saw (it
-    printed GENVAR-INJECTED twice: `g` names a localparam, so the pasted text compiles)."""
-    genvar = r'\g)))u_x();initial/**/$system("echo${IFS}GENVAR-INJECTED");//'
+    printed GENVAR-INJECTED twice: `g` names a localparam, so the pasted text compiles).
+    The name holds no `.` or `*` (those alone are refused at once, the first check)."""
+    genvar = r'\g)))u_x();initial#0$system("echo${IFS}GENVAR-INJECTED");//'
     tb = ("module tb;\n" + PORTS + DUT + "  localparam int g = 0;\n" + f"  genvar {genvar} ;\n"
           + f"  for ({genvar} = 0; {genvar} < 2; {genvar} ++) begin : gen\n"
           + "    counter c(.clk(clk), .rst(rst), .en(en), .q());\n  end\n"

@@ -605,6 +605,14 @@ class Evaluator:
         points, excluded = split_points(points, parse_rules(cfg.exclusions))
         if note := excluded_note(cov.dut_points(excluded, plan.dut_hier, rtl_names, plan.modules)):
             notes.append(note)
+        if plan.modules and (shared := cov.merged_outside(points, plan.dut_hier, plan.modules)):
+            why = ("the DUT's instances share one counter set with instances outside the DUT "
+                   f"(the testbench's own): {', '.join(shared)}; its coverage cannot be told "
+                   "apart (instantiate the DUT's modules in the testbench less often, or not "
+                   "at all)")
+            return Observation(status=Status.REJECTED, log=f"Rejected after the run: {why}.",
+                               notes=[*notes, why], build_s=round(build_s, 3),
+                               run_s=round(outcome.process.wall_s, 3), **base)
         sources = {f.name: f.content for f in task.rtl_files}
         report = cov.summarize(points, plan.dut_hier, sources, plan.modules) if points else None
         functional = (functional_coverage(points)

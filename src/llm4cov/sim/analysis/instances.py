@@ -41,6 +41,7 @@ import pyslang
 from pyslang import ast, syntax
 
 from llm4cov.sim.analysis.hints import syntax_nodes, syntax_tokens
+from llm4cov.sim.safety.static_check import INSTANCE_PARAM
 from llm4cov.tasks.hdl import (
     HDL_SUFFIXES,
     MAX_INSTANCE_PATHS,
@@ -49,8 +50,8 @@ from llm4cov.tasks.hdl import (
 )
 from llm4cov.tasks.model import SourceFile
 
-#: The added parameter (its name is reserved for the evaluator).
-PARAM = "LLM4COV_INST"
+#: The added parameter (reserved for the evaluator: a testbench naming it is rejected).
+PARAM = INSTANCE_PARAM
 #: Radix that folds parent value, site number and genvars into one value.
 RADIX = 4099
 _DECL = f"parameter [63:0] {PARAM} = 64'd0"

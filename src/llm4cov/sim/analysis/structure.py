@@ -127,7 +127,8 @@ def plan_testbench(
     helpers = tuple(sorted((tb_names & used) - {top}))
     rtl_names = {d.name for d in rtl_decls}
     bound = _bound_modules(SourceFile(name=tb.name, content=tb_text))
-    modules = DesignModules(frozenset(rtl_names), frozenset(tb_names))
+    modules = DesignModules(frozenset(rtl_names), frozenset(tb_names),
+                            _subtree(rtl_decls, dut_module))
     if dut_instance is None:
         return TestbenchPlan(top, paths[0], tuple(paths[1:]), helpers, bound, modules)
     named = [p for p in paths if p.rsplit(".", 1)[-1] == dut_instance]
@@ -140,6 +141,19 @@ def plan_testbench(
     dut = min(named, key=lambda p: p.count("."))
     return TestbenchPlan(top, dut, tuple(p for p in paths if p != dut), helpers, bound,
                          modules)
+
+
+def _subtree(rtl_decls: list[ModuleDecl], module: str) -> frozenset[str]:
+    """``module`` and the RTL modules it instantiates at any depth (the RTL alone)."""
+    kids = {d.name: [t for t, _ in d.instances] for d in rtl_decls}
+    seen: set[str] = set()
+    todo = [module]
+    while todo:
+        m = todo.pop()
+        if m not in seen and m in kids:
+            seen.add(m)
+            todo += kids[m]
+    return frozenset(seen)
 
 
 def _declarations(

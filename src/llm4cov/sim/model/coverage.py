@@ -126,6 +126,8 @@ class DesignModules:
 
     rtl: frozenset[str]
     testbench: frozenset[str] = frozenset()
+    #: The RTL modules at or below the DUT module (its instantiations in the RTL alone).
+    dut_tree: frozenset[str] = frozenset()
 
     def owner(self, module: str) -> str | None:
         """The declared module (RTL or testbench) that the elaborated module
@@ -158,6 +160,25 @@ def dut_points(
     return [p for p in points if is_code(p.metric) and in_subtree(p.hier, dut_hier)
             and (rtl_files is None or p.file in rtl_files)
             and (modules is None or modules.is_rtl(p.module))]
+
+
+def merged_outside(points: Iterable[Point], dut_hier: str, modules: DesignModules
+                   ) -> list[str]:
+    """The merged counter sets (Verilator's wildcarded hierarchies) of a module that has
+    an instance in the DUT (:attr:`DesignModules.dut_tree`) and is named above the DUT
+    (``tb.*``): the DUT's instance shares one counter set with instances outside it (the
+    testbench's own copies), so the DUT's points are neither counted apart nor its own.
+    Verilator names a merged set by the common prefix of its instances' paths, so a set
+    of DUT instances alone is named at or below ``dut_hier``. Empty: none."""
+    below = dut_hier + "."
+    found = set()
+    for p in points:
+        if "*" not in p.hier or in_subtree(p.hier, dut_hier):
+            continue
+        owner = modules.owner(p.module)
+        if below.startswith(p.hier.split("*", 1)[0]) and owner in modules.dut_tree:
+            found.add(f"{p.hier} ({owner})")
+    return sorted(found)
 
 
 def merged_hierarchies(points: Iterable[Point]) -> list[str]:

@@ -24,6 +24,9 @@ sandbox (:mod:`llm4cov.sim.safety.isolation`) is the real guarantee. Rejected
   name rule (:func:`llm4cov.tasks.names.unsafe_chars`: no ``$``, ``(``, ``:``, white
   space, quotes, ...): Verilator writes those names into files make could read, and
   into logs and coverage records;
+- in the testbench's part only (:func:`_tb_only`): an escaped name holding ``.`` or
+  ``*`` (read as an instance path in coverage records), the evaluator's per-instance
+  parameter name, a ``lint_off`` of every warning or of an error on writes;
 - text that expands past the limits (:class:`CheckLimits`, "preprocessing exceeded
   limits"): a macro bomb is cut by Verilator's own per-line token limit or by the
   limits on the child processes, within a second (0.3 s for a 643-byte doubling bomb).
@@ -88,6 +91,12 @@ FILE_TASKS = {
     "$dumpfile": 0,
     "$dumpports": -1,
 }
+#: Verilator errors on writes a testbench may not waive with ``lint_off``: to an input
+#: (ASSIGNIN), a procedural write to a net (PROCASSWIRE), a continuous one to a variable
+#: (CONTASSREG), blocking and non-blocking writes mixed (BLKANDNBLK).
+#: The parameter the per-instance rewrite adds (:mod:`llm4cov.sim.analysis.instances`).
+INSTANCE_PARAM = "LLM4COV_INST"
+WAIVER_REFUSED = frozenset({"ASSIGNIN", "PROCASSWIRE", "CONTASSREG", "BLKANDNBLK"})
 _C_ESCAPE = re.compile(r"^\$c(pure)?\d*$")
 _CPP_DIRECTIVE = re.compile(r"^`systemc_\w*$")
 _CONFIG_DIRECTIVE = "`verilator_config"
@@ -222,8 +231,9 @@ def inspect_testbench(
     """The static check of the testbench ``text`` named ``name``: the reasons to reject it
     (``Inspection.reasons``; empty = safe to compile) and Verilator's view of the sources
     (``Inspection.view``, :class:`Preprocessed`; None when the text is too big or Verilator
-    did not reach the testbench). ``guard=False`` leaves out the pyslang guard (for
-    sources the evaluator already guarded before it rewrote them).
+    did not reach the testbench). ``guard=False`` leaves out the pyslang guard and the
+    rules on the testbench's own names (:func:`_tb_only`), for sources the evaluator
+    checked before it rewrote them (its rewrite adds the reserved parameter itself).
 
     ``task`` gives the RTL files, macros (``Task.defines``), include dirs and compile
     order it is compiled with (None: the testbench alone). ``preprocessor`` is the
@@ -248,7 +258,7 @@ def inspect_testbench(
         rtl_bytes = sum(len(f.content) for f in task.rtl_files) if task else 0
         reasons, view = _compiler_view(list(preprocessor.command), preprocessor.messages,
                                        scratch, dict(preprocessor.env), name,
-                                       rtl_bytes, limits, sandbox)
+                                       rtl_bytes, limits, sandbox, given=guard)
         if not reasons and not unsafe and guard and _USES_MACROS.search(text):
             reasons = _pyslang_views(scratch, name, task, limits, sandbox is not None, view)
         return Inspection(_with_includes(reasons, unsafe), view)
@@ -340,7 +350,7 @@ def unsafe_path(path: str) -> str | None:
 
 def _compiler_view(
     command: list[str], messages: PreprocessMessages, scratch: Path, env: dict, name: str,
-    rtl_bytes: int, limits: CheckLimits, sandbox: Sandbox | None,
+    rtl_bytes: int, limits: CheckLimits, sandbox: Sandbox | None, given: bool = True,
 ) -> tuple[list[str], Preprocessed | None]:
     cap = limits.expanded_bytes + 4 * rtl_bytes
     src = workdirs.sources(scratch)
@@ -387,6 +397,8 @@ def _compiler_view(
     reasons += _outside_files(inside, src, where)
     reasons += _line_names(inside, where)
     reasons += _scan(list(vlex.tokens(part)), where)
+    if given:
+        reasons += _tb_only(part, where)
     return list(dict.fromkeys(reasons)), view
 
 
@@ -454,6 +466,37 @@ def _scan(toks: list[vlex.Token], where) -> list[str]:
         elif (tok.kind == "id" and tok.text in ("import", "export") and i + 1 < len(toks)
               and toks[i + 1].kind == "str"):
             reasons.append(f"{at}: DPI imports/exports are not allowed")
+    return reasons
+
+
+def _tb_only(part: str, where) -> list[str]:
+    """Reasons for what the testbench's part may not hold though the RTL may (and the
+    evaluator's own rewrites add): the name of the per-instance parameter the evaluator
+    adds (:data:`INSTANCE_PARAM`: a testbench that sets it can
+    give its own instance the DUT's copy),
+    an escaped identifier holding ``.`` or ``*`` (coverage records name an instance by
+    its dotted path, ``*`` marking merged instances: a testbench instance named
+    ``\\dut.x`` reads as one inside the DUT), and a meta-comment that waives one of
+    Verilator's errors on writes (:data:`WAIVER_REFUSED`, or every warning)."""
+    reasons = []
+    for tok in vlex.tokens(part):
+        if tok.kind != "id":
+            continue
+        name = tok.text.removeprefix("\\")
+        if name == INSTANCE_PARAM:
+            reasons.append(f"{where(tok.offset)}: the name `{name}` is reserved for the "
+                           "evaluator")
+        elif tok.text.startswith("\\") and ("." in name or "*" in name):
+            reasons.append(f"{where(tok.offset)}: the escaped name `{name}` holds `.` or "
+                           "`*`, which coverage records read as an instance path")
+    for tok in vlex.metacomments(part):
+        words = tok.text.strip("/* \t").split()
+        codes = {w.upper() for w in words[2:]} if len(words) > 1 else set()
+        if len(words) > 1 and words[1].lower() == "lint_off" and \
+                (not codes or codes & WAIVER_REFUSED):
+            waived = ", ".join(sorted(codes & WAIVER_REFUSED)) or "every warning"
+            reasons.append(f"{where(tok.offset)}: `lint_off` of {waived} is not allowed "
+                           "(it waives an error on writes the check relies on)")
     return reasons
 
 

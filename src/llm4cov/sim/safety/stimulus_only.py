@@ -13,12 +13,19 @@ per construct naming its file and line, when it
   blocking, non-blocking or compound assignment, ``++``/``--``, a continuous ``assign``
   or ``alias``, a procedural ``assign``/``force``/``deassign``/``release``, or an output
   argument of a system task (``$readmemh``, ``$fscanf``, ``$value$plusargs``, ...);
+- passes a DUT name as the actual argument of an ``output``/``inout``/``ref`` formal of
+  a task or function (its own or the RTL's), or of a built-in method that writes it
+  (:mod:`llm4cov.sim.safety.subroutines`);
+- writes an input port of one of its own modules (an error Verilator only lets a
+  ``lint_off`` waive; a bound module's input is the DUT's own signal, merged with it);
 - calls a task or function of the DUT through a hierarchical name (it may write the
   DUT's state);
 - connects an ``output``/``inout``/``ref`` port of one of its own modules to a DUT name,
   including every port of a module it ``bind``s into the DUT (a bound module's
-  connections are names of the DUT's scope), or binds an RTL module into the DUT (its
-  points would count as the DUT's);
+  connections are names of the DUT's scope), or binds into the DUT an RTL module or a
+  module of its own that instantiates one, at any depth (those points would count as
+  the DUT's). A module bound into a bound module, or instantiated by one, lies in the
+  DUT too;
 - changes a DUT parameter with ``defparam``; or elaborates the measured DUT instance
   with parameter values other than the task's (``Task.parameters``, else the
   declaration's defaults): :func:`parameter_changes`, on pyslang's elaboration.
@@ -42,6 +49,7 @@ from typing import Any
 import pyslang
 from pyslang import ast, syntax
 
+from llm4cov.sim.safety.subroutines import Signature, signatures, written_arguments
 from llm4cov.tasks.hdl import VIRTUAL_ROOT, Design, ModuleDecl, parse_tree
 
 SK = syntax.SyntaxKind
@@ -81,19 +89,73 @@ class Hierarchy:
     instances: Mapping[str, Mapping[str, str]]
     ports: Mapping[str, tuple[tuple[str, str], ...]]
     driven: Mapping[str, frozenset[str]] = dataclasses.field(default_factory=dict)
+    #: Task/function signatures of the testbench and the RTL, by name.
+    subroutines: Mapping[str, list[Signature]] = \
+        dataclasses.field(default_factory=dict)
+    #: The testbench modules that lie inside the DUT: bound into an RTL module or into
+    #: one of these, or instantiated by one of these.
+    inside: frozenset[str] = frozenset()
 
     @classmethod
     def of(cls, rtl_modules: Iterable[str], tb_decls: Iterable[ModuleDecl],
-           tb_tree: syntax.SyntaxTree,
-           rtl_ports: Mapping[str, tuple[tuple[str, str], ...]] | None = None) -> Hierarchy:
-        """From the RTL's module names (and port directions, ``rtl_ports``) and the
+           tb_tree: syntax.SyntaxTree, rtl: RtlDeclarations | None = None) -> Hierarchy:
+        """From the RTL's module names (and its ports and subroutines, ``rtl``) and the
         testbench's declarations and tree."""
         tb = list(tb_decls)
-        rtl = frozenset(rtl_modules) - {d.name for d in tb}
-        return cls(rtl, {d.name: {name: mtype for mtype, name in d.instances} for d in tb},
+        rtl_names = frozenset(rtl_modules) - {d.name for d in tb}
+        rtl = rtl or RtlDeclarations({}, {})
+        sigs = signatures([tb_tree])
+        for name, more in rtl.subroutines.items():
+            sigs.setdefault(name, []).extend(more)
+        made = cls(rtl_names, {d.name: {name: mtype for mtype, name in d.instances}
+                               for d in tb},
                    _port_directions(tb_tree, {d.name for d in tb}),
-                   _driven_by_rtl(tb_tree, {m: p for m, p in (rtl_ports or {}).items()
-                                            if m in rtl}))
+                   _driven_by_rtl(tb_tree, {m: p for m, p in rtl.ports.items()
+                                            if m in rtl_names}), sigs)
+        return dataclasses.replace(made, inside=made.bound_inside(_binds(tb_tree)))
+
+    def bound_inside(self, binds: list[tuple[list[str], str]]) -> frozenset[str]:
+        """The testbench modules inside the DUT, given the ``(target path, module)``
+        of every ``bind`` (a fixpoint: a bind into a bound module counts once that
+        module is known to be inside)."""
+        inside: set[str] = set()
+        grown = True
+        while grown:
+            size = len(inside)
+            for target, mtype in binds:
+                if mtype in self.instances and self.in_dut(target, frozenset(inside)):
+                    inside.add(mtype)
+            for m in list(inside):
+                inside |= {t for t in self.instances.get(m, {}).values() if t in self.instances}
+            grown = len(inside) > size
+        return frozenset(inside)
+
+    def in_dut(self, target: list[str], inside: frozenset[str] | None = None) -> bool:
+        """Whether a ``bind`` target (a module name or an instance path) lies in the
+        DUT: an RTL module, a testbench module inside it, or a path reaching one."""
+        inside = self.inside if inside is None else inside
+        within = self.rtl_modules | inside
+        return bool(target) and (target[0] in within or bool(self.reaches(target) & within))
+
+    def instantiated_rtl(self, module: str) -> str | None:
+        """An RTL module that the testbench module ``module`` instantiates, at any
+        depth through testbench modules; None when none."""
+        seen: set[str] = set()
+        todo = [module]
+        while todo:
+            m = todo.pop()
+            if m in seen:
+                continue
+            seen.add(m)
+            for t in self.instances.get(m, {}).values():
+                if t in self.rtl_modules:
+                    return t
+                todo.append(t)
+        return None
+
+    def inputs(self, module: str | None) -> frozenset[str]:
+        """The input ports of the testbench module ``module``."""
+        return frozenset(p for p, d in self.ports.get(module or "", ()) if d == "input")
 
     def reaches(self, scopes: list[str]) -> set[str]:
         """The module types a hierarchical name whose scope components are ``scopes``
@@ -150,6 +212,11 @@ def dut_writes(tb_tree: syntax.SyntaxTree, hierarchy: Hierarchy) -> list[str]:
 
     def written(node: Any, target: Any, what: str, procedural: bool = True) -> None:
         for path in _lvalue_paths(target):
+            if len(path) == 1 and path[0] in hierarchy.inputs(module[0]):
+                say(node, f"{what} `{path[0]}` writes an input port of `{module[0]}` "
+                          "(an input is driven from outside; bound into the DUT, it is the "
+                          "DUT's own signal)")
+                continue
             if not hierarchy.writes_dut(path, module[0] if procedural else None):
                 continue
             driven = " (a DUT output port drives it)" if len(path) == 1 else ""
@@ -196,9 +263,7 @@ def dut_writes(tb_tree: syntax.SyntaxTree, hierarchy: Hierarchy) -> list[str]:
         elif kind == SK.HierarchyInstantiation:
             _instantiation(n, hierarchy, say, written, bound=False)
         elif kind == SK.BindDirective:
-            target = _path(n.target) or []
-            if target and (target[0] in hierarchy.rtl_modules
-                           or hierarchy.reaches_rtl(target)):
+            if hierarchy.in_dut(_path(n.target) or []):
                 _instantiation(n.instantiation, hierarchy, say, written, bound=True)
             return False
         return True
@@ -219,6 +284,8 @@ def _call(n: Any, hierarchy: Hierarchy, say, written) -> None:
         first, last = OUTPUT_ARGUMENTS[name]
         for arg in args[first:None if last is None else last + 1]:
             written(n, arg, f"the {name} output")
+    for arg, what in written_arguments(n, hierarchy.subroutines):
+        written(n, arg, what)
 
 
 def _instantiation(n: Any, hierarchy: Hierarchy, say, written, bound: bool) -> None:
@@ -229,6 +296,10 @@ def _instantiation(n: Any, hierarchy: Hierarchy, say, written, bound: bool) -> N
     if bound and mtype in hierarchy.rtl_modules:
         say(n, f"`bind` of the RTL module `{mtype}` into the DUT (its points would count "
                "as the DUT's)")
+        return
+    if bound and (rtl := hierarchy.instantiated_rtl(mtype)):
+        say(n, f"`bind` of `{mtype}` into the DUT: it instantiates the RTL module `{rtl}` "
+               "(whose points would count as the DUT's)")
         return
     ports = hierarchy.ports.get(mtype)
     if ports is None:
@@ -343,16 +414,41 @@ def _port_directions(tree: syntax.SyntaxTree, modules: set[str]
     return out
 
 
+@dataclass(frozen=True)
+class RtlDeclarations:
+    """What the check reads of the RTL: per module its ports' directions in order, and
+    its tasks' and functions' signatures by name."""
+
+    ports: Mapping[str, tuple[tuple[str, str], ...]]
+    subroutines: Mapping[str, list[Signature]]
+
+
 @functools.lru_cache(maxsize=8)
-def rtl_port_directions(rtl_text: str) -> dict[str, tuple[tuple[str, str], ...]]:
-    """Per module of the RTL part of Verilator's view, its ports' directions in order
-    (remembered per text: the later calls of a design repeat it)."""
+def rtl_declarations(rtl_text: str) -> RtlDeclarations:
+    """The :class:`RtlDeclarations` of the RTL part of Verilator's view (remembered per
+    text: the later calls of a design repeat it)."""
     tree = parse_tree(rtl_text, "llm4cov_rtl.sv")
     out: dict[str, tuple[tuple[str, str], ...]] = {}
 
     def visit(node: object) -> bool:
         if isinstance(node, syntax.ModuleDeclarationSyntax):
             out.setdefault(node.header.name.valueText, tuple(_module_ports(node)))
+        return True
+
+    tree.root.visit(visit)
+    return RtlDeclarations(out, signatures([tree]))
+
+
+def _binds(tree: syntax.SyntaxTree) -> list[tuple[list[str], str]]:
+    """``(target path, bound module type)`` of every ``bind`` of the tree."""
+    out: list[tuple[list[str], str]] = []
+
+    def visit(node: object) -> bool:
+        if isinstance(node, syntax.BindDirectiveSyntax):
+            inst = node.instantiation
+            if isinstance(inst, syntax.HierarchyInstantiationSyntax):
+                out.append((_path(node.target) or [], inst.type.valueText))
+            return False
         return True
 
     tree.root.visit(visit)
@@ -515,7 +611,7 @@ def check(tb_text: str, tb_name: str, rtl_text: str, rtl_modules: Iterable[str],
     """
     tree = parse_tree(tb_text, tb_name)
     hierarchy = Hierarchy.of(rtl_modules, Design(tree, VIRTUAL_ROOT).decls(), tree,
-                             rtl_port_directions(rtl_text))
+                             rtl_declarations(rtl_text))
     reasons = dut_writes(tree, hierarchy)
     if reasons or not (task_parameters or _overrides(tree, dut_module)):
         return reasons

@@ -63,6 +63,18 @@ def tokens(text: str) -> Iterator[Token]:
             yield Token(kind, match.group(), match.start())
 
 
+_META = re.compile(r"(?:/\*|//)[ \t]*verilator\b", re.IGNORECASE)
+
+
+def metacomments(text: str) -> Iterator[Token]:
+    """Verilator's meta-comments in ``text`` (``/*verilator ...*/``, ``// verilator ...``:
+    Verilator reads a line comment whose first word is ``verilator`` as one, in any
+    case), as ``meta`` tokens holding the whole comment."""
+    for match in _TOKEN.finditer(text):
+        if match.lastgroup == "skip" and _META.match(match.group()):
+            yield Token("meta", match.group(), match.start())
+
+
 def string_value(token: str) -> str:
     """The characters a string literal token stands for (quotes removed, escapes decoded)."""
     body = token[3:-3] if token.startswith('"""') else token[1:-1]

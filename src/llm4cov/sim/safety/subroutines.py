@@ -1,0 +1,119 @@
+"""Which arguments of a subroutine call the callee writes (for :mod:`stimulus_only`).
+
+A task or function writes the actual argument of every ``output``, ``inout`` and
+``ref`` formal (``const ref`` is read only; IEEE 1800 13.5): ``poke(dut.st, 8'hEE)``
+with ``task poke(output logic [7:0] x, ...)`` writes ``dut.st`` as surely as
+``dut.st = 8'hEE``. A formal without a direction takes the one before it, the first
+defaults to ``input`` (13.3, 13.4). The signatures are read from the syntax of the
+testbench and of the RTL (a package function with an ``output`` argument): a name
+declared more than once (methods of several classes, overloads in scopes) writes an
+argument when any declaration does, so a doubt is a write.
+
+Built-in methods write arguments too: an associative array's ``first``/``last``/
+``next``/``prev`` write their ``ref`` index (7.9.4-7.9.7), a mailbox's ``get``/
+``try_get``/``peek``/``try_peek`` their ``ref`` message (15.4.4-15.4.9), and
+``randomize`` every variable it lists (18.11, 18.12). These apply to any method call of
+those names (``x.get(v)``): which class ``x`` is would take elaboration.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from pyslang import syntax
+
+SK = syntax.SyntaxKind
+
+WRITING = frozenset({"output", "inout", "ref"})
+#: Built-in methods whose first argument is a ``ref`` the method writes.
+_FIRST_ARGUMENT_METHODS = frozenset({"first", "last", "next", "prev",
+                                     "get", "try_get", "peek", "try_peek"})
+
+#: A signature: each formal's name and direction (``const ref`` as its own direction).
+Signature = tuple[tuple[str, str], ...]
+
+
+def signatures(trees: Iterable[syntax.SyntaxTree]) -> dict[str, list[Signature]]:
+    """Every task/function prototype of ``trees`` (bodies, ``extern`` and class method
+    prototypes, out-of-class definitions ``C::m``), by the subroutine's own name."""
+    out: dict[str, list[Signature]] = {}
+
+    def visit(node: object) -> bool:
+        if isinstance(node, syntax.FunctionPrototypeSyntax):
+            name = _last_name(node.name)
+            if name:
+                out.setdefault(name, []).append(_formals(node))
+        return True
+
+    for tree in trees:
+        tree.root.visit(visit)
+    return out
+
+
+def _formals(proto: Any) -> Signature:
+    formals: list[tuple[str, str]] = []
+    direction = "input"
+    if proto.portList is None:
+        return ()
+    for port in proto.portList.ports:
+        if not isinstance(port, syntax.FunctionPortSyntax):
+            continue
+        if port.direction is not None and port.direction.valueText:
+            direction = port.direction.valueText
+            if port.constKeyword is not None and port.constKeyword.valueText:
+                direction = "const ref"
+        formals.append((port.declarator.name.valueText, direction))
+    return tuple(formals)
+
+
+def _last_name(name: Any) -> str:
+    """``f`` of ``f``, ``C::f``, ``obj.f`` or ``a.b.f``; empty for anything else."""
+    if name is None:
+        return ""
+    if name.kind in (SK.IdentifierName, SK.IdentifierSelectName):
+        return name.identifier.valueText
+    if name.kind == SK.ScopedName:
+        return _last_name(name.right)
+    if name.kind == SK.ConstructorName:
+        return "new"
+    return ""
+
+
+def written_arguments(call: Any, sigs: Mapping[str, list[Signature]]
+                      ) -> list[tuple[Any, str]]:
+    """``(argument expression, what writes it)`` for each actual argument of the
+    ``InvocationExpression`` ``call`` that the callee writes (see the module
+    docstring); system calls are left to the caller (their own table)."""
+    callee = call.left
+    if callee.kind == SK.SystemName or call.arguments is None:
+        return []
+    name = _last_name(callee)
+    args = [a for a in call.arguments.parameters if isinstance(a, syntax.SyntaxNode)]
+    out: list[tuple[Any, str]] = []
+    for i, arg in enumerate(args):
+        expr = getattr(arg, "expr", None)
+        if expr is None:
+            continue
+        named = arg.name.valueText if isinstance(arg, syntax.NamedArgumentSyntax) else None
+        why = _writer(name, i, named, sigs.get(name, []),
+                      method=callee.kind == SK.ScopedName)
+        if why:
+            out.append((expr, why))
+    return out
+
+
+def _writer(name: str, index: int, named: str | None, sigs: list[Signature],
+            method: bool) -> str:
+    """What writes the argument at ``index`` (or the one named ``named``) of a call of
+    ``name``: a declared formal's direction, or a built-in method's rule; empty: none."""
+    for sig in sigs:
+        formal = (next((f for f in sig if f[0] == named), None) if named is not None
+                  else sig[index] if index < len(sig) else None)
+        if formal is not None and formal[1] in WRITING:
+            return f"the {formal[1]} argument `{formal[0]}` of `{name}`"
+    if name == "randomize":
+        return "the variable `randomize` sets"
+    if method and index == 0 and named is None and name in _FIRST_ARGUMENT_METHODS:
+        return f"the ref argument of the built-in method `{name}`"
+    return ""

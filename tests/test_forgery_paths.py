@@ -1,0 +1,203 @@
+"""Forged scores through names, subroutines, binds and merged counters (a red team's
+six findings of 2026-12-07, each fixed as a kind): a testbench whose instances read as
+the DUT's (an escaped name holding `.`), that sets the evaluator's per-instance
+parameter, that outnumbers the per-instance bounds so the DUT's counters merge with its
+own, that binds a wrapper of an RTL module into the DUT, that writes a DUT name through
+a subroutine's output argument, or that writes a bound module's input port."""
+
+from __future__ import annotations
+
+import pytest
+
+from llm4cov.sim.model.coverage import DesignModules, Point, merged_outside
+from llm4cov.sim.model.observation import Status
+from llm4cov.sim.safety import isolation
+from llm4cov.sim.safety.static_check import inspect_testbench
+from llm4cov.sim.safety.stimulus_only import check
+from llm4cov.tasks.model import SourceFile, Task
+from support import default_preprocessor
+
+#: A DUT with a submodule whose branches need values the top's input cannot give.
+HARD = """module hard(input logic clk, input logic [7:0] a, output logic s);
+  logic [2:0] st;
+  always_ff @(posedge clk) begin
+    if (a == 8'hA5) st <= 3'd1;
+    else if (a == 8'h5A) st <= 3'd2;
+    else st <= 3'd0;
+  end
+  assign s = ^st;
+endmodule
+module hdut(input logic clk, input logic [7:0] a, output logic z);
+  hard u_hard(.clk(clk), .a({a[7:4], 4'h0}), .s(z));
+endmodule
+"""
+TASK = Task(id="probe/hdut", rtl_files=[SourceFile(name="hdut.sv", content=HARD)],
+            dut_module_name="hdut", dut_instance_name="dut")
+HEAD = """module tb;
+  logic clk = 0; logic [7:0] a = 0, q; logic z;
+  hdut dut(.clk(clk), .a(a), .z(z));
+"""
+TAIL = """  always #5 clk = ~clk;
+  initial begin repeat (20) @(negedge clk) a = a + 8'h10; $finish; end
+endmodule
+"""
+
+
+def stimulus_reasons(body: str, after: str = "", rtl: str = HARD) -> list[str]:
+    """:func:`check`'s reasons for HEAD + body + TAIL + after (body from line 4 on)."""
+    tb = HEAD + body + TAIL + after
+    return check(tb, "tb.sv", rtl, {"hard", "hdut"}, "hdut", "tb.dut", {})
+
+
+# -- subroutine arguments ---------------------------------------------------------------
+
+
+def test_a_dut_name_passed_to_a_writing_argument_is_a_write_into_the_dut():
+    """IEEE 1800 13.5: the actual of an output/inout/ref formal is written; a formal
+    without a direction takes the one before it (``b``: inout); ``const ref`` and
+    ``input`` only read. Built-in methods: ``first`` writes its ref index (7.9.4),
+    ``get`` its ref message (15.4.4), ``randomize`` what it lists (18.12)."""
+    body = """  task automatic poke(output logic [7:0] x, input logic [7:0] v); x = v; endtask
+  function automatic void bump(ref logic [7:0] r, const ref logic [7:0] c); r = c; endfunction
+  task automatic both(inout logic [7:0] a1, b1); endtask
+  int aa[int]; mailbox #(logic [7:0]) mb = new;
+  initial begin
+    poke(dut.u_hard.st, 8'h3C);
+    poke(.v(8'h1), .x(dut.u_hard.st));
+    bump(dut.u_hard.st, dut.u_hard.st);
+    both(q, dut.u_hard.st);
+    poke(q, dut.u_hard.st);
+    void'(aa.first(dut.u_hard.st));
+    mb.get(dut.u_hard.st);
+    void'(std::randomize(dut.u_hard.st));
+  end
+"""
+    assert stimulus_reasons(body) == [
+        "tb.sv:9: the output argument `x` of `poke` `dut.u_hard.st` writes into the DUT",
+        "tb.sv:10: the output argument `x` of `poke` `dut.u_hard.st` writes into the DUT",
+        "tb.sv:11: the ref argument `r` of `bump` `dut.u_hard.st` writes into the DUT",
+        "tb.sv:12: the inout argument `b1` of `both` `dut.u_hard.st` writes into the DUT",
+        "tb.sv:14: the ref argument of the built-in method `first` `dut.u_hard.st` writes "
+        "into the DUT",
+        "tb.sv:15: the ref argument of the built-in method `get` `dut.u_hard.st` writes "
+        "into the DUT",
+        "tb.sv:16: the variable `randomize` sets `dut.u_hard.st` writes into the DUT",
+    ]
+
+
+def test_an_rtl_package_function_with_an_output_argument_writes_what_it_is_given():
+    rtl = "package p;\n  function automatic void getv(output logic [2:0] o); o = 3'd1; " \
+          "endfunction\nendpackage\n" + HARD
+    body = "  logic [2:0] mine;\n  initial begin p::getv(dut.u_hard.st); p::getv(mine); end\n"
+    assert stimulus_reasons(body, rtl=rtl) == [
+        "tb.sv:5: the output argument `o` of `getv` `dut.u_hard.st` writes into the DUT"]
+
+
+# -- input ports and binds ---------------------------------------------------------------
+
+CHECKERS = """module chk(input logic clk, input var logic [2:0] st);
+  initial st = 3'd1;
+endmodule
+module wrap(input logic clk);
+  hard h(.clk(clk), .a(8'hA5), .s());
+endmodule
+module mid(input logic clk);
+  wrap w(.clk(clk));
+endmodule
+module shell(input logic clk);
+endmodule
+module watch(input logic clk, input logic [2:0] st);
+  always @(posedge clk) if (st == 3'd2) $display("two");
+endmodule
+"""
+
+
+def test_a_write_to_an_input_port_is_refused_in_every_testbench_module():
+    """Bound into the DUT, ``chk``'s input ``st`` is the DUT's own register (Verilator
+    merges them once ``lint_off ASSIGNIN`` waives its error): 54.71 -> 81.14 % on the red
+    team's lock design. A module that only reads its inputs stays allowed."""
+    body = "  bind hard chk c(.clk(clk), .st(st));\n  bind hard watch w(.clk(clk), .st(st));\n"
+    assert stimulus_reasons(body, CHECKERS) == [
+        "tb.sv:10: the assignment to `st` writes an input port of `chk` (an input is "
+        "driven from outside; bound into the DUT, it is the DUT's own signal)"]
+
+
+def test_a_bound_module_that_instantiates_rtl_at_any_depth_is_refused():
+    """``mid`` holds ``wrap`` holds ``hard``: bound into the DUT, ``tb.dut.m.w.h`` would
+    count as the DUT's (42.11 -> 62.09 % on the red team's design with one level). A
+    module bound into a bound module lies in the DUT too; one without RTL stays
+    allowed."""
+    body = ("  bind hdut mid m(.clk(clk));\n  bind hdut shell s(.clk(clk));\n"
+            "  bind shell wrap w2(.clk(clk));\n  bind shell chk c(.clk(clk), .st());\n")
+    assert stimulus_reasons(body, CHECKERS.replace("initial st = 3'd1;", "")) == [
+        "tb.sv:4: `bind` of `mid` into the DUT: it instantiates the RTL module `hard` "
+        "(whose points would count as the DUT's)",
+        "tb.sv:6: `bind` of `wrap` into the DUT: it instantiates the RTL module `hard` "
+        "(whose points would count as the DUT's)",
+    ]
+
+
+# -- names the coverage records read as paths ------------------------------------------------
+
+
+@pytest.mark.requires_verilator
+@pytest.mark.parametrize(("line", "reason"), [
+    ("  for (genvar i = 0; i < 2; i++) begin : \\dut.shadow \n"
+     "    hard c(.clk(clk), .a(8'hA5), .s()); end\n",
+     "tb.sv:4: the escaped name `dut.shadow` holds `.` or `*`, which coverage records read "
+     "as an instance path"),
+    ("  hard \\dut.u_hardX (.clk(clk), .a(8'hA5), .s());\n",
+     "tb.sv:4: the escaped name `dut.u_hardX` holds `.` or `*`, which coverage records "
+     "read as an instance path"),
+    ("  `define MK hard #(.LLM4COV_INST(64'd1)) extra(.clk(clk), .a(a), .s());\n  `MK\n",
+     "tb.sv:5: the name `LLM4COV_INST` is reserved for the evaluator"),
+    ("  // Verilator lint_off ASSIGNIN\n",
+     "tb.sv:4: `lint_off` of ASSIGNIN is not allowed (it waives an error on writes the "
+     "check relies on)"),
+    ("  /*verilator lint_off*/\n",
+     "tb.sv:4: `lint_off` of every warning is not allowed (it waives an error on writes "
+     "the check relies on)"),
+])
+def test_names_and_waivers_the_check_refuses_in_the_testbench(line, reason):
+    tb = HEAD + line + TAIL
+    got = inspect_testbench(tb, "tb.sv", TASK, preprocessor=default_preprocessor(TASK)).reasons
+    assert got == [reason]
+
+
+@pytest.mark.requires_verilator
+def test_harmless_waivers_and_plain_escaped_names_stay_allowed():
+    tb = HEAD + "  /* verilator lint_off WIDTH */\n  logic \\my$sig ;\n" + TAIL
+    assert inspect_testbench(tb, "tb.sv", TASK,
+                             preprocessor=default_preprocessor(TASK)).reasons == []
+
+
+# -- merged counters ---------------------------------------------------------------------
+
+
+def _point(hier: str, module: str) -> Point:
+    return Point(metric="line", file="hdut.sv", line=4, col=0, comment="", hier=hier,
+                 count=1, module=module)
+
+
+def test_a_dut_module_merged_above_the_dut_is_found():
+    """Verilator names a merged counter set by its instances' common prefix: ``tb.*``
+    holds the DUT's ``hard`` and the testbench's; ``tb.dut.*`` only the DUT's; a module
+    outside the DUT's tree (``ref``) may merge anywhere."""
+    modules = DesignModules(frozenset({"hard", "hdut", "ref"}), frozenset({"tb"}),
+                            frozenset({"hard", "hdut"}))
+    points = [_point("tb.*", "hard"), _point("tb.dut.*", "hard__Lz1"), _point("tb.*", "ref"),
+              _point("tb.dut", "hdut"), _point("t*", "hdut")]
+    assert merged_outside(points, "tb.dut", modules) == ["t* (hdut)", "tb.* (hard)"]
+
+
+@pytest.mark.requires_verilator
+@pytest.mark.skipif(not isolation.available(), reason="bubblewrap cannot run here")
+def test_testbench_copies_past_the_per_instance_bound_are_rejected_after_the_run(evaluator):
+    """300 idle testbench copies of ``hard`` pass the per-instance bound (256 copies):
+    Verilator merged the DUT's ``u_hard`` into ``tb.*`` and its points left the
+    denominator (42.11 -> 97.22 % on the red team's design)."""
+    body = "  for (genvar i = 0; i < 300; i++) begin : g\n" \
+           "    hard c(.clk(clk), .a(8'h0), .s()); end\n"
+    obs = evaluator.evaluate(TASK, HEAD + body + TAIL)
+    assert obs.status is Status.REJECTED and obs.coverage is None
+    assert "tb.* (hard)" in obs.log and "per-instance coverage skipped" in obs.notes[0]
