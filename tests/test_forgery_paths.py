@@ -122,19 +122,45 @@ def test_a_write_to_an_input_port_is_refused_in_every_testbench_module():
         "driven from outside; bound into the DUT, it is the DUT's own signal)"]
 
 
-def test_a_bound_module_that_instantiates_rtl_at_any_depth_is_refused():
+def test_an_rtl_instance_in_a_module_inside_the_dut_is_refused_at_any_depth():
     """``mid`` holds ``wrap`` holds ``hard``: bound into the DUT, ``tb.dut.m.w.h`` would
     count as the DUT's (42.11 -> 62.09 % on the red team's design with one level). A
-    module bound into a bound module lies in the DUT too; one without RTL stays
-    allowed."""
+    module bound into a bound module lies in the DUT too (``wrap`` again, through
+    ``shell``): the one RTL instantiation is named once; a bound module without RTL
+    stays allowed, and so does ``wrap`` used outside the DUT."""
     body = ("  bind hdut mid m(.clk(clk));\n  bind hdut shell s(.clk(clk));\n"
-            "  bind shell wrap w2(.clk(clk));\n  bind shell chk c(.clk(clk), .st());\n")
+            "  bind shell wrap w2(.clk(clk));\n")
+    reason = ("tb.sv:{}: `wrap` lies in the DUT (bound into it, or instantiated there) and "
+              "instantiates the RTL module `hard` (whose points would count as the DUT's)")
+    checkers = CHECKERS.replace("initial st = 3'd1;", "")
+    assert stimulus_reasons(body, checkers) == [reason.format(14)]
+    assert stimulus_reasons("  wrap outside(.clk(clk));\n", checkers) == []
+
+
+def test_a_testbench_model_the_rtl_instantiates_lies_in_the_dut():
+    """The RTL leaves ``ram_model`` out (a vendor memory); the testbench's model of it is
+    instantiated inside the DUT, so an RTL instance in it would count as the DUT's, and
+    a write to one of its ports, by a path from the testbench, is a write into the
+    DUT."""
+    rtl = HARD.replace("hard u_hard(", "ram_model u_ram(.clk(clk));\n  hard u_hard(")
+    model = ("module ram_model(input logic clk);\n  hard h(.clk(clk), .a(8'hA5), .s());\n"
+             "endmodule\n")
+    assert stimulus_reasons("", model, rtl=rtl) == [
+        "tb.sv:8: `ram_model` lies in the DUT (bound into it, or instantiated there) and "
+        "instantiates the RTL module `hard` (whose points would count as the DUT's)"]
+    body = "  bind hard watch w(.clk(clk), .st(st));\n  initial w.st = 3'd2;\n"
     assert stimulus_reasons(body, CHECKERS.replace("initial st = 3'd1;", "")) == [
-        "tb.sv:4: `bind` of `mid` into the DUT: it instantiates the RTL module `hard` "
-        "(whose points would count as the DUT's)",
-        "tb.sv:6: `bind` of `wrap` into the DUT: it instantiates the RTL module `hard` "
-        "(whose points would count as the DUT's)",
-    ]
+        "tb.sv:5: the assignment to `w.st` writes into the DUT"]
+
+
+def test_constructor_and_error_string_arguments_are_writes_too():
+    body = """  class C; function new(ref logic [2:0] r); r = 3'd1; endfunction endclass
+  C c; integer fd; string msg;
+  initial begin c = new(dut.u_hard.st); void'($ferror(fd, dut.u_hard.st)); end
+"""
+    assert stimulus_reasons(body) == [
+        "tb.sv:6: the ref argument `r` of `new` `dut.u_hard.st` writes into the DUT",
+        "tb.sv:6: the $ferror output `dut.u_hard.st` writes into the DUT"]
 
 
 # -- names the coverage records read as paths ------------------------------------------------

@@ -68,7 +68,7 @@ OUTPUT_ARGUMENTS: Mapping[str, tuple[int, int | None]] = {
     "$swriteo": (0, 0), "$swriteh": (0, 0), "$random": (0, 0), "$urandom": (0, 0),
     "$dist_uniform": (0, 0), "$dist_normal": (0, 0), "$dist_exponential": (0, 0),
     "$dist_poisson": (0, 0), "$dist_chi_square": (0, 0), "$dist_t": (0, 0),
-    "$dist_erlang": (0, 0),
+    "$dist_erlang": (0, 0), "$ferror": (1, 1),
 }
 _WRITING_DIRECTIONS = frozenset({"output", "inout", "ref"})
 
@@ -112,13 +112,17 @@ class Hierarchy:
                    _port_directions(tb_tree, {d.name for d in tb}),
                    _driven_by_rtl(tb_tree, {m: p for m, p in rtl.ports.items()
                                             if m in rtl_names}), sigs)
-        return dataclasses.replace(made, inside=made.bound_inside(_binds(tb_tree)))
+        models = {t for m, kids in rtl.instances.items() if m in rtl_names for t in kids
+                  if t in made.instances}
+        return dataclasses.replace(made, inside=made.bound_inside(_binds(tb_tree), models))
 
-    def bound_inside(self, binds: list[tuple[list[str], str]]) -> frozenset[str]:
+    def bound_inside(self, binds: list[tuple[list[str], str]],
+                     models: Iterable[str] = ()) -> frozenset[str]:
         """The testbench modules inside the DUT, given the ``(target path, module)``
-        of every ``bind`` (a fixpoint: a bind into a bound module counts once that
-        module is known to be inside)."""
-        inside: set[str] = set()
+        of every ``bind`` and the ``models`` (testbench modules an RTL module
+        instantiates: a model of a memory or a vendor cell the RTL leaves out); a
+        fixpoint: a bind into a bound module counts once that module is inside."""
+        inside: set[str] = set(models)
         grown = True
         while grown:
             size = len(inside)
@@ -136,22 +140,6 @@ class Hierarchy:
         inside = self.inside if inside is None else inside
         within = self.rtl_modules | inside
         return bool(target) and (target[0] in within or bool(self.reaches(target) & within))
-
-    def instantiated_rtl(self, module: str) -> str | None:
-        """An RTL module that the testbench module ``module`` instantiates, at any
-        depth through testbench modules; None when none."""
-        seen: set[str] = set()
-        todo = [module]
-        while todo:
-            m = todo.pop()
-            if m in seen:
-                continue
-            seen.add(m)
-            for t in self.instances.get(m, {}).values():
-                if t in self.rtl_modules:
-                    return t
-                todo.append(t)
-        return None
 
     def inputs(self, module: str | None) -> frozenset[str]:
         """The input ports of the testbench module ``module``."""
@@ -178,12 +166,14 @@ class Hierarchy:
 
     def writes_dut(self, path: list[str], module: str | None) -> bool:
         """Whether writing the name ``path`` from ``module`` writes into the DUT: it lies
-        inside an RTL instance, or it is a testbench name an RTL output drives."""
+        inside an RTL instance, it is a testbench name an RTL output drives, or a port of
+        a testbench module inside the DUT (a bound module's port is the DUT's signal)."""
         if len(path) == 1:
             return module is not None and path[0] in self.driven.get(module, ())
         here = self.reaches(path[:-1])
         return bool(here & self.rtl_modules) or any(
-            path[-1] in self.driven.get(t, ()) for t in here)
+            path[-1] in self.driven.get(t, ()) for t in here) or any(
+            path[-1] in dict(self.ports.get(t, ())) for t in here & self.inside)
 
     def reaches_rtl(self, scopes: list[str]) -> bool:
         """Whether a hierarchical name whose scope components are ``scopes`` (the last
@@ -260,7 +250,14 @@ def dut_writes(tb_tree: syntax.SyntaxTree, hierarchy: Hierarchy) -> list[str]:
                        "sets the DUT's parameters)")
         elif kind == SK.InvocationExpression:
             _call(n, hierarchy, say, written)
+        elif kind == SK.NewClassExpression:
+            for arg, what in written_arguments(n, hierarchy.subroutines):
+                written(n, arg, what)
         elif kind == SK.HierarchyInstantiation:
+            if module[0] in hierarchy.inside and n.type.valueText in hierarchy.rtl_modules:
+                say(n, f"`{module[0]}` lies in the DUT (bound into it, or instantiated there) "
+                       f"and instantiates the RTL module `{n.type.valueText}` (whose points "
+                       "would count as the DUT's)")
             _instantiation(n, hierarchy, say, written, bound=False)
         elif kind == SK.BindDirective:
             if hierarchy.in_dut(_path(n.target) or []):
@@ -296,10 +293,6 @@ def _instantiation(n: Any, hierarchy: Hierarchy, say, written, bound: bool) -> N
     if bound and mtype in hierarchy.rtl_modules:
         say(n, f"`bind` of the RTL module `{mtype}` into the DUT (its points would count "
                "as the DUT's)")
-        return
-    if bound and (rtl := hierarchy.instantiated_rtl(mtype)):
-        say(n, f"`bind` of `{mtype}` into the DUT: it instantiates the RTL module `{rtl}` "
-               "(whose points would count as the DUT's)")
         return
     ports = hierarchy.ports.get(mtype)
     if ports is None:
@@ -416,11 +409,14 @@ def _port_directions(tree: syntax.SyntaxTree, modules: set[str]
 
 @dataclass(frozen=True)
 class RtlDeclarations:
-    """What the check reads of the RTL: per module its ports' directions in order, and
-    its tasks' and functions' signatures by name."""
+    """What the check reads of the RTL: per module its ports' directions in order and
+    the module types it instantiates, and its tasks' and functions' signatures by
+    name."""
 
     ports: Mapping[str, tuple[tuple[str, str], ...]]
     subroutines: Mapping[str, list[Signature]]
+    #: Per module, the module types it instantiates.
+    instances: Mapping[str, frozenset[str]] = dataclasses.field(default_factory=dict)
 
 
 @functools.lru_cache(maxsize=8)
@@ -436,7 +432,9 @@ def rtl_declarations(rtl_text: str) -> RtlDeclarations:
         return True
 
     tree.root.visit(visit)
-    return RtlDeclarations(out, signatures([tree]))
+    kids = {d.name: frozenset(t for t, _ in d.instances)
+            for d in Design(tree, VIRTUAL_ROOT).decls()}
+    return RtlDeclarations(out, signatures([tree]), kids)
 
 
 def _binds(tree: syntax.SyntaxTree) -> list[tuple[list[str], str]]:

@@ -83,13 +83,19 @@ def _last_name(name: Any) -> str:
 def written_arguments(call: Any, sigs: Mapping[str, list[Signature]]
                       ) -> list[tuple[Any, str]]:
     """``(argument expression, what writes it)`` for each actual argument of the
-    ``InvocationExpression`` ``call`` that the callee writes (see the module
-    docstring); system calls are left to the caller (their own table)."""
-    callee = call.left
-    if callee.kind == SK.SystemName or call.arguments is None:
+    ``InvocationExpression`` or ``NewClassExpression`` (a constructor, ``new(...)``)
+    ``call`` that the callee writes (see the module docstring); system calls are left
+    to the caller (their own table)."""
+    if call.kind == SK.NewClassExpression:  # a constructor: any class's ``new``
+        callee, arglist, name = None, call.argList, "new"
+    else:
+        callee, arglist = call.left, call.arguments
+        if callee.kind == SK.SystemName:
+            return []
+        name = _last_name(callee)
+    if arglist is None:
         return []
-    name = _last_name(callee)
-    args = [a for a in call.arguments.parameters if isinstance(a, syntax.SyntaxNode)]
+    args = [a for a in arglist.parameters if isinstance(a, syntax.SyntaxNode)]
     out: list[tuple[Any, str]] = []
     for i, arg in enumerate(args):
         expr = getattr(arg, "expr", None)
@@ -97,7 +103,7 @@ def written_arguments(call: Any, sigs: Mapping[str, list[Signature]]
             continue
         named = arg.name.valueText if isinstance(arg, syntax.NamedArgumentSyntax) else None
         why = _writer(name, i, named, sigs.get(name, []),
-                      method=callee.kind == SK.ScopedName)
+                      method=callee is not None and callee.kind == SK.ScopedName)
         if why:
             out.append((expr, why))
     return out
