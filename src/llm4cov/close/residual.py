@@ -29,9 +29,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import fields
 
 from llm4cov.close.model import Cause, GoalVerdict, ResidualPoint
+from llm4cov.sim.model.construct import Construct, toggle_bits, toggle_directions
 from llm4cov.sim.model.coverage import Point, constant_dead
 from llm4cov.sim.model.exclusions import ProvenUnreachable, goals_at
 from llm4cov.sim.model.feedback_terms import SourceIndex
+from llm4cov.sim.model.metrics import TOGGLE
 from llm4cov.sim.model.observation import OVERALL_METRICS, MetricCoverage
 
 
@@ -44,12 +46,39 @@ def verdict_for(points: Sequence[Point], verdicts: Sequence[GoalVerdict],
                 sources: Mapping[str, str]) -> dict[Point, GoalVerdict]:
     """The verdict standing for each missed point of ``points`` that has one
     (:func:`~llm4cov.sim.model.exclusions.goals_at`: by the point's construct; a proof
-    wins over a later unknown; otherwise the last analysis wins)."""
+    wins over a later unknown; otherwise the last analysis wins). A point no goal
+    stands for takes the last verdict on its whole toggle item (:func:`whole_toggle`:
+    an item formal gave no goal, with the reason)."""
     out: dict[Point, GoalVerdict] = {}
     for p, matching in goals_at(points, verdicts, sources):
         proven = [v for v in matching if v.status == "unreachable"]
         out[p] = (proven or matching)[-1]
+    whole = [v for v in verdicts if whole_toggle(v)]
+    index = SourceIndex(sources) if whole else None
+    for p in points:
+        if index is None or p.count or p in out or p.metric != TOGGLE.name:
+            continue
+        construct, _ = index.construct(p.metric, p.file, p.line, p.col, p.comment, p.lines)
+        found = [v for v in whole if _in_item(v, p, construct)]
+        if found:
+            out[p] = found[-1]
     return out
+
+
+def whole_toggle(v: GoalVerdict) -> bool:
+    """A verdict on a whole toggle item, not on one bit and direction: its goal is the
+    metric's name (an item formal placed no goal for, e.g. a structured signal's)."""
+    return v.metric == TOGGLE.name and v.goal == v.metric and v.typed is not None
+
+
+def _in_item(v: GoalVerdict, p: Point, construct: Construct) -> bool:
+    """True when toggle point ``p`` (its construct ``construct``) is one of the bits and
+    directions of ``v``'s item."""
+    item = v.typed
+    return (item is not None and (p.file, p.line) == (v.file, v.line)
+            and construct.signal == item.signal
+            and set(construct.bits) <= set(toggle_bits(item))
+            and construct.direction in toggle_directions(item))
 
 
 def classify(kept: Sequence[Point], excluded: Sequence[Point], sources: Mapping[str, str],

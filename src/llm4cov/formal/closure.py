@@ -33,12 +33,14 @@ import json
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from pydantic import BaseModel, Field
 
 from llm4cov.formal import goals as goal_mod
+from llm4cov.formal.goalcheck import rejected_goals
 from llm4cov.formal.sby import JobResult, job_text, parse_log, read_witness
 from llm4cov.formal.stimulus import Phase, closing_testbench
 from llm4cov.formal.tools import FormalTools, find_tools, run_tool
@@ -50,7 +52,7 @@ from llm4cov.sim.model.observation import Observation, UncoveredItem, overall_wi
 from llm4cov.tasks.hdl import Port, compile_order, search_dirs
 from llm4cov.tasks.model import SourceFile, Task
 
-CACHE_VERSION = 4
+CACHE_VERSION = 5
 
 
 @dataclass(frozen=True)
@@ -201,6 +203,12 @@ class _Runner:
         self.jobs = 0
         self.runs = 0
         self.frontend = "slang"
+        self.rejected: dict[str, str] | None = None
+        """Goals not written (label -> reason): :func:`~llm4cov.formal.goalcheck.
+        rejected_goals` on the first placement (the runner places one item list)."""
+        self.failed: dict[str, str] = {}
+        """Goals not written because a job fails with them (label -> the job's error;
+        :func:`_isolate`)."""
 
     def place(self, items: list[UncoveredItem], mode: str, keep: set[str] | None,
               workdir: Path, from_reset: bool = True
@@ -209,9 +217,16 @@ class _Runner:
         files in compile order, include dirs)``. ``from_reset``: with the reset
         assumption of the first cycle (a continuation starts from a simulated state)."""
         extra = {self.task.dut_module_name: _reset_code(self.design)} if from_reset else {}
-        placement = goal_mod.place_goals(self.task.rtl_files, items, mode,
-                                         self.config.max_goals, keep, extra,
-                                         dict(self.task.defines))
+
+        def place(reject: Mapping[str, str], mode: str = "cover",
+                  keep: set[str] | None = None) -> goal_mod.Placement:
+            return goal_mod.place_goals(self.task.rtl_files, items, mode,
+                                        self.config.max_goals, keep, extra,
+                                        dict(self.task.defines), reject)
+
+        if self.rejected is None:
+            self.rejected = rejected_goals(place, self.task)
+        placement = place({**self.rejected, **self.failed}, mode, keep)
         for f in placement.files:
             path = workdir / f.name
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -220,12 +235,14 @@ class _Runner:
         return placement, compiled, search_dirs(placement.files, self.task.include_dirs)
 
     def run(self, items: list[UncoveredItem], mode: str, depth: int, keep: set[str] | None,
-            workdir: Path, timeout_s: float | None = None
+            workdir: Path, timeout_s: float | None = None, only: str | None = None
             ) -> tuple[goal_mod.Placement, JobResult]:
+        """One job (with the frontend ``only``, else the one that read the RTL last,
+        then the others)."""
         placement, compiled, incdirs = self.place(items, mode, keep, workdir)
         errors = []
         self.runs += 1
-        for frontend in dict.fromkeys((self.frontend, "slang", "verilog")):
+        for frontend in dict.fromkeys((only,) if only else (self.frontend, "slang", "verilog")):
             name = f"{mode}{self.jobs}"
             result = self.sby(name, job_text(
                 compiled, self.task.dut_module_name, mode, depth, self.task.parameters,
@@ -300,6 +317,9 @@ def analyze(task: Task, items: list[UncoveredItem], config: FormalConfig | None 
         result.cover_depth = depth
         result.prove_depth = config.prove_depth if design.clock else 1
         placement, cover = runner.run(items, "cover", depth, None, workdir)
+        if cover.status == "ERROR" and not cover.cycles and placement.goals:
+            placement, cover = _isolate(runner, items, placement, cover, depth, workdir,
+                                        result)
         result.notes += placement.notes
         verdicts: dict[str, GoalResult] = {}
         trace_ids: dict[str, int] = {}
@@ -341,6 +361,9 @@ def analyze(task: Task, items: list[UncoveredItem], config: FormalConfig | None 
                                                reason=errored.get(g.label, why[g.label]),
                                                step=explored_at.get(g.label, explored))
         result.goals = [verdicts[g.label] for g in placement.goals]
+        result.goals += [GoalResult(item=g.item, what=g.what, metric=g.metric,
+                                    status="error" if g.label in runner.failed else "unknown",
+                                    reason=r) for g, r in placement.rejected]
         result.goals += [GoalResult(item=i, what=i.kind, metric=i.kind, status="unknown",
                                     reason=r) for i, r in placement.unplaced]
     result.jobs, result.runs = runner.jobs, runner.runs
@@ -349,6 +372,67 @@ def analyze(task: Task, items: list[UncoveredItem], config: FormalConfig | None 
         cache_file.parent.mkdir(parents=True, exist_ok=True)
         cache_file.write_text(result.model_dump_json(), encoding="utf-8")
     return result
+
+
+MAX_ISOLATE_JOBS = 24
+"""Jobs :func:`_isolate` may run to narrow a failed cover job down to its goals."""
+
+
+def _isolate(runner: _Runner, items: list[UncoveredItem], placement: goal_mod.Placement,
+             cover: JobResult, depth: int, workdir: Path, result: FormalResult
+             ) -> tuple[goal_mod.Placement, JobResult]:
+    """A cover job that failed to read or elaborate: unless it fails without any goal
+    too with every frontend (the design's own failure: returned as it is), halve its
+    goals (jobs of depth 1 with the first frontend that reads the RTL without goals, at
+    most :data:`MAX_ISOLATE_JOBS`) down to the single goals it fails with; those (and
+    the goals of halves not narrowed down within the jobs) go to ``runner.failed``
+    with their job's error (and the error of each frontend that fails without goals),
+    and the cover job runs again without them (with one line in ``result.errors``).
+    Returns that job and its placement, or, when no goal is left, the new placement
+    and the failed job. Its jobs are the cover job's one run
+    (:attr:`FormalResult.runs`)."""
+    runs = runner.runs
+
+    def error_of(keep: list[str], frontend: str) -> str | None:
+        _, job = runner.run(items, "cover", 1, set(keep), workdir, only=frontend)
+        return (job.error or "failed") if job.status == "ERROR" and not job.cycles else None
+
+    design_errors: list[str] = []
+    frontend = None
+    for name in ("slang", "verilog"):
+        error = error_of([], name)
+        if error is None:
+            frontend = name
+            break
+        design_errors.append(f"{error}, also without goals")
+    if frontend is None:
+        runner.runs = runs
+        return placement, cover
+    labels = [g.label for g in placement.goals]
+    todo, jobs = [labels[len(labels) // 2:], labels[:len(labels) // 2]], 0
+    while todo:
+        group = todo.pop()
+        if not group:
+            continue
+        if jobs >= MAX_ISOLATE_JOBS:
+            runner.failed.update({label: f"cover job error: {cover.error or 'failed'} (not "
+                                  "narrowed down to its goals)" for label in group})
+            continue
+        jobs += 1
+        error = error_of(group, frontend)
+        if error is not None and len(group) == 1:
+            runner.failed[group[0]] = "cover job error with this goal: " + "; ".join(
+                [*design_errors, error])
+        elif error is not None:
+            todo += [group[len(group) // 2:], group[:len(group) // 2]]
+    runner.runs = runs
+    if len(runner.failed) == len(labels):
+        return runner.place(items, "cover", None, workdir)[0], cover
+    result.errors.append(f"cover job: {cover.error or 'failed'} (with {len(runner.failed)} "
+                         f"of {len(labels)} goals; the others ran without them)")
+    again = runner.run(items, "cover", depth, None, workdir)
+    runner.runs = runs
+    return again
 
 
 def _prove_groups(goals: list[goal_mod.Goal], open_labels: set[str]) -> list[set[str]]:

@@ -38,6 +38,7 @@ from __future__ import annotations
 import functools
 import re
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import pyslang
@@ -87,6 +88,12 @@ class Placement:
     goals: list[Goal] = field(default_factory=list)
     unplaced: list[tuple[UncoveredItem, str]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    rejected: list[tuple[Goal, str]] = field(default_factory=list)
+    """Goals not written because ``place_goals(reject=...)`` named them, with the reason
+    (their labels keep their numbers: the other labels do not move)."""
+    spans: dict[str, list[tuple[int, int, str]]] = field(default_factory=dict)
+    """Per marked file, the byte spans ``(start, end, label)`` of the text written for
+    each goal (:mod:`llm4cov.formal.goalcheck` maps a compiler's error to its goal)."""
 
 
 @dataclass(frozen=True)
@@ -98,6 +105,8 @@ class _Edit:
     offset: int
     order: tuple[int, int, int]
     text: str
+    label: str = ""
+    """The goal the text is written for (empty: shared structure, the reset code)."""
 
 
 def _defines_of(source: SourceFile) -> list[str]:
@@ -156,6 +165,35 @@ def _parse_with(source: SourceFile, header: str) -> syntax.SyntaxTree:
 
 
 _DELAY_KINDS = (K.DelayControl, K.Delay3)
+_LOCAL_SCOPES = {K.FunctionDeclaration: "function", K.TaskDeclaration: "task",
+                 K.LoopGenerate: "generate loop", K.GenerateBlock: "generate block"}
+"""Scopes whose declarations module-level code cannot name (their arguments, locals,
+genvars and loop variables)."""
+
+
+@dataclass(frozen=True)
+class Term:
+    """A term's condition read by pyslang: its syntax ``error`` (empty: none) and the
+    identifiers it names."""
+
+    error: str
+    names: frozenset[str]
+
+
+@functools.lru_cache(maxsize=4096)
+def read_term(cond: str) -> Term:
+    """``cond`` parsed by pyslang as the condition of an immediate ``cover`` (alone:
+    no macro, no include): the first syntax error, if any, and its identifiers."""
+    tree = parse_tree(f"module llm4cov_term;\nalways @* begin llm4cov_t: cover ({cond});"
+                      " end\nendmodule\n", "llm4cov_term.sv")
+    error = ""
+    for diag in tree.diagnostics:
+        if diag.isError():
+            error = "slang: " + pyslang.DiagnosticEngine(tree.sourceManager).formatMessage(diag)
+            break
+    names = frozenset(t.valueText for t in syntax_tokens(tree.root)
+                      if t.kind == parsing.TokenKind.Identifier)
+    return Term(error, names - {"llm4cov_term", "llm4cov_t"})
 
 
 class _File:
@@ -177,6 +215,7 @@ class _File:
         self.case_items: dict[int, list] = defaultdict(list)
         self.statements: dict[int, list] = defaultdict(list)  # procedural, by first line
         self.modules: list = []
+        self.scopes: list = []  # function, task and generate scopes (_LOCAL_SCOPES)
         self.clocks: dict[int, str] = {}  # module start offset -> clock name
         self._line = lambda tok: sm.getLineNumber(tok.location)
         self.tree.root.visit(self._visit)
@@ -187,6 +226,8 @@ class _File:
         kind = node.kind
         if kind == K.ModuleDeclaration:
             self.modules.append(node)
+        elif kind in _LOCAL_SCOPES:
+            self.scopes.append(node)
         elif kind in _DELAY_KINDS:
             span = self.span(node)
             if span is not None:
@@ -265,9 +306,37 @@ class _File:
                 return m
         return None
 
+    def local_names(self, line: int) -> dict[str, str]:
+        """The names declared in the function, task and generate scopes around
+        ``line`` (arguments, locals, loop variables, genvars) -> where, in words (the
+        innermost scope that declares it: ``function pick``, ``generate block g``)."""
+        out: dict[str, str] = {}
+        for scope in reversed(self.scopes):  # a visit lists the outer scope first
+            if not self._line(scope.getFirstToken()) <= line <= self._line(scope.getLastToken()):
+                continue
+            where = _LOCAL_SCOPES[scope.kind] + _scope_name(scope)
+            if scope.kind == K.LoopGenerate:
+                out.setdefault(scope.identifier.valueText, where)
+
+            def visit(node: object, where: str = where) -> bool:
+                if isinstance(node, syntax.DeclaratorSyntax):
+                    out.setdefault(node.name.valueText, where)
+                return True
+
+            scope.visit(visit)
+        return out
+
     def clock_of(self, module) -> str | None:
         """The first edge signal of ``module`` (its clock by the RTL's use), or None."""
         return self.clocks.get(module.sourceRange.start.offset)
+
+
+def _scope_name(scope) -> str:
+    """`` NAME`` of a function, task or named generate block (empty: none)."""
+    if scope.kind == K.GenerateBlock:
+        return f" {scope.beginName.name.valueText}" if scope.beginName is not None else ""
+    name = getattr(getattr(scope, "prototype", None), "name", None)
+    return f" {str(name).strip()}" if name is not None else ""
 
 
 def _is_statement(node: object) -> bool:
@@ -323,7 +392,8 @@ def toggle_targets(item: UncoveredItem) -> tuple[str, list[int], list[str]] | No
 class _Placer:
     def __init__(self, files: list[SourceFile], mode: str, max_goals: int,
                  keep: set[str] | None, extra: dict[str, str],
-                 defines: dict[str, str] | None = None):
+                 defines: dict[str, str] | None = None,
+                 reject: Mapping[str, str] | None = None):
         by_name = {f.name: f for f in files}
         macros: dict[str, list[str]] = {}
         self.files = {f.name: _File(f, _header_of(f, by_name, defines, macros)) for f in files}
@@ -331,17 +401,19 @@ class _Placer:
         self.mode = mode
         self.max_goals = max_goals
         self.keep = keep
+        self.reject = reject or {}
         self.edits: dict[str, list[_Edit]] = defaultdict(list)
-        self.module_code: dict[tuple[str, int], list[str]] = defaultdict(list)
+        # module-level code: (goal label or "", line)
+        self.module_code: dict[tuple[str, int], list[tuple[str, str]]] = defaultdict(list)
         self.result = Placement(files=files)
         for file in self.files.values():
             for m in file.modules:
                 if m.header.name.valueText in extra:
                     key = (file.name, m.sourceRange.start.offset)
-                    self.module_code[key].append(extra[m.header.name.valueText])
+                    self.module_code[key].append(("", extra[m.header.name.valueText]))
 
     def emits(self, label: str) -> bool:
-        return self.keep is None or label in self.keep
+        return label not in self.reject and (self.keep is None or label in self.keep)
 
     def check(self, label: str, cond: str) -> str:
         if not self.emits(label):
@@ -355,12 +427,12 @@ class _Placer:
         self.result.goals.append(Goal(label, item, what, metric))
         return label
 
-    def wrap(self, file: _File, stmt, prefix: str) -> None:
+    def wrap(self, file: _File, stmt, prefix: str, label: str = "") -> None:
         span = file.span(stmt)
         if not prefix or span is None:
             return
         start, end = span
-        self.edits[file.name].append(_Edit(start, (2, 0, 0), f"begin {prefix} "))
+        self.edits[file.name].append(_Edit(start, (2, 0, 0), f"begin {prefix} ", label))
         self.edits[file.name].append(_Edit(end, (0, -start, 0), " end"))
 
     def place(self, item: UncoveredItem) -> str | None:
@@ -395,7 +467,7 @@ class _Placer:
             if file.span(items[0].clause) is None:
                 return _MACRO_TEXT
             label = self.new_goal(item, "case item", item.kind)
-            self.wrap(file, items[0].clause, self.check(label, "1'b1"))
+            self.wrap(file, items[0].clause, self.check(label, "1'b1"), label)
             return None
         cands = file.ifs.get(if_line) or (file.elses.get(item.line) if wants_else else None)
         if cands:
@@ -407,7 +479,7 @@ class _Placer:
             if wants_else:
                 return self.place_else(file, item, cond_stmt)
             label = self.new_goal(item, "then branch", item.kind)
-            self.wrap(file, cond_stmt.statement, self.check(label, "1'b1"))
+            self.wrap(file, cond_stmt.statement, self.check(label, "1'b1"), label)
             return None
         stmts = file.statements.get(item.line)
         if not stmts:
@@ -415,40 +487,53 @@ class _Placer:
         if file.span(stmts[0]) is None:
             return _MACRO_TEXT
         label = self.new_goal(item, "block", item.kind)
-        self.wrap(file, stmts[0], self.check(label, "1'b1"))
+        self.wrap(file, stmts[0], self.check(label, "1'b1"), label)
         return None
 
     def place_else(self, file: _File, item: UncoveredItem, cond_stmt) -> str | None:
         label = self.new_goal(item, "else branch", item.kind)
         marker = self.check(label, "1'b1")
         if cond_stmt.elseClause is not None:
-            self.wrap(file, cond_stmt.elseClause.clause, marker)
+            self.wrap(file, cond_stmt.elseClause.clause, marker, label)
             return None
         if not marker:
             return None
         then = cond_stmt.statement
         self.wrap(file, then, "/* llm4cov */")  # a nested if must not take the new else
         start, end = file.span(cond_stmt) or (0, 0)
-        self.edits[file.name].append(_Edit(end, (0, -start, -1), f" else begin {marker} end"))
+        self.edits[file.name].append(_Edit(end, (0, -start, -1), f" else begin {marker} end",
+                                           label))
         return None
 
     def place_expr(self, file: _File, item: UncoveredItem) -> str | None:
+        """A term before the statement that evaluates it, else at module level: not
+        placed when it is no SystemVerilog expression or, at module level, names what
+        is declared only in a function, task or generate block around its line."""
         cond = branch_condition(item)
         if cond is None:
             return "expression term wording not understood"
-        label = self.new_goal(item, f"term {cond}", "expr")
+        term = read_term(cond)
+        if term.error:
+            return f"not placed: the term {cond} is not a SystemVerilog expression ({term.error})"
         stmts = [s for s in file.ifs.get(item.line) or file.statements.get(item.line) or []
                  if file.span(s) is not None]
         if stmts:
-            self.wrap(file, stmts[0], self.check(label, cond))
+            label = self.new_goal(item, f"term {cond}", "expr")
+            self.wrap(file, stmts[0], self.check(label, cond), label)
             return None
         module = self.module_for_line(file, item.line)
         if module is None:
             return f"line {item.line} is outside every module"
+        hidden = {n: where for n, where in file.local_names(item.line).items()
+                  if n in term.names}
+        if hidden:
+            return ("not placed: the term names "
+                    + ", ".join(f"{n} (declared in {w})" for n, w in sorted(hidden.items()))
+                    + ", not visible at module level where its goal would go")
+        label = self.new_goal(item, f"term {cond}", "expr")
         if self.emits(label):
             self.module_code[(file.name, module.sourceRange.start.offset)].append(
-                f"  always @* begin {self.check(label, cond)} end"
-            )
+                (label, f"  always @* begin {self.check(label, cond)} end"))
         return None
 
     def place_toggle(self, file: _File, item: UncoveredItem) -> str | None:
@@ -476,9 +561,9 @@ class _Placer:
                 else:
                     prev = f"{label}_prev"
                     cond = f"!{prev} && {ref}" if rise else f"{prev} && !{ref}"
-                    code.append(f"  reg {prev} = 1'b0;")
-                    code.append(f"  always @(posedge {clock}) {prev} <= {ref};")
-                code.append(f"  always @* begin {self.check(label, cond)} end")
+                    code.append((label, f"  reg {prev} = 1'b0;"))
+                    code.append((label, f"  always @(posedge {clock}) {prev} <= {ref};"))
+                code.append((label, f"  always @* begin {self.check(label, cond)} end"))
         return None
 
     @functools.cached_property
@@ -511,10 +596,12 @@ class _Placer:
             end_token = module.getLastToken()  # `endmodule` (or its label)
             if end_token.valueText != "endmodule":
                 end_token = module.endmodule
-            text = "\n  // llm4cov formal goals\n" + "\n".join(code) + "\n"
             at = file.start(end_token)
-            if at is not None:
-                self.edits[name].append(_Edit(at, (3, 0, 0), text))
+            if at is None:
+                continue
+            self.edits[name].append(_Edit(at, (3, 0, -1), "\n  // llm4cov formal goals\n"))
+            for n, (label, line) in enumerate(code):
+                self.edits[name].append(_Edit(at, (3, 0, n), line + "\n", label))
         out = []
         removed = {name: len(f.delays) for name, f in self.files.items() if f.delays}
         if removed:
@@ -543,11 +630,31 @@ class _Placer:
             data = _blank(self.files[source.name].data, delays)
             for at in flip:
                 data = data[:at] + b"posedge" + data[at + 7:]
-            for e in sorted(edits or [], key=lambda e: (e.offset, e.order), reverse=True):
-                data = data[: e.offset] + e.text.encode() + data[e.offset:]
+            data, spans = _inserted(data, edits or [])
+            if spans:
+                self.result.spans[source.name] = spans
             out.append(source.model_copy(update={
                 "content": data.decode("utf-8", errors="surrogateescape")}))
         return out
+
+
+def _inserted(data: bytes, edits: list[_Edit]) -> tuple[bytes, list[tuple[int, int, str]]]:
+    """``data`` with ``edits`` inserted (at one offset in ascending ``order``, the
+    later-made edit first among equals) and the byte spans of the labelled ones in the
+    result."""
+    out = bytearray()
+    spans = []
+    done = 0
+    ranked = sorted(enumerate(edits), key=lambda ie: (ie[1].offset, ie[1].order, -ie[0]))
+    for _, e in ranked:
+        out += data[done:e.offset]
+        done = e.offset
+        start = len(out)
+        out += e.text.encode()
+        if e.label:
+            spans.append((start, len(out), e.label))
+    out += data[done:]
+    return bytes(out), spans
 
 
 def _blank(data: bytes, spans: list[tuple[int, int]]) -> bytes:
@@ -566,7 +673,7 @@ def _blank(data: bytes, spans: list[tuple[int, int]]) -> bytes:
 def place_goals(
     files: list[SourceFile], items: list[UncoveredItem], mode: str = "cover",
     max_goals: int = 400, keep: set[str] | None = None, extra: dict[str, str] | None = None,
-    defines: dict[str, str] | None = None,
+    defines: dict[str, str] | None = None, reject: Mapping[str, str] | None = None,
 ) -> Placement:
     """Mark every item of ``items`` in copies of ``files`` (``mode`` ``cover`` or
     ``prove``), at most ``max_goals`` goals. Labels are numbered in item order, so the
@@ -578,16 +685,22 @@ def place_goals(
     case label comes from a macro. Delays (``#1``, ``<= #1``, ``assign #2``) are
     blanked out of the copies, with a note in :attr:`Placement.notes`: a BMC steps
     clock edges, so they do not change what it reaches. The inputs are not modified.
+    ``reject``: labels (of these items, from an earlier call) not to write, with the
+    reason; they go to :attr:`Placement.rejected`, and the other labels keep theirs.
 
     Raises:
         ValueError: ``mode`` is neither ``cover`` nor ``prove``.
     """
     if mode not in ("cover", "prove"):
         raise ValueError(f"mode must be cover or prove, got {mode!r}")
-    placer = _Placer(files, mode, max_goals, keep, extra or {}, defines)
+    placer = _Placer(files, mode, max_goals, keep, extra or {}, defines, reject)
     for item in items:
         reason = placer.place(item)
         if reason is not None:
             placer.result.unplaced.append((item, reason))
     placer.result.files = placer.finish()
-    return placer.result
+    result = placer.result
+    if reject:
+        result.rejected = [(g, reject[g.label]) for g in result.goals if g.label in reject]
+        result.goals = [g for g in result.goals if g.label not in reject]
+    return result
