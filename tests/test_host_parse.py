@@ -16,6 +16,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pyslang
 import pytest
 
 from conftest import EXAMPLES
@@ -105,6 +106,84 @@ def test_include_rule_refuses(text):
 ])
 def test_include_rule_keeps_ordinary_code(text):
     assert includes.problems({"tb.sv": text, "defs.vh": "`define X 1\n"}, ["."]) == []
+
+
+# Two macros copied from pulp-platform common_cells (include/common_cells/assertions.svh:
+# Copyright lowRISC contributors, Apache-2.0; include/common_cells/registers.svh: Copyright
+# 2018, 2021 ETH Zurich and University of Bologna, SHL-0.51), trimmed to the pasting lines.
+COMMON_CELLS_ASSERTIONS = (
+    "// Copyright lowRISC contributors.\n"
+    "// Licensed under the Apache License, Version 2.0, see LICENSE for details.\n"
+    "// SPDX-License-Identifier: Apache-2.0\n"
+    "`define ASSERT_KNOWN_IF(__name, __sig, __enable, __clk = `ASSERT_DEFAULT_CLK, "
+    "__rst = `ASSERT_DEFAULT_RST, __desc = \"\") \\\n"
+    "`ifdef INC_ASSERT \\\n"
+    "  `ASSERT_KNOWN(__name``KnownEnable, __enable, __clk, __rst, __desc) \\\n"
+    "  `ASSERT_IF(__name, !$isunknown(__sig), __enable, __clk, __rst, __desc) \\\n"
+    "`endif\n")
+COMMON_CELLS_REGISTERS = """// Copyright 2018, 2021 ETH Zurich and University of Bologna.
+// SPDX-License-Identifier: SHL-0.51
+`define FFSR(__q, __d, __reset_value, __clk, __reset_clk) \\
+  `ifndef NO_SYNOPSYS_FF                                  \\
+  /``* synopsys sync_set_reset `"__reset_clk`" *``/       \\
+  `endif                                                  \\
+  always_ff @(posedge (__clk)) begin                      \\
+    __q <= (__reset_clk) ? (__reset_value) : (__d);       \\
+  end
+"""
+
+
+@pytest.mark.parametrize("text", [COMMON_CELLS_ASSERTIONS, COMMON_CELLS_REGISTERS])
+def test_include_rule_keeps_common_cells_pasting(text):
+    """``__name``KnownEnable`` can build at most the macro call `` `xKnownEnable``, and
+    ``/``*`` ... ``*``/`` a comment: neither can build a directive."""
+    assert includes.problems({"cc.svh": text}, ["."]) == []
+
+
+@pytest.mark.parametrize(("text", "why"), [
+    ('`define M(y) y``de\n`M(`inclu) "defs.vh"\n',
+     "t.sv:1: token pasting (``) of the macro argument y onto de can complete the directive "
+     "`include (from an argument ending in `inclu), whose file cannot be checked (rename "
+     "the pasted text so that it ends no directive name)"),
+    ("`define M(y, x) y``KnownEnable``x\n",
+     "t.sv:1: token pasting (``) joins the macro arguments y and x: their text can form a "
+     "directive, such as an `include, whose file cannot be checked (paste an argument only "
+     "onto fixed text, or have the caller pass the whole name as one argument)"),
+    ("`define SC(kind) `systemc_``kind\n",
+     "t.sv:1: token pasting (``) joins `systemc_, which holds a backtick: the joined text "
+     "can form a directive, such as an `include, whose file cannot be checked"),
+    ("`define M(y) y``Known`E\n",
+     "t.sv:1: token pasting (``) joins `E, which holds a backtick: the joined text can form "
+     "a directive, such as an `include, whose file cannot be checked"),
+    ('`define M(x) \\a``x\n',
+     "t.sv:1: the escaped name \\a followed by `` in a `define body: pyslang splits it and "
+     "pastes the pieces, and an escaped name swallows a pasted argument's quote, exposing "
+     "its text as directives (write a space after the escaped name)"),
+])
+def test_include_rule_names_the_paste_hazard(text, why):
+    assert [str(p) for p in includes.problems({"t.sv": text}, ["."])] == [why]
+
+
+def test_include_rule_paste_verdicts_hold_in_pyslang(tmp_path: Path):
+    """The rule's verdicts against pyslang itself: each hostile call refused above makes
+    pyslang open a file no `include names (here a marker file beside the text), and the
+    common_cells macro, called with an argument that ends in a backtick, does not."""
+    (tmp_path / "marker.vh").write_text("`define MARKER 1\n")
+    bt = "`define BT() `\n"
+
+    def opens(text: str) -> bool:
+        sm = pyslang.SourceManager()
+        sm.setDisableLocalIncludes(True)
+        sm.addUserDirectories(str(tmp_path))
+        buf = sm.assignText(str(tmp_path / "t.sv"), text)
+        pyslang.syntax.SyntaxTree.fromBuffers([buf], sm, pyslang.Bag([]))
+        return any("marker" in str(sm.getFullPath(b)) for b in sm.getAllBuffers())
+
+    refused = '`define M(y) y``de\n`M(`inclu) "marker.vh"\n'
+    assert includes.problems({"t.sv": refused}, ["."]) and opens(refused)
+    kept = (bt + '`define KnownEnable "x"\n`define Q(n) n``KnownEnable\n'
+            "module m; string s = `Q(`BT()); endmodule\n")
+    assert includes.problems({"t.sv": kept}, ["."]) == [] and not opens(kept)
 
 
 def test_precheck_refuses_before_parsing(tmp_path: Path):

@@ -111,9 +111,9 @@ endmodule
         "tb.sv:3: $system is not allowed (runs a host shell command)",
         "tb.sv:4: `systemc_header (embedded C++) is not allowed",
         # pasting onto a directive (`systemc_``kind) could build an `include as well
-        "tb.sv:2: token pasting (``) onto a macro argument or a directive can build a "
-        "directive, such as an `include, whose file cannot be checked (checked in every "
-        "preprocessor branch)",
+        "tb.sv:2: token pasting (``) joins `systemc_, which holds a backtick: the joined "
+        "text can form a directive, such as an `include, whose file cannot be checked "
+        "(checked in every preprocessor branch)",
     ]
 
 

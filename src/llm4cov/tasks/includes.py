@@ -26,8 +26,10 @@ a macro such as ``VERILATOR`` or ``__slang__`` switches off is checked like any 
   resolves names in a private scratch dir pads it, so nothing does), and what is found
   is a regular file inside the repository, checked the same way;
 - no macro can build a directive, so the literal `` `include``s are all there is: no
-  token pasting (``````), and no `` `name`` in a `` `define`` body where ``name`` is
-  one of that macro's arguments (`` `define D(x) `x`` then `` `D(include) "/etc/x"``);
+  `` `name`` in a `` `define`` body where ``name`` is one of that macro's arguments
+  (`` `define D(x) `x`` then `` `D(include) "/etc/x"``), and token pasting (``````)
+  only where its result cannot start a directive (:func:`_paste_hazard`, the rule and
+  why it holds).
 - no `` `pragma protect`` envelope (pyslang skips its data block without lexing it,
   so what follows could be hidden from this check).
 
@@ -350,10 +352,15 @@ def _scan_version(text: str, name: str, version) -> tuple[list[Problem], list[_I
         ended, continued = _line_ends(token, continued, False)
         in_body = in_body and not ended
         kind, raw = token.kind, token.raw
-        if kind == _TK.MacroPaste and not _safe_paste(tokens, i, formals if in_body else set()):
-            found.append(Problem(name, line, "token pasting (``) onto a macro argument or a "
-                                 "directive can build a directive, such as an `include, "
-                                 "whose file cannot be checked"))
+        if kind == _TK.MacroPaste and (
+                why := _paste_hazard(tokens, i, formals if in_body else set())):
+            found.append(Problem(name, line, why))
+        elif in_body and kind == _TK.Identifier and raw.startswith("\\") and "``" in raw:
+            found.append(Problem(name, line, f"the escaped name {raw.split('``')[0]} "
+                                 "followed by `` in a `define body: pyslang splits it and "
+                                 "pastes the pieces, and an escaped name swallows a pasted "
+                                 "argument's quote, exposing its text as directives (write "
+                                 "a space after the escaped name)"))
         elif kind == _TK.Directive:
             if in_body and _bare(raw) in formals:
                 found.append(Problem(name, line, f"{raw} in a `define body uses the macro "
@@ -390,20 +397,98 @@ def _scan_version(text: str, name: str, version) -> tuple[list[Problem], list[_I
     return found, includes
 
 
-def _safe_paste(tokens: list[_Tok], i: int, formals: set[str]) -> bool:
-    """Whether the paste chain ``a``b``...`` through ``tokens[i]`` cannot start with a
-    backtick: its first token is literal text that starts with a letter, digit, ``_``,
-    ``$`` or ``\\`` and is no macro argument (``errors_``name`` is safe;
-    ``a``clude``, ```in``clude`` and a chain at the start of a body are not)."""
+#: The names pyslang reads as a compiler directive rather than a macro (slang's
+#: ``LexerFacts.cpp`` directive table, with the legacy ``protect`` envelope and the
+#: ``__FILE__``/``__LINE__`` intrinsics), and Verilator's own (``systemc_*``,
+#: ``verilog``, ``verilator_config``): what a paste must never complete.
+DIRECTIVE_NAMES = frozenset({
+    "begin_keywords", "celldefine", "default_nettype", "define", "else", "elsif",
+    "end_keywords", "endcelldefine", "endif", "ifdef", "ifndef", "include", "line",
+    "nounconnected_drive", "pragma", "resetall", "timescale", "unconnected_drive", "undef",
+    "undefineall", "default_decay_time", "default_trireg_strength",
+    "delay_mode_distributed", "delay_mode_path", "delay_mode_unit", "delay_mode_zero",
+    "protect", "endprotect", "protected", "endprotected", "__FILE__", "__LINE__",
+    "systemc_header", "systemc_header_post", "systemc_interface", "systemc_implementation",
+    "systemc_imp_header", "systemc_ctor", "systemc_dtor", "verilog", "verilator_config",
+    "coverage_block_off",
+})
+_NAME_CHARS = re.compile(r"[A-Za-z0-9_$]*")
+_MACRO_QUOTES = frozenset({_TK.MacroQuote, _TK.MacroTripleQuote, _TK.MacroEscapedQuote})
+_AFTER = (" (paste an argument only onto fixed text, or have the caller pass the whole "
+          "name as one argument)")
+
+
+def _paste_hazard(tokens: list[_Tok], i: int, formals: set[str]) -> str | None:
+    """Why the paste ``tokens[i]`` can build a directive, or None when it cannot.
+
+    What pyslang does (slang ``Preprocessor_macros.cpp``, ``MacroOpEvaluator``): after
+    the arguments are substituted, ``a``b`` re-lexes the raw text of the last token
+    before it joined to the first token after it, keeping every token the re-lex makes,
+    and goes on joining each following token written without space before it (the
+    *run*); ``/``*`` ... ``*``/`` (and ``/``/``) instead turns the tokens between into a
+    comment. A run can start a directive only through a backtick: one in the run's
+    text, or one in an argument's last token (`` `inclu`` and ``de``). So:
+
+    - a token of the run other than a macro argument must hold no backtick (no
+      directive, no lone `````, no string or name holding one);
+    - a run that starts with a macro argument (``__name``KnownEnable``, upstream
+      common_cells ``assertions.svh``) joins only that argument's last token, whatever
+      it is, to fixed text: the re-lex reads that token as before, extended at most by
+      the fixed text's leading name characters, so the one directive it can make is
+      `` `<name><those characters>`` (the fixed text cannot open a string or an
+      escaped name, it holds no backtick). That is a macro call, whose body this rule
+      checks like any other, unless a directive name ends with those characters
+      (``de``: `` `include``), which is refused; no other argument may join the run;
+    - a run that starts with fixed text may join arguments (``errors_``signal``) when
+      that text starts with a letter, digit, ``_`` or ``$`` (it cannot reach into the
+      argument: an escaped name would swallow a quote and expose a string's text);
+    - building a comment (``/``*`` ... ``*``/``) is fine: it only hides tokens of the
+      expansion from pyslang, tokens this scan reads in full in the raw text, and it
+      cannot hide text after the macro call (upstream common_cells ``registers.svh``).
+    """
     j = i - 1
     while j >= 1 and tokens[j - 1].kind == _TK.MacroPaste:
         j -= 2
-    if j < 0:
-        return False
+    if j < 0 or tokens[j].kind == _TK.MacroPaste:
+        return "token pasting (``) with nothing before it is not allowed"
     head = tokens[j]
-    return (head.kind != _TK.Directive and head.kind != _TK.MacroPaste
-            and re.match(r"[A-Za-z0-9_$\\]", head.raw) is not None
-            and _bare(head.raw) not in formals)
+    run: list[_Tok] = []
+    k, after_paste = j + 1, False
+    while k < len(tokens):
+        token = tokens[k]
+        if token.kind == _TK.MacroPaste:
+            after_paste = True
+        elif (token.trivia or token.kind in (_TK.LineContinuation, _TK.EndOfFile)
+              or (token.kind in _MACRO_QUOTES and not after_paste)):
+            break  # pyslang joins no token after space, nor a macro quote it applies
+        else:
+            run.append(token)
+            after_paste = False
+        k += 1
+    for token in (head, *run):
+        if "`" in token.raw and (token is head or _bare(token.raw) not in formals):
+            return (f"token pasting (``) joins {' '.join(token.raw.split())[:40]}, which "
+                    "holds a backtick: the joined text can form a directive, such as an "
+                    "`include, whose file cannot be checked")
+    if _bare(head.raw) in formals and head.kind == _TK.Identifier:
+        if others := [t.raw for t in run if _bare(t.raw) in formals]:
+            return (f"token pasting (``) joins the macro arguments {head.raw} and "
+                    f"{others[0]}: their text can form a directive, such as an `include, "
+                    "whose file cannot be checked" + _AFTER)
+        suffix = _NAME_CHARS.match("".join(t.raw for t in run))
+        tail = suffix.group(0) if suffix else ""
+        if tail and (hit := sorted(d for d in DIRECTIVE_NAMES if d.endswith(tail))):
+            return (f"token pasting (``) of the macro argument {head.raw} onto {tail} can "
+                    f"complete the directive `{hit[0]} (from an argument ending in "
+                    f"`{hit[0][:-len(tail)]}), whose file cannot be checked (rename the "
+                    "pasted text so that it ends no directive name)")
+        return None
+    if any(_bare(t.raw) in formals for t in run) and not re.match(r"[A-Za-z0-9_$]", head.raw):
+        return (f"token pasting (``) of a macro argument after {head.raw[:40]}: only a "
+                "name or number may come before a pasted argument (an escaped name swallows "
+                "the argument's quote and exposes its text as directives, such as an "
+                "`include, whose file cannot be checked)")
+    return None
 
 
 def _define_head(tokens: list[_Tok], i: int) -> tuple[int, set[str]]:
