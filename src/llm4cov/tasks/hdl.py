@@ -442,7 +442,9 @@ def compiled(files: Sequence[SourceFile], dirs: Sequence[str], predefines: Seque
     :func:`parse_design` and the bounded child (:mod:`llm4cov.sim.safety.ppguard`).
 
     Raises:
-        UnsafeIncludeError: a text breaks the include rule.
+        UnsafeIncludeError: a text breaks the include rule; :class:`OutsideFileError`
+            when the parse read a file outside the scratch dir all the same
+            (:func:`opened_outside`; the tree is dropped unread).
     """
     macros = dict(d.partition("=")[::2] for d in predefines)
     found, climb = includes.analyse({f.name: f.content for f in files}, dirs, macros)
@@ -471,7 +473,39 @@ def compiled(files: Sequence[SourceFile], dirs: Sequence[str], predefines: Seque
         buffers = [sm.assignText(str(root / f.name), f.content) for f in order]
         tree = (syntax.SyntaxTree.fromBuffers(buffers, sm, pyslang.Bag([pp, *options]))
                 if buffers else syntax.SyntaxTree.fromText("", "empty.sv"))
+        if outside := opened_outside(sm, tmp) + missing_outside(tree):
+            raise OutsideFileError(
+                f"an `include reached for {outside[0]}, outside the sources (its name was "
+                "built by macros the include rule cannot follow); refused")
     return Design(tree, str(root))
+
+
+class OutsideFileError(UnsafeIncludeError):
+    """The parse read a file outside the sources although the include rule passed (a
+    name macros built): the text is refused, the tree dropped."""
+
+
+def missing_outside(tree: syntax.SyntaxTree) -> list[str]:
+    """Absolute or climbing names of `` `include``s the parse tried and did not find:
+    the include rule refuses such names written out, so a macro built them (in the
+    bounded child's OS sandbox the host's files are not there to be found)."""
+    code = pyslang.Diags.CouldNotOpenIncludeFile
+    names = [str(d.args[0]) for d in tree.diagnostics if d.code == code and d.args]
+    return [n for n in names if os.path.isabs(n) or ".." in PurePosixPath(n).parts]
+
+
+def opened_outside(sm: pyslang.SourceManager, root: str) -> list[str]:
+    """The files ``sm`` read that lie outside the folder ``root`` (real paths compared;
+    virtual names, not absolute, are the texts given). The last line behind the include
+    rule: whatever a macro builds, a file read from elsewhere is seen."""
+    real_root = os.path.realpath(root)
+    out = []
+    for buffer in sm.getAllBuffers():
+        path = str(sm.getFullPath(buffer))
+        if os.path.isabs(path) and os.path.commonpath(
+                [real_root, os.path.realpath(path)]) != real_root:
+            out.append(path)
+    return sorted(set(out))
 
 
 #: True in a child that is bounded itself (the guards): nothing is checked again there.

@@ -71,6 +71,7 @@ def outside_files(spec: dict, root: Path) -> list[str]:
                 continue
             if path and os.path.commonpath([real_root, os.path.realpath(path)]) != real_root:
                 outside.append(path)
+        outside += hdl.missing_outside(tree)  # built by macros, not there in the sandbox
     rtl = [read(n) for n in spec["rtl"]]
     precheck.diagnose(rtl, tb, spec["top"], [root / d for d in spec["include_dirs"]],
                       spec["defines"], spec["compile_files"])
@@ -79,15 +80,27 @@ def outside_files(spec: dict, root: Path) -> list[str]:
 
 def rtl_bounds(items: list[dict]) -> list[str | None]:
     """Per RTL set (``{"files": [[name, text]], "dirs", "defines", "compile_files"}``):
-    None when every view of it ends within :data:`RTL_LIMITS` in the child, else why
+    None when every view of it ends within :data:`RTL_LIMITS` in the child and reads
+    no file outside its sources (:func:`llm4cov.tasks.hdl.opened_outside`), else why
     not."""
     with Batch(__name__, RTL_LIMITS) as batch:
         for item in items:
             batch.add(item)
-        return [None if result == "ok" else
-                f"preprocessing exceeded limits (the pyslang parse went past "
-                f"{RTL_LIMITS.cpu_s} s CPU or {RTL_LIMITS.memory_bytes >> 20} MiB)"
-                for result in batch.results()]
+        return [_why(result) for result in batch.results()]
+
+
+_REFUSED = "refused: "
+
+
+def _why(result: object) -> str | None:
+    """A child's result as :func:`rtl_bounds` says it: None for ``ok``, a refusal as
+    the child wrote it, anything else (killed, no answer) as the bounds passed."""
+    if result == "ok":
+        return None
+    if isinstance(result, str) and result.startswith(_REFUSED):
+        return result.removeprefix(_REFUSED)
+    return (f"preprocessing exceeded limits (the pyslang parse went past "
+            f"{RTL_LIMITS.cpu_s} s CPU or {RTL_LIMITS.memory_bytes >> 20} MiB)")
 
 
 def _rtl_views(item: dict) -> str:
@@ -101,8 +114,12 @@ def _rtl_views(item: dict) -> str:
     for version, predefines in ((None, own),
                                 (pyslang.LanguageVersion.v1800_2023,
                                  [*precheck.VERILATOR_DEFINES, *own])):
-        with contextlib.suppress(ValueError):
+        try:
             hdl.compiled(files, item["dirs"], predefines, item["compile_files"], version)
+        except hdl.OutsideFileError as exc:  # the parent never parses it in its process
+            return _REFUSED + str(exc)
+        except ValueError:
+            pass
     return "ok"
 
 
