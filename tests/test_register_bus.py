@@ -8,6 +8,7 @@ import re
 import pytest
 
 from llm4cov.policies import get_policy
+from llm4cov.policies.bus_testbench import iterations_for
 from llm4cov.policies.random_stimulus import random_testbench, register_bus_plan
 from llm4cov.policies.register_bus import Register, detect_bus
 from llm4cov.policies.stimulus_plan import Stimulus
@@ -128,6 +129,18 @@ def test_rounds_escalate_and_flat_style_is_selectable():
     flat = random_testbench(task, seed=0, bus=False)
     assert "tb_write" not in flat and "$urandom" in flat
     assert get_policy("random-flat").name == "random-flat"
+
+
+@pytest.mark.parametrize(("length", "rounds", "poll"), [
+    (200, 4, 450), (1000, 20, 2050), (5000, 20, 2050), (20000, 20, 2050)])
+def test_past_a_thousand_cycles_only_the_wait_grows(length, rounds, poll):
+    """Rounds ``ceil(min(length, 1000) / 50)``, poll bound ``50 + 2 min(length, 1000)``
+    reads, so 20000 cycles no longer ran 400 rounds of polls up to 40,050 reads (past the
+    simulator's limit on every register-bus core); the blind wait, ``16 + length / 4``
+    cycles, still grows (5016 at 20000)."""
+    tb = random_testbench(_task(), seed=0, length=length)
+    assert f"it < {rounds};" in tb and f"k < {poll};" in tb
+    assert iterations_for(_task(), length) == rounds
 
 
 def test_a_ram_port_keeps_the_random_style():
