@@ -332,3 +332,21 @@ def test_protocol_buses_reach_every_line(evaluator, rtl, name, kind):
     assert obs.status.value == "success", obs.log
     line = obs.coverage.metrics["line"]
     assert line.covered == line.total > 0, obs.uncovered
+
+
+@pytest.mark.requires_verilator
+def test_axil_random_transactions_use_partial_strobes_and_hold_the_responses(evaluator):
+    """The random transactions draw the write strobe and a 0-3 cycle lag of the response
+    readies (the register sweep keeps all ones and no lag): the slave must hold
+    ``bvalid``/``rvalid`` (the ``valid && ready`` terms false with ready low) and every
+    input toggles both ways. Left: ``s_axi_bresp``, tied to 0 (2 bits x 2 directions).
+    Before, the strobes and readies stayed high (97.34 %, 6 items left)."""
+    task = _task(AXIL_SLAVE, "axilreg")
+    tb = random_testbench(task, seed=0)
+    sweep, rand = tb.split("repeat (8) begin")[0], tb.split("repeat (8) begin")[1]
+    assert "tb_lag = $urandom_range(3);" in rand and "tb_lag = $urandom_range" not in sweep
+    obs = evaluator.evaluate(task, tb)
+    expr, toggle = obs.coverage.metrics["expr"], obs.coverage.metrics["toggle"]
+    assert expr.covered == expr.total
+    assert toggle.total - toggle.covered == 4
+    assert [u.typed.signal for u in obs.uncovered] == ["s_axi_bresp"]

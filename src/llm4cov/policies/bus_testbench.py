@@ -67,6 +67,23 @@ class _Writer:
         parts += [self._set(r, "'0") for r in ("pprot", "awprot", "arprot")]
         return [p for p in parts if p]
 
+    def _lag(self, role: str, after: bool) -> list[str]:
+        """AXI4-Lite response back-pressure: with a lag n > 0 (:data:`LAG`, drawn in the
+        random transactions) the ``role`` ready is low from the request on
+        (``after=False``) and raised n cycles after the request's handshakes
+        (``after=True``); with 0 it stays high, as in the register sweep."""
+        p = self.r.get(role)
+        if p is None:
+            return []
+        if not after:
+            return [f"if ({LAG} != 0) {p.name} = 1'b0;"]
+        return [f"if ({LAG} != 0) begin repeat ({LAG}) {self.pos} {p.name} = 1'b1; end"]
+
+    def _accepted(self) -> list[str]:
+        """After a lagged response: the clock edge that accepts it, before the next
+        request may lower the ready again."""
+        return [f"if ({LAG} != 0) {self.pos}"]
+
     def _wait(self, cond: str) -> str:
         return (f"for (int k = 0; k < {HANDSHAKE} && !({cond}); k++) {self.pos}")
 
@@ -108,25 +125,46 @@ class _Writer:
             aws, ws = r["awvalid"].name, r["wvalid"].name
             write = ["logic ta, tw;",
                      f"{addr} = a; {wdata} {aws} = 1'b1; {ws} = 1'b1; "
-                     f"{self._set('bready', chr(39) + '1')}",
+                     f"{self._set('bready', chr(39) + '1')} {self._set('wstrb', STROBE)}",
+                     *self._lag("bready", after=False),
                      f"for (int k = 0; k < {HANDSHAKE} && ({aws} || {ws}); k++) begin",
                      f"  {self.pos} ta = {aw_ok}; tw = {w_ok};",
                      f"  {self.neg} if (ta) {aws} = 1'b0; if (tw) {ws} = 1'b0;",
-                     "end", f"{aws} = 1'b0; {ws} = 1'b0;",
-                     self._wait(bvalid), self.neg]
+                     "end", f"{aws} = 1'b0; {ws} = 1'b0;", *self._lag("bready", after=True),
+                     self._wait(bvalid), *self._accepted(), self.neg]
             read = ["logic tr;", f"{ar} = a; {r['arvalid'].name} = 1'b1; "
-                    f"{r['rready'].name} = 1'b1;",
+                    f"{r['rready'].name} = 1'b1;", *self._lag("rready", after=False),
                     f"for (int k = 0; k < {HANDSHAKE}; k++) begin",
                     f"  {self.pos} tr = {ar_ok};", f"  {self.neg} if (tr) break;", "end",
-                    f"{r['arvalid'].name} = 1'b0;",
+                    f"{r['arvalid'].name} = 1'b0;", *self._lag("rready", after=True),
                     f"for (int k = 0; k < {HANDSHAKE} && !{r['rvalid'].name}; k++) {self.pos}",
-                    sample, self.neg]
+                    sample, *self._accepted(), self.neg]
         lines = [f"  task automatic tb_write({a_decl}, {d_decl});"]
         lines += [f"    {s}" for s in write if s.strip()]
         lines += ["  endtask", f"  task automatic tb_read({a_decl}, {q_decl});"]
         lines += [f"    {s}" for s in read if s.strip()]
         lines.append("  endtask")
         return lines
+
+
+#: The testbench's AXI4-Lite write strobe and response lag (cycles a response's ready
+#: is held low): all ones and 0 in the register sweep, random in the random
+#: transactions (partial writes, a slave that must hold its response).
+STROBE = "tb_strb"
+LAG = "tb_lag"
+
+
+def _random_knobs(bus: Bus, before: bool) -> list[str]:
+    """Statements that draw (``before`` a random transaction) or restore (after the
+    random transactions) the AXI4-Lite write strobe, response lag and protection bits;
+    none for other buses."""
+    if bus.kind != "axil":
+        return []
+    if not before:
+        return [f"      {LAG} = 0;", f"      {STROBE} = '1;"]
+    r = bus.roles
+    return [f"        {LAG} = $urandom_range(3);", f"        {STROBE} = $urandom;",
+            *(f"        {r[x].name} = $urandom;" for x in ("awprot", "arprot") if x in r)]
 
 
 def _hex(width: int, value: int) -> str:
@@ -224,6 +262,9 @@ def bus_testbench(task: Task, s: Stimulus, bus: Bus, amap: AddressMap, seed: int
     lines.append(f"  logic [{dw - 1}:0] tb_d;")
     lines.append(f"  logic [{rw - 1}:0] tb_q;")
     lines.append(f"  logic [{aw - 1}:0] tb_a;")
+    if bus.kind == "axil":
+        sw = bus.roles["wstrb"].width if "wstrb" in bus.roles else 1
+        lines += [f"  logic [{sw - 1}:0] {STROBE} = '1;", f"  int {LAG} = 0;"]
     lines += w.tasks(aw, dw, rw)
     status = amap.role("status")
     lines.append("  task automatic tb_wait();")
@@ -263,10 +304,11 @@ def bus_testbench(task: Task, s: Stimulus, bus: Bus, amap: AddressMap, seed: int
     body += [f"      for (int j = 0; j < {len(regs)}; j++) tb_read(tb_addr[j], tb_q);",
              f"      repeat ({max(8, len(regs))}) begin",
              f"        tb_a = $urandom_range(1) == 1 ? tb_addr[$urandom_range({len(regs) - 1})] "
-             f": {adraw};",
+             f": {adraw};", *_random_knobs(bus, before=True),
              f"        if ($urandom_range(1) == 1) tb_write(tb_a, {draw}); "
              f"else tb_read(tb_a, tb_q);",
-             "      end", "    end", f"    {done} = 1'b1;", f"    repeat (2) {neg}",
+             "      end", *_random_knobs(bus, before=False), "    end",
+             f"    {done} = 1'b1;", f"    repeat (2) {neg}",
              "    $finish;"]
     lines += ["  initial begin", *body, "  end", "endmodule", ""]
     return "\n".join(lines)
