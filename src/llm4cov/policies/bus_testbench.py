@@ -15,13 +15,13 @@ two), which also frees a core that a random command left waiting forever. Stream
 bus-master ports of the DUT get their protocol agents (:mod:`llm4cov.policies.agents`),
 started after the reset release; the inputs neither the bus nor an agent uses are driven
 as the random style drives them (per clock domain, in parallel, until the transactions
-end). Iterations: ``ceil(min(length, ROUNDS_LENGTH) / 50)`` (at least 2) times one
-more per 1,500 RTL lines; the settle wait is ``16 + length / 4`` cycles, the poll bound
-``50 + 2 * min(length, ROUNDS_LENGTH)`` reads (``length`` doubles with each agent
-round). Past :data:`ROUNDS_LENGTH` a longer ``length`` lengthens the blind waits only,
-so the cycles grow with ``length``, not with its square (``close``'s 20000-cycle rung
-ran past the simulator's time limit on every register-bus core: 400 rounds of
-5,016-cycle waits).
+end). Iterations: ``ceil(length / 50)`` (at least 2) times one more per 1,500 RTL
+lines; the settle wait is ``16 + min(length, WAIT_LENGTH) / 4`` cycles, the poll bound
+``50 + 2 * min(length, WAIT_LENGTH)`` reads (``length`` doubles with each agent round).
+Past :data:`WAIT_LENGTH` a longer ``length`` adds rounds only, so the cycles grow with
+``length``, not with its square (``close``'s 20000-cycle rung ran past the simulator's
+time limit on every register-bus core: 400 rounds of 5,016-cycle waits; measured,
+rounds that grow beat waits that grow: simple_spi 97.87 against 96.98 % merged).
 """
 
 from __future__ import annotations
@@ -207,15 +207,15 @@ def _bus_clock(s: Stimulus, bus: Bus) -> Domain:
     return s.domains[0]
 
 
-#: The stimulus length past which rounds and the poll bound stop growing.
-ROUNDS_LENGTH = 1000
+#: The stimulus length past which the settle wait and the poll bound stop growing.
+WAIT_LENGTH = 1000
 
 
 def iterations_for(task: Task, length: int) -> int:
-    """Rounds of transactions for ``length`` stimulus cycles (200 -> 4, 1000 and more
-    -> 20) and the core's size (one more multiple per 1,500 RTL lines)."""
+    """Rounds of transactions for ``length`` stimulus cycles (200 -> 4) and the core's
+    size (one more multiple per 1,500 RTL lines)."""
     lines = sum(f.content.count("\n") for f in task.rtl_files)
-    return max(2, -(-min(length, ROUNDS_LENGTH) // 50)) * (1 + lines // 1500)
+    return max(2, -(-length // 50)) * (1 + lines // 1500)
 
 
 def usable(bus: Bus | None, amap: AddressMap | None) -> bool:
@@ -244,8 +244,8 @@ def bus_testbench(task: Task, s: Stimulus, bus: Bus, amap: AddressMap, seed: int
     dw = bus.roles["wdata"].width if "wdata" in bus.roles else 32
     rw = bus.roles["rdata"].width if "rdata" in bus.roles else dw
     iters = iterations_for(task, length)
-    settle = 16 + length // 4
-    poll = 50 + min(length, ROUNDS_LENGTH) * 2
+    settle = 16 + min(length, WAIT_LENGTH) // 4
+    poll = 50 + min(length, WAIT_LENGTH) * 2
     regs = amap.registers or [Register(0)]
     writes = [r for r in regs if r.role != "control"] or regs
     done = "tb_done"
