@@ -227,3 +227,15 @@ def test_testbench_copies_past_the_per_instance_bound_are_rejected_after_the_run
     obs = evaluator.evaluate(TASK, HEAD + body + TAIL)
     assert obs.status is Status.REJECTED and obs.coverage is None
     assert "tb.* (hard)" in obs.log and "per-instance coverage skipped" in obs.notes[0]
+
+
+@pytest.mark.requires_verilator
+def test_a_config_block_that_rebinds_a_dut_instance_is_refused():
+    """IEEE 1800 33.4: ``instance tb.dut.u_hard use easy`` would make the DUT's
+    submodule the testbench's own module (its points then leave the DUT's count); the
+    pinned Verilator ignores it, the check does not rely on that."""
+    config = "config cfg;\n  design tb;\n  instance tb.dut.u_hard use easy;\nendconfig\n"
+    got = inspect_testbench(HEAD + TAIL + config, "tb.sv", TASK,
+                            preprocessor=default_preprocessor(TASK)).reasons
+    assert got == ["tb.sv:7: `config` is not allowed (it chooses which module an instance "
+                   "of the design is)"]

@@ -26,7 +26,8 @@ sandbox (:mod:`llm4cov.sim.safety.isolation`) is the real guarantee. Rejected
   into logs and coverage records;
 - in the testbench's part only (:func:`_tb_only`): an escaped name holding ``.`` or
   ``*`` (read as an instance path in coverage records), the evaluator's per-instance
-  parameter name, a ``lint_off`` of every warning or of an error on writes;
+  parameter name, a ``lint_off`` of every warning or of an error on writes, a
+  ``config`` block or `` `uselib`` (they choose which module an instance is);
 - text that expands past the limits (:class:`CheckLimits`, "preprocessing exceeded
   limits"): a macro bomb is cut by Verilator's own per-line token limit or by the
   limits on the child processes, within a second (0.3 s for a 643-byte doubling bomb).
@@ -477,9 +478,16 @@ def _tb_only(part: str, where) -> list[str]:
     an escaped identifier holding ``.`` or ``*`` (coverage records name an instance by
     its dotted path, ``*`` marking merged instances: a testbench instance named
     ``\\dut.x`` reads as one inside the DUT), and a meta-comment that waives one of
-    Verilator's errors on writes (:data:`WAIVER_REFUSED`, or every warning)."""
+    Verilator's errors on writes (:data:`WAIVER_REFUSED`, or every warning), and a
+    ``config`` block or `` `uselib`` (IEEE 1800 33: they bind an instance of the
+    design to another module, e.g. the DUT's submodule to the testbench's own; the
+    pinned Verilator ignores them, a later one need not)."""
     reasons = []
     for tok in vlex.tokens(part):
+        if (tok.kind, tok.text) in (("id", "config"), ("dir", "`uselib")):
+            reasons.append(f"{where(tok.offset)}: `{tok.text.lstrip('`')}` is not allowed (it "
+                           "chooses which module an instance of the design is)")
+            continue
         if tok.kind != "id":
             continue
         name = tok.text.removeprefix("\\")
