@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 
+from llm4cov.sim.analysis.structure import plan_testbench
 from llm4cov.sim.model.coverage import DesignModules, Point, merged_outside
 from llm4cov.sim.model.observation import Status
 from llm4cov.sim.safety import isolation
@@ -239,3 +240,24 @@ def test_a_config_block_that_rebinds_a_dut_instance_is_refused():
                             preprocessor=default_preprocessor(TASK)).reasons
     assert got == ["tb.sv:7: `config` is not allowed (it chooses which module an instance "
                    "of the design is)"]
+
+
+def test_a_testbench_that_declares_an_rtl_module_again_is_found():
+    """Verilator compiled the testbench's trivial ``hard`` in place of the DUT's
+    submodule (7 line points became 1: 75 % for a stimulus worth 42 %)."""
+    trivial = ("module hard(input logic clk, input logic [7:0] a, output logic s);\n"
+               "  assign s = 1'b0;\nendmodule\n")
+    tb = SourceFile(name="tb.sv", content=trivial + HEAD + TAIL)
+    assert plan_testbench(TASK.rtl_files, tb, "hdut", "dut").redeclared == ("hard",)
+    honest = SourceFile(name="tb.sv", content=HEAD + TAIL)
+    assert plan_testbench(TASK.rtl_files, honest, "hdut", "dut").redeclared == ()
+
+
+@pytest.mark.requires_verilator
+@pytest.mark.skipif(not isolation.available(), reason="bubblewrap cannot run here")
+def test_the_evaluator_rejects_a_redeclared_rtl_module(evaluator):
+    trivial = ("module hard(input logic clk, input logic [7:0] a, output logic s);\n"
+               "  assign s = 1'b0;\nendmodule\n")
+    obs = evaluator.evaluate(TASK, trivial + HEAD + TAIL)
+    assert obs.status is Status.REJECTED and obs.coverage is None
+    assert "tb.sv: the testbench declares `hard` again, a module of the RTL" in obs.log

@@ -50,7 +50,8 @@ class TestbenchPlan:
     ``helpers``: modules the testbench declares and instantiates below its top;
     ``bound``: testbench modules bound (``bind``) into an RTL module. None of them
     ever counts as DUT coverage; the observation says so. ``modules``: which module
-    names are RTL (only those count, :class:`DesignModules`); None when unknown."""
+    names are RTL (only those count, :class:`DesignModules`); None when unknown.
+    ``redeclared``: RTL module names the testbench declares again (rejected)."""
 
     tb_top: str
     dut_hier: str
@@ -58,6 +59,7 @@ class TestbenchPlan:
     helpers: tuple[str, ...] = ()
     bound: tuple[str, ...] = ()
     modules: DesignModules | None = None
+    redeclared: tuple[str, ...] = ()
 
     def notes(self, dut_module: str) -> list[str]:
         """Notes for the observation about extra DUT copies and testbench modules."""
@@ -100,7 +102,7 @@ def plan_testbench(
             :data:`~llm4cov.tasks.hdl.MAX_INSTANCE_PATHS` times.
     """
     try:
-        rtl_decls, tb_decls, tb_text = _declarations(rtl_files, tb, view)
+        rtl_decls, tb_decls, tb_text, redeclared = _declarations(rtl_files, tb, view)
     except ParseLimitError as exc:
         raise StructureError(str(exc)) from exc
     if not tb_decls:
@@ -130,7 +132,8 @@ def plan_testbench(
     modules = DesignModules(frozenset(rtl_names), frozenset(tb_names),
                             _subtree(rtl_decls, dut_module))
     if dut_instance is None:
-        return TestbenchPlan(top, paths[0], tuple(paths[1:]), helpers, bound, modules)
+        return TestbenchPlan(top, paths[0], tuple(paths[1:]), helpers, bound, modules,
+                             redeclared)
     named = [p for p in paths if p.rsplit(".", 1)[-1] == dut_instance]
     if not named:
         found = ", ".join(p.rsplit(".", 1)[-1] for p in paths)
@@ -140,7 +143,7 @@ def plan_testbench(
         )
     dut = min(named, key=lambda p: p.count("."))
     return TestbenchPlan(top, dut, tuple(p for p in paths if p != dut), helpers, bound,
-                         modules)
+                         modules, redeclared)
 
 
 def _subtree(rtl_decls: list[ModuleDecl], module: str) -> frozenset[str]:
@@ -158,16 +161,20 @@ def _subtree(rtl_decls: list[ModuleDecl], module: str) -> frozenset[str]:
 
 def _declarations(
     rtl_files: list[SourceFile], tb: SourceFile, view: Preprocessed | None
-) -> tuple[list[ModuleDecl], list[ModuleDecl], str]:
-    """``(RTL modules, testbench modules, testbench text)``: from Verilator's ``view``
-    when given, else from the raw texts. The testbench's modules are those its part of
-    the view declares that the RTL part does not (Verilator keeps the first
-    declaration), and every one its own text declares (not an RTL file it includes);
-    the RTL's are the rest of the RTL part's."""
+) -> tuple[list[ModuleDecl], list[ModuleDecl], str, tuple[str, ...]]:
+    """``(RTL modules, testbench modules, testbench text, redeclared)``: from
+    Verilator's ``view`` when given, else from the raw texts. The testbench's modules
+    are those its part of the view declares that the RTL part does not, and every one
+    its own text declares (not an RTL file it includes); the RTL's are the rest of the
+    RTL part's. ``redeclared``: the RTL's module names the testbench's own text declares
+    again (which of the two Verilator compiles is not the RTL's choice: measured, a
+    testbench's trivial ``hard`` replaced the DUT's submodule, 7 line points to 1)."""
     if view is None:
         tb_decls = text_decls(tb.content, tb.name)  # untrusted: never its includes
         own = {d.name for d in tb_decls}
-        return [d for d in module_decls(rtl_files) if d.name not in own], tb_decls, tb.content
+        rtl = module_decls(rtl_files)
+        again = tuple(sorted(own & {d.name for d in rtl}))
+        return [d for d in rtl if d.name not in own], tb_decls, tb.content, again
     rtl_part = Design(parse_tree(view.rtl_part(), "llm4cov_rtl.sv"), VIRTUAL_ROOT).decls()
     tb_part = Design(parse_tree(view.tb_part(), tb.name), VIRTUAL_ROOT).decls()
     in_rtl = {d.name for d in rtl_part}
@@ -175,7 +182,8 @@ def _declarations(
     own = {d.name for d in tb_part
            if d.name not in in_rtl or d.file not in rtl_files_named}
     tb_decls = [d for d in tb_part if d.name in own]
-    return [d for d in rtl_part if d.name not in own], tb_decls, view.tb_part()
+    again = tuple(sorted(own & in_rtl))
+    return [d for d in rtl_part if d.name not in own], tb_decls, view.tb_part(), again
 
 
 def _bound_modules(tb: SourceFile) -> tuple[str, ...]:
