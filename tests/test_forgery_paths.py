@@ -251,6 +251,12 @@ def test_a_testbench_that_declares_an_rtl_module_again_is_found():
     assert plan_testbench(TASK.rtl_files, tb, "hdut", "dut").redeclared == ("hard",)
     honest = SourceFile(name="tb.sv", content=HEAD + TAIL)
     assert plan_testbench(TASK.rtl_files, honest, "hdut", "dut").redeclared == ()
+    # a package the RTL declares (its parameters choose the DUT's generate branches)
+    rtl = [SourceFile(name="p.sv", content="package cfg_pkg;\n  localparam int MODE = 1;\n"
+                                          "endpackage\n"), *TASK.rtl_files]
+    again = SourceFile(name="tb.sv", content="package cfg_pkg;\n  localparam int MODE = 0;\n"
+                                             "endpackage\n" + HEAD + TAIL)
+    assert plan_testbench(rtl, again, "hdut", "dut").redeclared == ("cfg_pkg",)
 
 
 @pytest.mark.requires_verilator
@@ -260,4 +266,4 @@ def test_the_evaluator_rejects_a_redeclared_rtl_module(evaluator):
                "  assign s = 1'b0;\nendmodule\n")
     obs = evaluator.evaluate(TASK, trivial + HEAD + TAIL)
     assert obs.status is Status.REJECTED and obs.coverage is None
-    assert "tb.sv: the testbench declares `hard` again, a module of the RTL" in obs.log
+    assert "tb.sv: the testbench declares `hard` again, a module or package of the RTL" in obs.log

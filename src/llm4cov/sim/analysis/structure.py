@@ -13,6 +13,7 @@ never count.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -166,14 +167,17 @@ def _declarations(
     Verilator's ``view`` when given, else from the raw texts. The testbench's modules
     are those its part of the view declares that the RTL part does not, and every one
     its own text declares (not an RTL file it includes); the RTL's are the rest of the
-    RTL part's. ``redeclared``: the RTL's module names the testbench's own text declares
-    again (which of the two Verilator compiles is not the RTL's choice: measured, a
-    testbench's trivial ``hard`` replaced the DUT's submodule, 7 line points to 1)."""
+    RTL part's. ``redeclared``: the RTL's module and package names the testbench's own
+    text declares again (which of the two Verilator compiles is not the RTL's choice:
+    measured, a testbench's trivial ``hard`` replaced the DUT's submodule, 7 line points
+    to 1; a package could change the DUT's parameters)."""
+    rtl_packages = frozenset().union(*(_packages(f.content, f.name) for f in rtl_files))
+    packages = _packages(tb.content, tb.name) & rtl_packages
     if view is None:
         tb_decls = text_decls(tb.content, tb.name)  # untrusted: never its includes
         own = {d.name for d in tb_decls}
         rtl = module_decls(rtl_files)
-        again = tuple(sorted(own & {d.name for d in rtl}))
+        again = tuple(sorted(own & {d.name for d in rtl} | packages))
         return [d for d in rtl if d.name not in own], tb_decls, tb.content, again
     rtl_part = Design(parse_tree(view.rtl_part(), "llm4cov_rtl.sv"), VIRTUAL_ROOT).decls()
     tb_part = Design(parse_tree(view.tb_part(), tb.name), VIRTUAL_ROOT).decls()
@@ -182,8 +186,24 @@ def _declarations(
     own = {d.name for d in tb_part
            if d.name not in in_rtl or d.file not in rtl_files_named}
     tb_decls = [d for d in tb_part if d.name in own]
-    again = tuple(sorted(own & in_rtl))
+    again = tuple(sorted(own & in_rtl | packages))
     return [d for d in rtl_part if d.name not in own], tb_decls, view.tb_part(), again
+
+
+@functools.lru_cache(maxsize=256)
+def _packages(text: str, name: str) -> frozenset[str]:
+    """The packages one text declares itself (parsed alone, no include opened;
+    remembered: a design's files are read again on every call)."""
+    found: set[str] = set()
+
+    def visit(node: object) -> bool:
+        if isinstance(node, syntax.ModuleDeclarationSyntax) and \
+                node.kind == syntax.SyntaxKind.PackageDeclaration:
+            found.add(node.header.name.valueText)
+        return True
+
+    parse_tree(text, name).root.visit(visit)
+    return frozenset(found)
 
 
 def _bound_modules(tb: SourceFile) -> tuple[str, ...]:
