@@ -338,8 +338,9 @@ class Evaluator:
         if not self.config.stimulus_only:
             return []
         if plan.redeclared:
-            return [f"{tb.name}: the testbench declares `{m}` again, a module or package of "
-                    "the RTL (the compiled design could be the testbench's, not the RTL's)"
+            return [f"{tb.name}: the testbench declares `{m}`, a name of the RTL's (a module, "
+                    "a package, or Verilator's name for a copy of a module): the compiled "
+                    "design could be the testbench's, not the RTL's"
                     for m in plan.redeclared]
         tb_text, rtl_text = (view.tb_part(), view.rtl_part()) if view else (
             tb.content, "\n".join(f.content for f in task.rtl_files))

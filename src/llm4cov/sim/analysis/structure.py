@@ -177,7 +177,7 @@ def _declarations(
         tb_decls = text_decls(tb.content, tb.name)  # untrusted: never its includes
         own = {d.name for d in tb_decls}
         rtl = module_decls(rtl_files)
-        again = tuple(sorted(own & {d.name for d in rtl} | packages))
+        again = _again(own, {d.name for d in rtl}, packages)
         return [d for d in rtl if d.name not in own], tb_decls, tb.content, again
     rtl_part = Design(parse_tree(view.rtl_part(), "llm4cov_rtl.sv"), VIRTUAL_ROOT).decls()
     tb_part = Design(parse_tree(view.tb_part(), tb.name), VIRTUAL_ROOT).decls()
@@ -186,8 +186,17 @@ def _declarations(
     own = {d.name for d in tb_part
            if d.name not in in_rtl or d.file not in rtl_files_named}
     tb_decls = [d for d in tb_part if d.name in own]
-    again = tuple(sorted(own & in_rtl | packages))
+    again = _again(own, in_rtl, packages)
     return [d for d in rtl_part if d.name not in own], tb_decls, view.tb_part(), again
+
+
+def _again(own: set[str], rtl: set[str], packages: frozenset[str]) -> tuple[str, ...]:
+    """The testbench's names (``own``) that are an RTL module's, or the name Verilator
+    gives a parameter-specialized copy of one (``<module>__<suffix>``: the coverage
+    model would read the copy's points as the testbench's), and the RTL ``packages``
+    it declares again."""
+    copies = {n for n in own if any(n.startswith(r + "__") for r in rtl)}
+    return tuple(sorted(own & rtl | copies | packages))
 
 
 @functools.lru_cache(maxsize=256)

@@ -103,13 +103,14 @@ class Hierarchy:
         testbench's declarations and tree."""
         tb = list(tb_decls)
         rtl_names = frozenset(rtl_modules) - {d.name for d in tb}
+        units = _units(tb_tree)  # modules, interfaces, programs: their instances
         rtl = rtl or RtlDeclarations({}, {})
         sigs = signatures([tb_tree])
         for name, more in rtl.subroutines.items():
             sigs.setdefault(name, []).extend(more)
-        made = cls(rtl_names, {d.name: {name: mtype for mtype, name in d.instances}
-                               for d in tb},
-                   _port_directions(tb_tree, {d.name for d in tb}),
+        made = cls(rtl_names, {**units, **{d.name: {name: mtype for mtype, name in d.instances}
+                                           for d in tb}},
+                   _port_directions(tb_tree, {d.name for d in tb} | set(units)),
                    _driven_by_rtl(tb_tree, {m: p for m, p in rtl.ports.items()
                                             if m in rtl_names}), sigs)
         models = {t for m, kids in rtl.instances.items() if m in rtl_names for t in kids
@@ -140,6 +141,15 @@ class Hierarchy:
         inside = self.inside if inside is None else inside
         within = self.rtl_modules | inside
         return bool(target) and (target[0] in within or bool(self.reaches(target) & within))
+
+    def foreign(self, path: list[str], module: str | None) -> bool:
+        """Whether the hierarchical name ``path``, used in the testbench unit
+        ``module``, may name the DUT's own signal: ``module`` lies in the DUT and the
+        name does not start at one of its own instances (upward resolution, IEEE 1800
+        23.8, finds the DUT's instances and names from there: ``u_hard.a`` in a bound
+        checker is ``tb.dut.u_hard.a``)."""
+        return (module in self.inside and len(path) > 1
+                and path[0] not in self.instances.get(module or "", {}))
 
     def inputs(self, module: str | None) -> frozenset[str]:
         """The input ports of the testbench module ``module``."""
@@ -201,11 +211,17 @@ def dut_writes(tb_tree: syntax.SyntaxTree, hierarchy: Hierarchy) -> list[str]:
         found.append((loc.offset, f"{name}:{sm.getLineNumber(loc)}: {what}"))
 
     def written(node: Any, target: Any, what: str, procedural: bool = True) -> None:
-        for path in _lvalue_paths(target):
+        """Report the names the lvalue ``target`` writes (or the ``target`` paths, a
+        list) that lie in the DUT."""
+        for path in target if isinstance(target, list) else _lvalue_paths(target):
             if len(path) == 1 and path[0] in hierarchy.inputs(module[0]):
                 say(node, f"{what} `{path[0]}` writes an input port of `{module[0]}` "
                           "(an input is driven from outside; bound into the DUT, it is the "
                           "DUT's own signal)")
+                continue
+            if hierarchy.foreign(path, module[0]):
+                say(node, f"{what} `{'.'.join(path)}` writes into the DUT (`{module[0]}` lies "
+                          "in the DUT: the name resolves in its scope)")
                 continue
             if not hierarchy.writes_dut(path, module[0] if procedural else None):
                 continue
@@ -245,11 +261,11 @@ def dut_writes(tb_tree: syntax.SyntaxTree, hierarchy: Hierarchy) -> list[str]:
                     written(n, expr, "the `alias` of")
         elif kind == SK.DefParamAssignment:
             path = _path(n.name)
-            if path and hierarchy.reaches_rtl(path[:-1]):
+            if path and (hierarchy.reaches_rtl(path[:-1]) or module[0] in hierarchy.inside):
                 say(n, f"`defparam {'.'.join(path)}` changes a DUT parameter (the task "
                        "sets the DUT's parameters)")
         elif kind == SK.InvocationExpression:
-            _call(n, hierarchy, say, written)
+            _call(n, hierarchy, say, written, module[0])
         elif kind == SK.NewClassExpression:
             for arg, what in written_arguments(n, hierarchy.subroutines):
                 written(n, arg, what)
@@ -269,11 +285,13 @@ def dut_writes(tb_tree: syntax.SyntaxTree, hierarchy: Hierarchy) -> list[str]:
     return list(dict.fromkeys(reason for _, reason in sorted(found, key=lambda f: f[0])))
 
 
-def _call(n: Any, hierarchy: Hierarchy, say, written) -> None:
-    """A call: a hierarchical one into the DUT, or a system task's output arguments."""
+def _call(n: Any, hierarchy: Hierarchy, say, written, module: str | None) -> None:
+    """A call: a hierarchical one into the DUT (from ``module``), or a system task's
+    output arguments."""
     callee = _path(n.left)
     args = _arguments(n)
-    if callee and len(callee) > 1 and hierarchy.reaches_rtl(callee[:-1]):
+    if callee and len(callee) > 1 and (hierarchy.reaches_rtl(callee[:-1])
+                                       or hierarchy.foreign(callee, module)):
         say(n, f"the call of `{'.'.join(callee)}` runs a subroutine of the DUT (it may "
                "write the DUT's state)")
     name = n.left.systemIdentifier.valueText if n.left.kind == SK.SystemName else ""
@@ -311,6 +329,8 @@ def _instantiation(n: Any, hierarchy: Hierarchy, say, written, bound: bool) -> N
                 continue
             if isinstance(conn, syntax.NamedPortConnectionSyntax):
                 port, expr = conn.name.valueText, conn.expr
+                if expr is None and not (conn.openParen and conn.openParen.rawText):
+                    expr = [[port]]  # `.name`: the name itself (IEEE 1800 23.3.2.3)
             elif isinstance(conn, syntax.OrderedPortConnectionSyntax):
                 port, expr = (ports[i][0] if i < len(ports) else ""), conn.expr
             else:
@@ -367,7 +387,19 @@ def _lvalue_paths(expr: Any) -> list[list[str]]:
                 out += _lvalue_paths(item.expression)
         return out
     path = _path(expr)
-    return [path] if path else []
+    if path:
+        return [path]
+    if kind in _LEAVES:
+        return []
+    # any other form (an assignment pattern `'{dut.a, x} = ...`, a cast): a doubt is a
+    # write of every name in it
+    return [p for name in _syntax_nodes(expr, syntax.NameSyntax)
+            if (p := _path(name)) and not (isinstance(name.parent, syntax.NameSyntax)
+                                           and _path(name.parent))]
+
+
+#: Expressions that name nothing (literals, `this`, `null`, ...).
+_LEAVES = frozenset(k for k in SK.__members__.values() if k.name.endswith("LiteralExpression"))
 
 
 def _path(name: Any) -> list[str] | None:
@@ -398,7 +430,7 @@ def _port_directions(tree: syntax.SyntaxTree, modules: set[str]
     out: dict[str, tuple[tuple[str, str], ...]] = {}
 
     def visit(node: object) -> bool:
-        if isinstance(node, syntax.ModuleDeclarationSyntax) and \
+        if isinstance(node, syntax.ModuleDeclarationSyntax) and node.kind in _UNITS and \
                 node.header.name.valueText in modules:
             out[node.header.name.valueText] = tuple(_module_ports(node))
         return True
@@ -435,6 +467,39 @@ def rtl_declarations(rtl_text: str) -> RtlDeclarations:
     kids = {d.name: frozenset(t for t, _ in d.instances)
             for d in Design(tree, VIRTUAL_ROOT).decls()}
     return RtlDeclarations(out, signatures([tree]), kids)
+
+
+_UNITS = frozenset({SK.ModuleDeclaration, SK.InterfaceDeclaration, SK.ProgramDeclaration})
+
+
+def _units(tree: syntax.SyntaxTree) -> dict[str, dict[str, str]]:
+    """Per module, interface or program the tree declares, its instances (name ->
+    type): an interface bound into the DUT drives its nets like a module would."""
+    out: dict[str, dict[str, str]] = {}
+
+    def visit(node: object) -> bool:
+        if isinstance(node, syntax.ModuleDeclarationSyntax) and node.kind in _UNITS:
+            insts = out.setdefault(node.header.name.valueText, {})
+            for inst in _syntax_nodes(node, syntax.HierarchyInstantiationSyntax):
+                for i in inst.instances:
+                    if isinstance(i, syntax.HierarchicalInstanceSyntax) and i.decl is not None:
+                        insts[i.decl.name.valueText] = inst.type.valueText
+        return True
+
+    tree.root.visit(visit)
+    return out
+
+
+def _syntax_nodes(root: Any, kind: type) -> list[Any]:
+    found: list[Any] = []
+
+    def visit(node: object) -> bool:
+        if isinstance(node, kind):
+            found.append(node)
+        return True
+
+    root.visit(visit)
+    return found
 
 
 def _binds(tree: syntax.SyntaxTree) -> list[tuple[list[str], str]]:
