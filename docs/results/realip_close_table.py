@@ -3,13 +3,15 @@
     python docs/results/realip_close_table.py RUNS_DIR [WALLS_FILE]
 
 RUNS_DIR holds one run directory per core (named by the id's last part, e.g.
-RUNS_DIR/prince); WALLS_FILE has lines ``<core> rc=<rc> wall=<seconds> ...`` (the
+RUNS_DIR/prince) with its ``run.json`` (or ``run.json.gz``, as kept under
+experiments/); WALLS_FILE has lines ``<core> rc=<rc> wall=<seconds> ...`` (the
 driver's). The human testbench's coverage is the task's own
 ``meta.reference_coverage.overall`` (the same evaluator, ../shared/benchmarks).
 """
 
 from __future__ import annotations
 
+import gzip
 import json
 import sys
 from pathlib import Path
@@ -32,10 +34,13 @@ def main(runs: Path, walls_file: Path | None) -> str:
         core = task["id"].split("/", 1)[1]
         human = task["meta"].get("reference_coverage", {}).get("overall")
         run_json = runs / core / "run.json"
+        if not run_json.exists() and run_json.with_suffix(".json.gz").exists():
+            run_json = run_json.with_suffix(".json.gz")  # as kept under experiments/
         if not run_json.exists():
             rows.append(f"| {core} | {human:.2f} | not run | | | | | | |")
             continue
-        run = json.loads(run_json.read_text())
+        run = json.loads(gzip.decompress(run_json.read_bytes()) if run_json.suffix == ".gz"
+                         else run_json.read_text())
         merged, closure = run["merged"]["overall"] or 0.0, run["closure"]
         merged_all.append(merged)
         closure_all.append(closure)
