@@ -315,3 +315,31 @@ def test_a_testbench_module_named_like_a_copy_verilator_makes_is_found():
     that name made the copy's points read as the testbench's (62.24 -> 86.46 %)."""
     tb = SourceFile(name="tb.sv", content="module hard__Lz2;\nendmodule\n" + HEAD + TAIL)
     assert plan_testbench(TASK.rtl_files, tb, "hdut", "dut").redeclared == ("hard__Lz2",)
+
+
+# -- a third red team's bypasses (2026-12-07) ---------------------------------------------
+
+
+def test_a_checker_bound_into_the_dut_is_a_unit_inside_it():
+    """``checker chk ... force u_hard.a`` bound into the DUT: 42.11 -> 87.50 %."""
+    after = "checker chk(input logic clk);\n  initial force u_hard.a = 8'hA5;\nendchecker\n"
+    assert stimulus_reasons("  bind hdut chk c(.clk(clk));\n", after) == [
+        "tb.sv:9: `force` of `u_hard.a` writes into the DUT (`chk` lies in the DUT: the "
+        "name resolves in its scope)"]
+
+
+def test_a_decoy_instance_of_the_same_name_hides_nothing():
+    """An instance named like a DUT one inside a generate block (never elaborated, or
+    not visible at module scope) made the name read as the decoy's: both the testbench
+    top's ``dut`` and a bound checker's ``u_hard`` (42.11 -> 87.50 % each). Every type
+    a name has counts, and an RTL instance name from a unit in the DUT is the DUT's."""
+    after = ("module dummy; logic [7:0] a; endmodule\nmodule chk(input logic clk);\n"
+             "  if (0) begin : g dummy u_hard(); end\n  initial force u_hard.a = 8'h5A;\n"
+             "endmodule\n")
+    body = ("  if (0) begin : g dummy dut(); end\n  initial force dut.u_hard.a = 8'hA5;\n"
+            "  bind hdut chk c(.clk(clk));\n  initial force g.dut.u_hard.a = 8'hA5;\n")
+    assert stimulus_reasons(body, after) == [
+        "tb.sv:5: `force` of `dut.u_hard.a` writes into the DUT",
+        "tb.sv:7: `force` of `g.dut.u_hard.a` writes into the DUT",
+        "tb.sv:14: `force` of `u_hard.a` writes into the DUT (`chk` lies in the DUT: the "
+        "name resolves in its scope)"]

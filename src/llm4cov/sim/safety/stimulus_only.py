@@ -86,7 +86,7 @@ class Hierarchy:
     assigned."""
 
     rtl_modules: frozenset[str]
-    instances: Mapping[str, Mapping[str, str]]
+    instances: Mapping[str, Mapping[str, frozenset[str]]]
     ports: Mapping[str, tuple[tuple[str, str], ...]]
     driven: Mapping[str, frozenset[str]] = dataclasses.field(default_factory=dict)
     #: Task/function signatures of the testbench and the RTL, by name.
@@ -95,6 +95,8 @@ class Hierarchy:
     #: The testbench modules that lie inside the DUT: bound into an RTL module or into
     #: one of these, or instantiated by one of these.
     inside: frozenset[str] = frozenset()
+    #: Instance names the RTL's modules declare (upward resolution finds them).
+    rtl_instances: frozenset[str] = frozenset()
 
     @classmethod
     def of(cls, rtl_modules: Iterable[str], tb_decls: Iterable[ModuleDecl],
@@ -108,14 +110,18 @@ class Hierarchy:
         sigs = signatures([tb_tree])
         for name, more in rtl.subroutines.items():
             sigs.setdefault(name, []).extend(more)
-        made = cls(rtl_names, {**units, **{d.name: {name: mtype for mtype, name in d.instances}
-                                           for d in tb}},
+        for d in tb:
+            for mtype, name in d.instances:
+                units.setdefault(d.name, {}).setdefault(name, set()).add(mtype)
+        made = cls(rtl_names, {u: {n: frozenset(ts) for n, ts in insts.items()}
+                               for u, insts in units.items()},
                    _port_directions(tb_tree, {d.name for d in tb} | set(units)),
                    _driven_by_rtl(tb_tree, {m: p for m, p in rtl.ports.items()
                                             if m in rtl_names}), sigs)
         models = {t for m, kids in rtl.instances.items() if m in rtl_names for t in kids
                   if t in made.instances}
-        return dataclasses.replace(made, inside=made.bound_inside(_binds(tb_tree), models))
+        return dataclasses.replace(made, inside=made.bound_inside(_binds(tb_tree), models),
+                                   rtl_instances=rtl.instance_names)
 
     def bound_inside(self, binds: list[tuple[list[str], str]],
                      models: Iterable[str] = ()) -> frozenset[str]:
@@ -131,7 +137,8 @@ class Hierarchy:
                 if mtype in self.instances and self.in_dut(target, frozenset(inside)):
                     inside.add(mtype)
             for m in list(inside):
-                inside |= {t for t in self.instances.get(m, {}).values() if t in self.instances}
+                inside |= {t for ts in self.instances.get(m, {}).values() for t in ts
+                           if t in self.instances}
             grown = len(inside) > size
         return frozenset(inside)
 
@@ -149,7 +156,8 @@ class Hierarchy:
         23.8, finds the DUT's instances and names from there: ``u_hard.a`` in a bound
         checker is ``tb.dut.u_hard.a``)."""
         return (module in self.inside and len(path) > 1
-                and path[0] not in self.instances.get(module or "", {}))
+                and (path[0] not in self.instances.get(module or "", {})
+                     or path[0] in self.rtl_instances))
 
     def inputs(self, module: str | None) -> frozenset[str]:
         """The input ports of the testbench module ``module``."""
@@ -163,14 +171,16 @@ class Hierarchy:
         if not scopes:
             return set()
         first = scopes[0]
-        here = {m[first] for m in self.instances.values() if first in m}
+        here = set().union(*(m[first] for m in self.instances.values() if first in m))
         if first in self.rtl_modules or first in self.instances:
             here.add(first)
+        if not here and len(scopes) > 1:  # a generate or named block: look past it
+            return self.reaches(scopes[1:])
         for name in scopes[1:]:
             if here & self.rtl_modules:
                 return here
-            below = {self.instances[t][name] for t in here
-                     if t in self.instances and name in self.instances[t]}
+            below = set().union(*(self.instances[t][name] for t in here
+                                  if t in self.instances and name in self.instances[t]))
             here = below or here
         return here
 
@@ -233,9 +243,11 @@ def dut_writes(tb_tree: syntax.SyntaxTree, hierarchy: Hierarchy) -> list[str]:
             return True
         kind: Any = node.kind
         n: Any = node
-        if isinstance(n, syntax.ModuleDeclarationSyntax) and \
-                n.header.name.valueText != module[0]:
-            outer, module[0] = module[0], n.header.name.valueText
+        unit = (n.header.name.valueText if isinstance(n, syntax.ModuleDeclarationSyntax)
+                else n.name.valueText if isinstance(n, syntax.CheckerDeclarationSyntax)
+                else None)
+        if unit is not None and unit != module[0]:
+            outer, module[0] = module[0], unit
             n.visit(visit)
             module[0] = outer
             return False
@@ -449,6 +461,8 @@ class RtlDeclarations:
     subroutines: Mapping[str, list[Signature]]
     #: Per module, the module types it instantiates.
     instances: Mapping[str, frozenset[str]] = dataclasses.field(default_factory=dict)
+    #: Every instance name the RTL's modules declare.
+    instance_names: frozenset[str] = frozenset()
 
 
 @functools.lru_cache(maxsize=8)
@@ -464,26 +478,30 @@ def rtl_declarations(rtl_text: str) -> RtlDeclarations:
         return True
 
     tree.root.visit(visit)
-    kids = {d.name: frozenset(t for t, _ in d.instances)
-            for d in Design(tree, VIRTUAL_ROOT).decls()}
-    return RtlDeclarations(out, signatures([tree]), kids)
+    decls = Design(tree, VIRTUAL_ROOT).decls()
+    kids = {d.name: frozenset(t for t, _ in d.instances) for d in decls}
+    names = frozenset(n for d in decls for _, n in d.instances)
+    return RtlDeclarations(out, signatures([tree]), kids, names)
 
 
 _UNITS = frozenset({SK.ModuleDeclaration, SK.InterfaceDeclaration, SK.ProgramDeclaration})
 
 
-def _units(tree: syntax.SyntaxTree) -> dict[str, dict[str, str]]:
-    """Per module, interface or program the tree declares, its instances (name ->
-    type): an interface bound into the DUT drives its nets like a module would."""
-    out: dict[str, dict[str, str]] = {}
+def _units(tree: syntax.SyntaxTree) -> dict[str, dict[str, set[str]]]:
+    """Per module, interface, program or checker the tree declares, its instances
+    (name -> every type an instance of that name has, generate blocks included): an
+    interface or checker bound into the DUT acts there like a module would."""
+    out: dict[str, dict[str, set[str]]] = {}
 
     def visit(node: object) -> bool:
+        if isinstance(node, syntax.CheckerDeclarationSyntax):
+            out.setdefault(node.name.valueText, {})
         if isinstance(node, syntax.ModuleDeclarationSyntax) and node.kind in _UNITS:
             insts = out.setdefault(node.header.name.valueText, {})
             for inst in _syntax_nodes(node, syntax.HierarchyInstantiationSyntax):
                 for i in inst.instances:
                     if isinstance(i, syntax.HierarchicalInstanceSyntax) and i.decl is not None:
-                        insts[i.decl.name.valueText] = inst.type.valueText
+                        insts.setdefault(i.decl.name.valueText, set()).add(inst.type.valueText)
         return True
 
     tree.root.visit(visit)
