@@ -343,3 +343,27 @@ def test_a_decoy_instance_of_the_same_name_hides_nothing():
         "tb.sv:7: `force` of `g.dut.u_hard.a` writes into the DUT",
         "tb.sv:14: `force` of `u_hard.a` writes into the DUT (`chk` lies in the DUT: the "
         "name resolves in its scope)"]
+
+
+# -- a fourth red team's bypasses (2026-12-07): the collapsed output port ------------------
+
+CNT = SourceFile(name="cnt.sv", content="module cnt(input logic clk, output logic [3:0] q);\n"
+                                       "endmodule\n")
+
+
+def test_a_variable_an_rtl_output_drives_is_found_as_a_port_and_through_a_wrapper():
+    """Verilator collapses a DUT output with the variable it drives, level by level: a
+    testbench top's own ``output logic q`` port (61.53 -> 95.83 %) or a wrapper's
+    output passed up to the top (71.25 -> 95.83 %) wrote the DUT's counter. Connecting
+    the wrapper's output to the top's variable is the drive itself, not a write."""
+    port = ("module tb(output logic [3:0] q);\n  logic clk = 0;\n  cnt dut(.clk(clk), .q(q));\n"
+            "  initial q = 4'd9;\nendmodule\n")
+    wrapped = ("module wrap(input logic clk, output logic [3:0] q);\n  cnt dut(.clk(clk), .q(q));\n"
+               "endmodule\nmodule tb;\n  logic clk = 0; logic [3:0] q;\n"
+               "  wrap w(.clk(clk), .q(q));\n  initial q = 4'd9;\nendmodule\n")
+    for tb, line in ((port, 4), (wrapped, 7)):
+        assert check(tb, "tb.sv", CNT.content, {"cnt"}, "cnt", "tb.dut", {}) == [
+            f"tb.sv:{line}: the assignment to `q` writes into the DUT (a DUT output port "
+            "drives it)"]
+    honest = wrapped.replace("  initial q = 4'd9;\n", "")
+    assert check(honest, "tb.sv", CNT.content, {"cnt"}, "cnt", "tb.w.dut", {}) == []

@@ -354,7 +354,11 @@ def _instantiation(n: Any, hierarchy: Hierarchy, say, written, bound: bool) -> N
                 say(conn, f"the {direction} port `{port}` of `{mtype}`, bound into the DUT, "
                           "drives a DUT name")
             else:
-                written(conn, expr, f"the {direction} port `{port}` of `{mtype}` connected to")
+                # a plain variable an output drives is the drive itself (a second driver
+                # is Verilator's error); a hierarchical name is a write into the DUT
+                paths = expr if isinstance(expr, list) else _lvalue_paths(expr)
+                written(conn, [q for q in paths if len(q) > 1],
+                        f"the {direction} port `{port}` of `{mtype}` connected to")
 
 
 def _connections(inst: Any) -> list[Any]:
@@ -538,34 +542,46 @@ def _binds(tree: syntax.SyntaxTree) -> list[tuple[list[str], str]]:
 
 def _driven_by_rtl(tree: syntax.SyntaxTree, rtl_ports: Mapping[str, tuple[tuple[str, str], ...]]
                    ) -> dict[str, frozenset[str]]:
-    """Per testbench module, the variables it connects to an output, inout or ref port
+    """Per testbench unit, the variables it connects to an output, inout or ref port
     of an instance of an RTL module (named, positional, ``.name`` and ``.*``
-    connections). A net is left out: a procedural write to it is a compile error
-    Verilator reports itself (IEEE 1800 10.4)."""
-    out: dict[str, set[str]] = {}
+    connections), or to such a port of one of its own units that passes a driven
+    variable out (a wrapper: Verilator collapses the ports level by level; a
+    fixpoint). A variable declared as a port counts. A net is left out: a procedural
+    write to it is a compile error Verilator reports itself (IEEE 1800 10.4)."""
+    sites: dict[str, list[tuple[str, Any]]] = {}
     variables: dict[str, set[str]] = {}
     module: list[str] = [""]
 
     def visit(node: object) -> bool:
         if isinstance(node, syntax.ModuleDeclarationSyntax):
             module[0] = node.header.name.valueText
+            variables.setdefault(module[0], set()).update(p for p, _ in _module_ports(node))
         elif isinstance(node, syntax.DataDeclarationSyntax):
             variables.setdefault(module[0], set()).update(
                 d.name.valueText for d in node.declarators
                 if isinstance(d, syntax.DeclaratorSyntax))
-        elif isinstance(node, syntax.HierarchyInstantiationSyntax) and \
-                node.type.valueText in rtl_ports:
-            ports = rtl_ports[node.type.valueText]
-            writes = {p for p, d in ports if d in _WRITING_DIRECTIONS}
-            names = out.setdefault(module[0], set())
-            for inst in node.instances:
-                if isinstance(inst, syntax.HierarchicalInstanceSyntax):
-                    names |= _connected(inst, ports, writes)
+        elif isinstance(node, syntax.HierarchyInstantiationSyntax):
+            sites.setdefault(module[0], []).extend(
+                (node.type.valueText, inst) for inst in node.instances
+                if isinstance(inst, syntax.HierarchicalInstanceSyntax))
         return True
 
     tree.root.visit(visit)
+    own = _port_directions(tree, set(sites) | set(variables))
+    ports = {**own, **rtl_ports}
+    drives = {m: {p for p, d in ps if d in _WRITING_DIRECTIONS} for m, ps in rtl_ports.items()}
+    while True:
+        out = {m: set().union(*(_connected(inst, ports[t], drives[t])
+                                for t, inst in insts if t in drives))
+               for m, insts in sites.items()}
+        passed = {m: {p for p, d in ps if d in _WRITING_DIRECTIONS and p in out.get(m, ())}
+                  for m, ps in own.items() if m not in rtl_ports}
+        grown = {m: w for m, w in passed.items() if w and w != drives.get(m)}
+        if not grown:
+            break
+        drives.update(grown)
     # a net (wire) so driven cannot be written procedurally at all: Verilator's own error
-    return {m: frozenset(n & variables.get(m, set())) for m, n in out.items()}
+    return {m: frozenset(n & variables.get(m, set())) for m, n in out.items() if n}
 
 
 def _connected(inst: Any, ports: tuple[tuple[str, str], ...], writes: set[str]) -> set[str]:
