@@ -104,6 +104,19 @@ def isolated_source_manager() -> pyslang.SourceManager:
     return sm
 
 
+def syntax_nodes(root, kinds: tuple) -> list:
+    """Every node of one of ``kinds`` at or below ``root`` (pyslang syntax), in order."""
+    found = []
+
+    def visit(n) -> bool:
+        if getattr(n, "kind", None) in kinds:
+            found.append(n)
+        return True
+
+    root.visit(visit)
+    return found
+
+
 class ParseLimitError(ValueError):
     """pyslang gave up on a text: constructs nested too deeply (e.g. 20,000 ``(`` or
     ``begin``) exhaust its recursion guard, which it reports as a bare RuntimeError."""

@@ -17,7 +17,7 @@ from pathlib import Path
 from pyslang import parsing, syntax
 
 from llm4cov.sim.safety.static_check import guard_pyslang, unsafe_path
-from llm4cov.tasks.hdl import ParseLimitError, parse_tree
+from llm4cov.tasks.hdl import ParseLimitError, parse_tree, syntax_nodes
 from llm4cov.tasks.loaders import files_below
 from llm4cov.tasks.model import SourceFile
 
@@ -213,19 +213,6 @@ def missing_data_notes(tb: SourceFile, present: set[str]) -> list[str]:
                 "testbench"
             )
     return notes
-
-
-def syntax_nodes(root, kinds: tuple) -> list:
-    """Every node of one of ``kinds`` at or below ``root`` (pyslang syntax), in order."""
-    found = []
-
-    def visit(n) -> bool:
-        if getattr(n, "kind", None) in kinds:
-            found.append(n)
-        return True
-
-    root.visit(visit)
-    return found
 
 
 def syntax_tokens(root) -> list:

@@ -50,7 +50,7 @@ import pyslang
 from pyslang import ast, syntax
 
 from llm4cov.sim.safety.subroutines import Signature, signatures, written_arguments
-from llm4cov.tasks.hdl import VIRTUAL_ROOT, Design, ModuleDecl, parse_tree
+from llm4cov.tasks.hdl import VIRTUAL_ROOT, Design, ModuleDecl, parse_tree, syntax_nodes
 
 SK = syntax.SyntaxKind
 
@@ -409,11 +409,14 @@ def _lvalue_paths(expr: Any) -> list[list[str]]:
         return []
     # any other form (an assignment pattern `'{dut.a, x} = ...`, a cast): a doubt is a
     # write of every name in it
-    return [p for name in _syntax_nodes(expr, syntax.NameSyntax)
+    return [p for name in syntax_nodes(expr, _NAMES)
             if (p := _path(name)) and not (isinstance(name.parent, syntax.NameSyntax)
                                            and _path(name.parent))]
 
 
+#: The name forms :func:`_path` reads.
+_NAMES = (SK.IdentifierName, SK.IdentifierSelectName, SK.SystemName, SK.RootScope,
+          SK.ScopedName)
 #: Expressions that name nothing (literals, `this`, `null`, ...).
 _LEAVES = frozenset(k for k in SK.__members__.values() if k.name.endswith("LiteralExpression"))
 
@@ -502,7 +505,7 @@ def _units(tree: syntax.SyntaxTree) -> dict[str, dict[str, set[str]]]:
             out.setdefault(node.name.valueText, {})
         if isinstance(node, syntax.ModuleDeclarationSyntax) and node.kind in _UNITS:
             insts = out.setdefault(node.header.name.valueText, {})
-            for inst in _syntax_nodes(node, syntax.HierarchyInstantiationSyntax):
+            for inst in syntax_nodes(node, (SK.HierarchyInstantiation,)):
                 for i in inst.instances:
                     if isinstance(i, syntax.HierarchicalInstanceSyntax) and i.decl is not None:
                         insts.setdefault(i.decl.name.valueText, set()).add(inst.type.valueText)
@@ -510,18 +513,6 @@ def _units(tree: syntax.SyntaxTree) -> dict[str, dict[str, set[str]]]:
 
     tree.root.visit(visit)
     return out
-
-
-def _syntax_nodes(root: Any, kind: type) -> list[Any]:
-    found: list[Any] = []
-
-    def visit(node: object) -> bool:
-        if isinstance(node, kind):
-            found.append(node)
-        return True
-
-    root.visit(visit)
-    return found
 
 
 def _binds(tree: syntax.SyntaxTree) -> list[tuple[list[str], str]]:
