@@ -95,12 +95,23 @@ def test_non_utf8_file_is_read_and_noted(tmp_path, evaluator):
 
 @pytest.mark.requires_verilator
 def test_many_files_filling_the_work_dir_end_the_run_with_a_note():
+    """The run's sources are read-only: the testbench's 16 MiB of files are not written
+    (its ``$fopen`` gets 0). RTL, which no static check reads, can still write beside
+    them (``../``): the work dir's bound ends that run."""
     evaluator = Evaluator(SimConfig(run_dir_bytes=4 << 20, result_cache=False))
-    fill = ("    fd = $fopen(\"fill{k}.bin\", \"w\");\n"  # 16 files x 1 MiB
+    fill = ("    fd = $fopen(\"{where}fill{k}.bin\", \"w\");\n"  # 16 files x 1 MiB
             "    for (i = 0; i < 4096; i++) $fwrite(fd, \"%0256d\", i);\n"
             "    $fclose(fd); #1;\n")
-    body = "".join(fill.format(k=k) for k in range(16))
+    body = "".join(fill.format(where="", k=k) for k in range(16))
     src = tb(f"  integer fd, i;\n  initial begin\n{body}    $finish;\n  end\n")
     obs = evaluator.evaluate(fixture_task("mux2"), src)
+    assert obs.status is Status.SUCCESS, obs.log
+    mux2 = fixture_task("mux2")
+    rtl = mux2.rtl_files[0]
+    body = "".join(fill.format(where="../", k=k) for k in range(16))
+    filler = rtl.content.replace("endmodule", f"  integer fd, i;\n  initial begin\n{body}"
+                                 "  end\nendmodule", 1)
+    task = mux2.model_copy(update={"rtl_files": [rtl.model_copy(update={"content": filler})]})
+    obs = evaluator.evaluate(task, tb("  initial #40 $finish;\n"))
     assert (obs.status, obs.end_reason) == (Status.RUNTIME_ERROR, EndReason.CRASHED)
     assert "the files the testbench wrote passed 4 MiB together" in " ".join(obs.notes)

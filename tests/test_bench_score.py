@@ -169,5 +169,23 @@ def test_formal_verdicts_are_separate_figures_and_listed():
     assert arm["formal"]["avg_best_cov_unreachable_excluded"] == pytest.approx(83.3333)
     md = markdown(s)
     assert "| rtllm/b | 1 | 2 | 1 | 75.0% | 83.3% |" in md
-    assert "proven unreachable: rtllm/b: b.v:9 [branch] never (branch at 9)" in md
+    # notes are literal text: the brackets escaped, rendered as written
+    assert "proven unreachable: rtllm/b: b.v:9 \\[branch\\] never (branch at 9)" in md
     assert "formal" not in score(PLAN, ROWS)["arms"]["m"]  # no verdicts, no entry
+
+
+def test_task_fields_in_the_markdown_report_stay_text():
+    """A task row's ``source`` and ``difficulty`` reach the "By source"/"By difficulty"
+    tables: rendered (markdown-it, HTML on) they open no heading, row, HTML or link,
+    and no raw control character is written."""
+    from markdown_it import MarkdownIt
+
+    evil = "x | FORGED | 100% |\n## Results\n<img src=x onerror=alert(1)>\x1b]0;t\x07"
+    plan = PLAN.model_copy(update={
+        "tasks": [info("cvdp/a", evil, evil, Calibration.OTHER_SIMULATOR, False),
+                  *PLAN.tasks[1:]], "command": "llm4cov bench ```\n# forged"})
+    md = markdown(score(plan, ROWS))
+    assert "\x1b" not in md and "\x07" not in md
+    html = MarkdownIt("commonmark", {"html": True}).enable("table").render(md)
+    assert "<img" not in html and html.count("<h2>Results") == 1  # the report's own
+    assert "<td>x | FORGED | 100% |" in html and "<h1>forged" not in html  # one cell

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from llm4cov.sim.analysis.structure import plan_testbench
-from llm4cov.sim.model.coverage import DesignModules, Point, merged_outside
+from llm4cov.sim.model.coverage import DesignModules, Point, dut_absent, merged_outside
 from llm4cov.sim.model.observation import Status
 from llm4cov.sim.safety import isolation
 from llm4cov.sim.safety.static_check import inspect_testbench
@@ -367,3 +367,164 @@ def test_a_variable_an_rtl_output_drives_is_found_as_a_port_and_through_a_wrappe
             "drives it)"]
     honest = wrapped.replace("  initial q = 4'd9;\n", "")
     assert check(honest, "tb.sv", CNT.content, {"cnt"}, "cnt", "tb.w.dut", {}) == []
+
+
+# -- a fifth red team (2026-12-07): writes the syntax does not name, read on the elaboration
+
+#: A counter whose output only its own clock moves, a package variable and an interface
+#: member the DUT reads (each a branch no input reaches).
+DRIVEN = """package cfg_pkg;
+  logic [31:0] key = 32'd0;
+endpackage
+interface bus_if;
+  logic [31:0] wdata; logic [31:0] rdata;
+  modport slave(input wdata, output rdata);
+endinterface
+module dd(input logic clk, bus_if.slave b, output logic [3:0] q, output logic hit);
+  always_ff @(posedge clk) q <= q + 4'd1;
+  always_ff @(posedge clk) b.rdata <= b.wdata & 32'hFF;
+  assign hit = cfg_pkg::key == 32'hDEADBEEF || b.rdata == 32'hCAFEF00D || q == 4'd9;
+endmodule
+"""
+DD_HEAD = """module tb;
+  logic clk = 0; logic [3:0] q; logic hit;
+  bus_if bi();
+  dd dut(.clk(clk), .b(bi.slave), .q(q), .hit(hit));
+"""
+
+
+def driven_reasons(body: str, before: str = "") -> list[str]:
+    """:func:`check`'s reasons for ``before`` + DD_HEAD + body + ``endmodule``."""
+    tb = before + DD_HEAD + body + "endmodule\n"
+    return check(tb, "tb.sv", DRIVEN, {"dd"}, "dd", "tb.dut", {})
+
+
+def test_the_honest_testbench_of_the_driven_design_passes():
+    """Driving the interface's input member, reading everything, and a zero initial
+    value on a variable a DUT output drives (the value every variable starts at) are
+    no writes."""
+    body = "  logic [3:0] z = '0;\n  initial begin bi.wdata = 32'h1; $display(q, bi.rdata, " \
+           "cfg_pkg::key); end\n"
+    assert driven_reasons(body) == []
+    assert check(DD_HEAD.replace("logic [3:0] q;", "logic [3:0] q = 4'd0;") + "endmodule\n",
+                 "tb.sv", DRIVEN, {"dd"}, "dd", "tb.dut", {}) == []
+
+
+@pytest.mark.parametrize("body, before, reason", [
+    # a clocking block's output drive of the variable the DUT's q drives (72.64 -> 95.83 %)
+    ("  clocking cb @(posedge clk); output q; endclocking\n  initial cb.q <= 4'd9;\n", "",
+     "tb.sv:5: the testbench drives `tb.q`, a variable the DUT drives (a clocking block's "
+     "output): it writes into the DUT"),
+    # the variable passed to a testbench module's ref port, written there (72.64 -> 95.83 %)
+    ("  poker pk(.p(q));\n", "module poker(ref logic [3:0] p);\n  initial p = 4'd9;\n"
+     "endmodule\n",
+     "tb.sv:2: the testbench drives `tb.q`, a variable the DUT drives (through a ref or "
+     "interface port): it writes into the DUT"),
+    # ... or to a testbench module's output port (a second driver Verilator merges)
+    ("  poker pk(.p(q));\n", "module poker(output logic [3:0] p);\n  initial p = 4'd9;\n"
+     "endmodule\n",
+     "tb.sv:8: the testbench drives `tb.q`, a variable the DUT drives (an output port of "
+     "the testbench's own module): it writes into the DUT"),
+    # an interface member the DUT drives through its modport (72.22 -> 95.83 %)
+    ("  initial bi.rdata = 32'hCAFEF00D;\n", "",
+     "tb.sv:5: the testbench drives `tb.bi.rdata`, a variable the DUT drives (a procedural "
+     "assignment): it writes into the DUT"),
+    # a package variable the DUT reads (86.07 -> 99.29 %)
+    ("  initial cfg_pkg::key = 32'hDEADBEEF;\n", "",
+     "tb.sv:5: the testbench drives `cfg_pkg::key`, a variable of the DUT (a procedural "
+     "assignment): it writes into the DUT"),
+])
+def test_a_write_of_a_variable_the_dut_drives_is_found_on_the_elaboration(body, before,
+                                                                         reason):
+    """Each form the syntax did not name as a write; slang's driver analysis has every
+    driver of the variable, whatever its form (IEEE 1800 6.5)."""
+    assert driven_reasons(body, before) == [reason]
+
+
+def test_a_nonzero_initial_value_of_a_dut_driven_variable_is_a_write():
+    tb = DD_HEAD.replace("logic [3:0] q;", "logic [3:0] q = 4'd9;") + "endmodule\n"
+    assert check(tb, "tb.sv", DRIVEN, {"dd"}, "dd", "tb.dut", {}) == [
+        "tb.sv:2: the testbench drives `tb.q`, a variable the DUT drives (its declaration's "
+        "initial value): it writes into the DUT"]
+
+
+def test_a_force_of_a_net_a_dut_output_drives_is_a_write():
+    """IEEE 1800 10.6.2: a net may be forced; Verilator collapses it with the DUT's
+    variable (72.64 -> 95.83 %). A continuous assignment to it stays a resolved second
+    driver (a bidirectional bus), as before."""
+    wired = DD_HEAD.replace("logic [3:0] q;", "wire [3:0] q;")
+    assert check(wired + "  initial force q = 4'd9;\nendmodule\n", "tb.sv", DRIVEN, {"dd"},
+                 "dd", "tb.dut", {}) == [
+        "tb.sv:5: `force` of `q` writes into the DUT (a DUT output port drives it)"]
+
+
+def test_a_generate_block_named_like_the_dut_instance_is_not_the_dut():
+    """The DUT in a dead ``if (0)`` block, a live block named ``dut`` holding an easy
+    submodule: Verilator measured ``tb.dut.u_hard`` as the whole DUT (76.97 -> 100 %)."""
+    tb = ("module tb;\n  logic clk = 0; logic [7:0] a = 0; logic z;\n"
+          "  if (0) begin : g hdut dut(.clk(clk), .a(a), .z(z)); end\n"
+          "  if (1) begin : dut hard u_hard(.clk(clk), .a(a), .s(z)); end\nendmodule\n")
+    assert check(tb, "tb.sv", HARD, {"hard", "hdut"}, "hdut", "tb.dut", {}) == [
+        "tb.sv: `tb.dut`, where the DUT is measured, is not an instance of `hdut` but a "
+        "generate block: its coverage would not be the DUT's"]
+
+
+def test_a_run_without_a_point_of_the_dut_module_is_not_the_dut():
+    modules = DesignModules(frozenset({"hard", "hdut"}), frozenset({"tb"}),
+                            frozenset({"hard", "hdut"}))
+    assert dut_absent([_point("tb.dut.u_hard", "hard")], "tb.dut", modules, "hdut")
+    assert not dut_absent([_point("tb.dut.u_hard", "hard"), _point("tb.dut", "hdut")],
+                          "tb.dut", modules, "hdut")
+    assert not dut_absent([_point("tb.x", "hard")], "tb.dut", modules, "hdut")
+
+
+def test_a_type_parameter_override_is_a_parameter_change():
+    """``tp #(.T(logic [3:0]))`` narrowed the DUT's 32-bit compares (83.06 -> 100 %); the
+    same type spelled through a typedef is no change."""
+    rtl = ("module tp #(parameter type T = logic [31:0]) "
+           "(input logic clk, output logic y);\n  T acc;\n  assign y = acc == T'(5);\n"
+           "endmodule\n")
+    tb = ("typedef logic [31:0] word_t;\nmodule tb;\n  logic clk = 0, y;\n"
+          "  tp #(.T({})) dut(.clk(clk), .y(y));\nendmodule\n")
+    assert check(tb.format("logic [3:0]"), "tb.sv", rtl, {"tp"}, "tp", "tb.dut", {}) == [
+        "tb.sv: the DUT `tb.dut` is elaborated with parameters other than the task's: "
+        "T = type logic[3:0] (the task's: type logic[31:0]); instantiate it with the "
+        "task's parameters"]
+    assert check(tb.format("word_t"), "tb.sv", rtl, {"tp"}, "tp", "tb.dut", {}) == []
+
+
+ROM = """module rom(input logic clk, input logic [3:0] addr, output logic [7:0] y);
+  logic [31:0] mem [0:15];
+  initial $readmemh("rom.hex", mem);
+  always_ff @(posedge clk) y <= mem[addr] == 32'hDEADBEEF ? 8'hAA : mem[addr][7:0];
+endmodule
+"""
+
+
+@pytest.mark.requires_verilator
+@pytest.mark.skipif(not isolation.available(), reason="bubblewrap cannot run here")
+def test_the_testbench_cannot_write_a_file_the_dut_reads(evaluator):
+    """The run's sources are read-only: a testbench that wrote ``rom.hex`` before the
+    DUT's ``$readmemh`` of it fed the DUT's memory (64.62 -> 100 %); now its
+    ``$fopen`` gets no file and the DUT reads none, so ``y`` never takes 8'hAA (the
+    ``?:`` arm stays unreached)."""
+    task = Task(id="probe/rom", rtl_files=[SourceFile(name="rom.sv", content=ROM)],
+                dut_module_name="rom", dut_instance_name="dut")
+    tb = """module tb;
+  logic clk = 0; logic [3:0] addr = 0; logic [7:0] y; int fd;
+  initial begin
+    fd = $fopen("rom.hex", "w");
+    for (int i = 0; i < 16; i++) $fdisplay(fd, "deadbeef");
+    $fclose(fd);
+    $display("fd=%0d", fd);
+  end
+  rom dut(.clk(clk), .addr(addr), .y(y));
+  always #5 clk = ~clk;
+  initial begin repeat (20) begin @(negedge clk); addr = addr + 1; end $finish; end
+endmodule
+"""
+    obs = evaluator.evaluate(task, tb)
+    assert obs.status is Status.SUCCESS, obs.log
+    assert "fd=0" in obs.log
+    assert [u.detail for u in obs.uncovered if u.kind == "branch"] == [
+        "true arm of the ?: on `mem[addr] == 32'hDEADBEEF` at rom.sv:4 never taken"]

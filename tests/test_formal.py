@@ -159,6 +159,26 @@ def test_job_text_reads_with_slang_and_pins_registers_to_zero(lock_task):
     assert text.endswith("[files]\nformal_lock.v formal_lock.v\n")
 
 
+def test_a_value_the_formal_script_would_read_as_structure_is_refused(lock_task):
+    """A task's define or parameter value went into the Yosys script as text: ``;``
+    ran Yosys commands of its own (``chformal -assert2assume``: 24 forged "proven
+    unreachable"), a line break started SBY sections (its Python ran). A line break is
+    refused when the task loads, any other structure when the script is written."""
+    from llm4cov.tasks.model import Task, TaskError
+
+    for value in ("1 formal_lock.v ; chformal -assert2assume ; #", "a#b", '"s"', "x y"):
+        with pytest.raises(TaskError, match="cannot be passed to the formal tools"):
+            job_text(lock_task.rtl_files, "formal_lock", "cover", 5, defines={"D": value})
+        with pytest.raises(TaskError, match="cannot be passed to the formal tools"):
+            job_text(lock_task.rtl_files, "formal_lock", "prove", 5, {"W": value})
+    with pytest.raises(ValueError, match="holds a line break"):
+        Task(id="t", rtl_files=lock_task.rtl_files, dut_module_name="formal_lock",
+             defines={"D": "1\n--pycode-begin--"})
+    text = job_text(lock_task.rtl_files, "formal_lock", "cover", 5, {"W": "8'h3+2"},
+                    defines={"D": "{1'b0,X[3:0]}"})
+    assert "-DD={1'b0,X[3:0]} -G W=8'h3+2" in text
+
+
 def test_job_files_keep_their_folders_and_headers_are_copied():
     """SBY copies a bare [files] entry by its base name; the script reads src/x.sv and
     `include "cc/registers.svh"` searches include/: every file keeps its relative path

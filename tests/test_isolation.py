@@ -226,3 +226,32 @@ def test_wrap_runs_python_with_only_its_work_dir_writable_and_no_repo_or_home(tm
                           env=isolation.sandbox_env({}))
     assert (done.returncode, done.stdout) == (0, "[]\n"), done.stderr
     assert (tmp_path / "inside.txt").read_text() == "ok"
+
+
+FILL = """
+import os, sys
+for path in ("/tmp/f", "/dev/shm/f", "/dev/f", "src/f"):
+    try:
+        with open(path, "wb") as f:
+            for _ in range(1024):
+                f.write(bytes(1 << 20))
+        print(path, "1024")
+    except OSError:
+        print(path, os.path.getsize(path) >> 20 if os.path.exists(path) else "-")
+"""
+
+
+def test_every_writable_mount_of_the_sandbox_is_bounded(tmp_path):
+    """tmpfs pages are host memory no process limit counts (hostile RTL wrote 1.2 GB to
+    ``/dev/shm``): ``/tmp`` holds ``TMP_BYTES``, ``/dev/shm`` ``SHM_BYTES``, ``/dev`` is
+    read-only, and a protected dir below the work dir (the run's sources) too."""
+    (tmp_path / "src").mkdir()
+    cmd = isolation.wrap([sys.executable, "-c", FILL], workdir=tmp_path,
+                         readonly=isolation.python_paths(), protected=[tmp_path / "src"],
+                         chdir=tmp_path)
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120,
+                          env=isolation.sandbox_env({}))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        f"/tmp/f {isolation.TMP_BYTES >> 20}", f"/dev/shm/f {isolation.SHM_BYTES >> 20}",
+        "/dev/f -", "src/f -"]

@@ -96,3 +96,32 @@ def test_file_names_that_look_like_tool_options_load_unchanged(tmp_path):
     (tmp_path / "+define+EVIL=1.sv").write_text("module helper; endmodule\n")
     task = task_from_dir(tmp_path, top="top")
     assert [f.name for f in task.rtl_files] == ["+define+EVIL=1.sv", "-o.sv"]
+
+
+def test_files_over_the_size_bounds_are_refused_unread(tmp_path):
+    """A sparse all-NUL file costs no disk but was read whole, and copied, into this
+    process (200 MB -> 2.66 GB): one file may have 16 MiB, a task's files 64 MiB
+    together; both are refused before reading, with the path named."""
+    from llm4cov.sim.analysis.hints import aux_files
+    from llm4cov.tasks.model import SourceFile
+    from llm4cov.tasks.reading import MAX_FILE_BYTES, MAX_REPO_BYTES
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "a.v").write_text("module a; endmodule\n")
+    with (repo / "big.v").open("wb") as f:
+        f.truncate(MAX_FILE_BYTES + 1)
+    with pytest.raises(TaskError, match=r"big\.v: over 16 MiB, the size a source file may"):
+        task_from_dir(repo)
+    (repo / "big.v").unlink()
+    for i in range(MAX_REPO_BYTES // MAX_FILE_BYTES + 1):
+        with (repo / f"notes{i}.md").open("wb") as f:
+            f.truncate(MAX_FILE_BYTES)
+    with pytest.raises(TaskError, match=r"repo: the files to read have 80 MiB together"):
+        task_from_dir(repo)
+    aux = tmp_path / "rom.hex"
+    with aux.open("wb") as f:
+        f.truncate(MAX_FILE_BYTES + 1)
+    with pytest.raises(TaskError, match=r"rom\.hex: over 16 MiB"):
+        aux_files([aux], tmp_path / "tb.sv",
+                  SourceFile(name="tb.sv", content="module tb; endmodule\n"))

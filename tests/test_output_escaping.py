@@ -140,6 +140,27 @@ def test_a_task_whose_id_forges_lcov_records_writes_only_real_records(tmp_path, 
     assert [Path(line[3:]).name for line in lines if line.startswith("SF:")] == ["counter.sv"]
 
 
+def test_a_task_row_cannot_name_a_host_folder(tmp_path):
+    """A row's ``source: local`` and ``meta.path: /etc`` are the row's word, not where
+    its files lie: ``rtl_root`` (the folder reports point genhtml at) stays None, so a
+    tracefile names the copies llm4cov wrote (before: ``SF:/etc/passwd``); a task read
+    from a folder keeps it, through a copy too."""
+    from llm4cov.cli.common import rtl_root
+    from llm4cov.tasks.loaders import task_from_dir
+
+    rows = tmp_path / "tasks.jsonl"
+    rows.write_text(json.dumps({"id": "evil", "source": "local", "meta": {"path": "/etc"},
+                                "_root": "/etc", "dut_module_name": "a", "rtl_files": [
+                                    {"name": "passwd", "content": "module a; endmodule\n"}]})
+                    + "\n")
+    (task,) = load_tasks(rows)
+    assert task.meta["path"] == "/etc" and task.root is None and rtl_root(task) is None
+    (tmp_path / "rtl").mkdir()
+    (tmp_path / "rtl" / "a.v").write_text("module a; endmodule\n")
+    local = task_from_dir(tmp_path / "rtl")
+    assert rtl_root(local.model_copy(update={"dut_instance_name": "u"})) == tmp_path / "rtl"
+
+
 def test_lcov_records_cannot_be_forged():
     dat = FIXTURES / "report" / "mux2_partial.coverage.dat"
     mux2 = FIXTURES / "mux2" / "mux2.sv"

@@ -140,8 +140,11 @@ def test_verilator_defines_are_predefined():
 @pytest.mark.parametrize("case", ["undeclared identifier", "driving a DUT output",
                                   "wrong port name"])
 def test_verilator_rejects_the_same_line(case):
+    """Verilator's own verdict, with the pre-check and the stimulus-only check off (a
+    procedural write to the net a DUT output drives is also a write into the DUT)."""
     testbench, (_, line, _) = BROKEN[case]
-    obs = Evaluator(SimConfig(precheck=False, result_cache=False)).evaluate(TASK, testbench.content)
+    config = SimConfig(precheck=False, stimulus_only=False, result_cache=False)
+    obs = Evaluator(config).evaluate(TASK, testbench.content)
     assert obs.status is Status.COMPILE_ERROR
     assert re.search(rf"%Error(-\w+)?: tb\.sv:{line}:", obs.log), obs.log
 

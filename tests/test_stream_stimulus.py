@@ -19,6 +19,7 @@ from test_register_bus import _ports
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 FIFO = FIXTURES / "stream_fifo" / "stream_fifo.sv"
+FRAME = FIXTURES / "stream_frame" / "frame_guard.sv"
 MASTERS = FIXTURES / "bus_masters"
 
 
@@ -146,7 +147,8 @@ def test_fifo_testbench_drives_legal_transfers():
     # idle gap, then a burst: valid with its data, held until the monitor saw the
     # handshake at a rising edge (bounded), in_last on the burst's last beat
     assert _in_order(feed, "in_valid = 1'b0; in_last = 1'b0;", "repeat ($urandom_range(3) == 0",
-                     "tb_len = $urandom_range(1, 16);",
+                     "tb_len = $urandom_range(7) == 0 ? $urandom_range(17, 256) : "
+                     "$urandom_range(1, 16);",
                      "in_valid = 1'b1; in_last = tb_i == tb_len - 1; din = 8'($urandom);",
                      "for (int tb_k = 0; tb_k < 16 && !tb_hs0; tb_k++) @(negedge clk);",
                      "if (!tb_hs0) break;")
@@ -219,6 +221,18 @@ def test_fifo_fills_and_stalls_only_with_stream_transfers(evaluator):
     assert _missed(new, FIFO, "if (full && in_valid)") == []
     assert _missed(new, FIFO, "else if (waited == 4'd14)") == []
     assert _missed(flat, FIFO, "else if (waited == 4'd14)")
+
+
+@pytest.mark.requires_verilator
+def test_long_bursts_reach_an_oversize_frame(evaluator):
+    """One burst in eight is 17-256 beats long: a frame of more than 64 beats reaches
+    frame_guard's oversize branch, which bursts of at most 16 beats (before) never
+    reach; 2,000 cycles hold about 15 long bursts at seed 0."""
+    task = _task(FRAME)
+    obs = evaluator.evaluate(task, random_testbench(task, seed=0, length=2000))
+    assert obs.status.value == "success", obs.log
+    assert _missed(obs, FRAME, "else if (beats == 7'd64)") == []
+    assert not [u for u in obs.uncovered if u.kind == "toggle" and u.typed.signal == "oversize"]
 
 
 @pytest.mark.requires_verilator

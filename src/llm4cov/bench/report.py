@@ -12,6 +12,7 @@ from typing import Any
 
 from llm4cov.bench.answer_checks import CHECKS
 from llm4cov.bench.formal_notes import VERDICTS, unreachable_lines
+from llm4cov.util.escape import md_block, md_text
 
 CALIBRATION_TEXT = {
     "other_simulator": "CVDP thresholds, calibrated on Cadence Xcelium/IMC's composite score",
@@ -255,11 +256,14 @@ def facts(summary: dict[str, Any]) -> list[str]:
 
 
 def _md_table(t: Table) -> str:
-    lines = [f"## {t.title}", "", "| " + " | ".join(t.header) + " |",
+    """A table in Markdown, every title, header, cell and note literal text
+    (:func:`~llm4cov.util.escape.md_text`): cells carry task fields of the task file
+    (``source``, ``difficulty``), which must not open markup, HTML or a row."""
+    lines = [f"## {md_text(t.title)}", "", "| " + " | ".join(map(md_text, t.header)) + " |",
              "|" + "---|" * len(t.header)]
-    lines += ["| " + " | ".join(row) + " |" for row in t.rows]
+    lines += ["| " + " | ".join(map(md_text, row)) + " |" for row in t.rows]
     if t.notes:
-        lines += [""] + [f"- {n}" for n in t.notes]
+        lines += [""] + [f"- {md_text(n)}" for n in t.notes]
     return "\n".join(lines)
 
 
@@ -269,8 +273,8 @@ def _title(summary: dict[str, Any]) -> str:
 
 def markdown(summary: dict[str, Any]) -> str:
     """The Markdown report: title, command, facts, then every table."""
-    parts = [f"# {_title(summary)}", "", "Command (from the repository root):", "",
-             "```bash", summary["command"], "```", ""]
+    parts = [f"# {md_text(_title(summary))}", "", "Command (from the repository root):", "",
+             md_block(summary["command"], "bash"), ""]
     parts += [f"- {f}" for f in facts(summary)]
     parts += ["", "\n\n".join(_md_table(t) for t in tables(summary)), ""]
     return "\n".join(parts)

@@ -256,8 +256,8 @@ def resolve_task(
 
 def rtl_root(task: Task) -> Path | None:
     """The folder that the names of a loaded task's RTL files are relative to (None for
-    a task of a JSONL file)."""
-    return Path(task.meta["path"]) if task.source == "local" and "path" in task.meta else None
+    a task of a JSONL file, whatever its row says: :attr:`Task.root`)."""
+    return Path(task.root) if task.root else None
 
 
 RTL_ARGUMENT = typer.Argument(None, metavar="RTL...", show_default=False,

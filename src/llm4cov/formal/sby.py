@@ -14,11 +14,10 @@ from __future__ import annotations
 
 import json
 import re
-import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from llm4cov.tasks.model import SourceFile
+from llm4cov.tasks.model import SourceFile, TaskError
 
 _REACHED = re.compile(r"Reached cover statement (?:in step (?P<s1>\d+) at .*?: (?P<l1>\S+)"
                       r"|at .*?: (?P<l2>\S+) in step (?P<s2>\d+))")
@@ -38,16 +37,39 @@ def read_script(
     """The Yosys commands that read ``files`` (in that order, ``-I`` list
     ``include_dirs``) with ``frontend`` (``slang``: ``read_slang``; ``verilog``: Yosys'
     own parser) and elaborate ``top`` with ``parameters``."""
-    names = " ".join(shlex.quote(f.name) for f in files)
-    opts = [f"-I{shlex.quote(d)}" for d in include_dirs or []]
-    opts += [f"-D{shlex.quote(f'{k}={v}')}" for k, v in (defines or {}).items()]
+    names = " ".join(script_word(f.name) for f in files)
+    opts = [f"-I{script_word(d)}" for d in include_dirs or []]
+    opts += [f"-D{script_word(f'{k}={v}')}" for k, v in (defines or {}).items()]
     if frontend == "slang":
-        opts += [f"-G {shlex.quote(f'{k}={v}')}" for k, v in (parameters or {}).items()]
-        read = [f"read_slang -j 1 --top {top} {' '.join(opts)} {names}"]
+        opts += [f"-G {script_word(f'{k}={v}')}" for k, v in (parameters or {}).items()]
+        read = [f"read_slang -j 1 --top {script_word(top)} {' '.join(opts)} {names}"]
     else:
         read = [f"read_verilog -formal -sv {' '.join(opts)} {names}"]
-        read += [f"chparam -set {k} {v} {top}" for k, v in (parameters or {}).items()]
-    return [*read, f"prep -top {top}"]
+        read += [f"chparam -set {script_word(k)} {script_word(v)} {script_word(top)}"
+                 for k, v in (parameters or {}).items()]
+    return [*read, f"prep -top {script_word(top)}"]
+
+
+#: What one word of a Yosys or SBY script may hold: no white space (a word break), no
+#: ``;`` (Yosys ends a command there), ``#`` (a comment), quote or backslash (Yosys reads
+#: them itself), control character (a new line of the ``.sby`` file) or ``[``-led
+#: section header.
+_WORD = re.compile(r"[A-Za-z0-9_$.,:+\-*/=%&|^~!?<>(){}'@\[\]]+")
+
+
+def script_word(text: str) -> str:
+    """``text`` as one word of a Yosys or SBY script, unchanged.
+
+    Raises:
+        TaskError: a character the script would read as structure (a task's define or
+            parameter value with ``;``, ``#``, a quote, a space or a line break had run
+            Yosys commands and SBY's Python of its own, forging "proven unreachable").
+    """
+    if not _WORD.fullmatch(text):
+        raise TaskError(f"{text[:80]!r} cannot be passed to the formal tools: a value with "
+                        "white space, `;`, `#`, a quote or a backslash would be read as "
+                        "script structure (write the value without them)")
+    return text
 
 
 def job_text(
@@ -74,7 +96,7 @@ def job_text(
     :mod:`llm4cov.formal.continuation`).
     """
     if model is not None:
-        script = [f"read_rtlil {shlex.quote(model)}", "setundef -zero -init"]
+        script = [f"read_rtlil {script_word(model)}", "setundef -zero -init"]
         copy = [model]
     else:
         script = [*read_script(files, top, parameters, defines, include_dirs, frontend),
@@ -84,7 +106,7 @@ def job_text(
         "[options]", f"mode {mode}", f"depth {depth}", "vcd off", "",
         "[engines]", "smtbmc yices", "",
         "[script]", *script, "",
-        "[files]", *(f"{name} {name}" for name in copy), "",
+        "[files]", *(f"{script_word(name)} {script_word(name)}" for name in copy), "",
     ])
 
 

@@ -4,7 +4,8 @@ bus-master port of the DUT, each a ``task`` forked after the reset release of it
 domain, on that clock's falling edges.
 
 - **input stream** (``tb_inN``, :mod:`llm4cov.policies.streams`): an idle gap (1-3
-  cycles, one in four 8-32), then a burst of 1 to ``MAX_BURST`` transfers: valid raised
+  cycles, one in four 8-32), then a burst of 1 to ``MAX_BURST`` transfers (one burst in
+  ``LONG_ODDS`` a long one, ``LONG_BURST``): valid raised
   with random data (``last`` on the burst's last beat, ``first`` on its first, byte
   enables all ones but on the last beat), each held until ready (a monitor samples
   valid && ready at the rising edge), at most ``HANDSHAKE`` cycles, else the burst
@@ -34,7 +35,12 @@ from llm4cov.policies.streams import Stream, detect_streams
 from llm4cov.tasks.hdl import Port
 
 MAX_BURST = 16
-"""Transfers in one burst of an input stream, at most."""
+"""Transfers in one burst of an input stream, at most (but a long burst's)."""
+LONG_BURST = (MAX_BURST + 1, 256)
+"""The length range of a long burst, one in ``LONG_ODDS`` bursts: a frame longer than
+a FIFO's depth reaches its oversize and full paths (alexforencich ``axis_fifo``'s
+oversize-frame drop at DEPTH=64 is never reached by bursts of 16)."""
+LONG_ODDS = 8
 MEM_WORDS = 256
 """Words of a bus-master responder's memory."""
 ERROR_ODDS = 32
@@ -100,7 +106,8 @@ def _stream_in(st: Stream, i: int, clk: str) -> list[str]:
         f"      {' '.join(idle)}",
         f"      repeat ($urandom_range(3) == 0 ? $urandom_range(8, 32) : $urandom_range(1, 3)) "
         f"{neg}",
-        f"      tb_len = $urandom_range(1, {MAX_BURST});",
+        f"      tb_len = $urandom_range({LONG_ODDS - 1}) == 0 ? "
+        f"$urandom_range({LONG_BURST[0]}, {LONG_BURST[1]}) : $urandom_range(1, {MAX_BURST});",
         "      for (int tb_i = 0; tb_i < tb_len; tb_i++) begin",
         f"        {' '.join(beat)}",
         f"        {neg}",

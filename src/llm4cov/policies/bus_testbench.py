@@ -4,24 +4,25 @@ and address map that :mod:`llm4cov.policies.register_bus` recognised.
 **Testbench** (:func:`bus_testbench`): the random style's header (clocks, ports, DUT),
 tasks ``tb_write(addr, data)``/``tb_read(addr, data)`` that obey the protocol (wait for
 ``ack``/``pready``/``*ready``/``*valid``, at most ``HANDSHAKE`` cycles), then
-``iterations`` rounds of: write every non-control address (random data, all ones in
-the last round but one and zeros in the last, so every data bit toggles both ways after
+``iterations`` rounds of: write every non-control address (random data, all ones in the
+last round but one and zeros in the last, so every data bit toggles both ways after
 random use; a config register's low four bits sweep the round number), pulse each
 control bit in ascending order, each followed by a bounded wait (polling the status
 register until its ready bit sets, at most ``poll`` reads, else ``settle`` idle cycles),
 read every address back, then random transactions (a decoded or a fully random address,
-read or write, random data). The reset is pulsed before rounds 2, 6, 10, ... (round 1 of
-two), which also frees a core that a random command left waiting forever. Streams and
-bus-master ports of the DUT get their protocol agents (:mod:`llm4cov.policies.agents`),
-started after the reset release; the inputs neither the bus nor an agent uses are driven
-as the random style drives them (per clock domain, in parallel, until the transactions
-end). Iterations: ``ceil(length / 50)`` (at least 2) times one more per 1,500 RTL
-lines; the settle wait is ``16 + min(length, WAIT_LENGTH) / 4`` cycles, the poll bound
-``50 + 2 * min(length, WAIT_LENGTH)`` reads (``length`` doubles with each agent round).
-Past :data:`WAIT_LENGTH` a longer ``length`` adds rounds only, so the cycles grow with
+read or write, random data, a random byte-lane strobe where the bus has one). The reset
+is pulsed before rounds 2, 6, 10, ... (round 1 of two), which also frees a core that a
+random command left waiting forever. Streams and bus-master ports of the DUT get their
+protocol agents (:mod:`llm4cov.policies.agents`), started after the reset release; the
+inputs neither the bus nor an agent uses are driven as the random style drives them (per
+clock domain, in parallel, until the transactions end). Iterations:
+``ceil(length / 50)`` (at least 2) times one more per 1,500 RTL lines; the settle wait is ``16 +
+min(length, WAIT_LENGTH) / 4`` cycles, the poll bound ``50 + 2 * min(length,
+WAIT_LENGTH)`` reads (``length`` doubles with each agent round). Past
+:data:`WAIT_LENGTH` a longer ``length`` adds rounds only, so the cycles grow with
 ``length``, not with its square (``close``'s 20000-cycle rung ran past the simulator's
-time limit on every register-bus core: 400 rounds of 5,016-cycle waits; measured,
-rounds that grow beat waits that grow: simple_spi 97.87 against 96.98 % merged).
+time limit on every register-bus core: 400 rounds of 5,016-cycle waits; measured, rounds
+that grow beat waits that grow: simple_spi 97.87 against 96.98 % merged).
 """
 
 from __future__ import annotations
@@ -104,7 +105,7 @@ class _Writer:
                     self.pos, sample, self.neg, idle]
         elif kind == "wishbone":
             ack = " || ".join(r[x].name for x in ("ack", "err", "rty") if x in r)
-            start = f"{self._on('cyc')} {self._on('stb')} {self._set('sel', chr(39) + '1')}"
+            start = f"{self._on('cyc')} {self._on('stb')} {self._set('sel', STROBE)}"
             write = [f"{start} {self._on('we')} {addr} = a; {wdata}", self.pos,
                      self._wait(ack), self.neg, idle, self.neg]
             read = [f"{start} {self._on('we', False)} {addr} = a;", self.pos,
@@ -112,7 +113,7 @@ class _Writer:
         elif kind == "apb":
             ready = r["pready"].name if "pready" in r else "1'b1"
             start = f"{self._on('psel')} {self._on('penable', False)} {addr} = a;"
-            write = [f"{start} {self._on('we')} {wdata}", self.neg,
+            write = [f"{start} {self._on('we')} {wdata} {self._set('pstrb', STROBE)}", self.neg,
                      self._on("penable"), self.pos, self._wait(ready), self.neg, idle]
             read = [f"{start} {self._on('we', False)}", self.neg,
                     self._on("penable"), self.pos, self._wait(ready), sample, self.neg, idle]
@@ -147,24 +148,44 @@ class _Writer:
         return lines
 
 
-#: The testbench's AXI4-Lite write strobe and response lag (cycles a response's ready
+#: The testbench's byte-lane strobe (AXI4-Lite ``wstrb``, APB ``pstrb`` on writes,
+#: Wishbone ``sel`` on every cycle) and AXI4-Lite response lag (cycles a response's ready
 #: is held low): all ones and 0 in the register sweep, random in the random
-#: transactions (partial writes, a slave that must hold its response).
+#: transactions (partial writes and reads, a slave that must hold its response).
 STROBE = "tb_strb"
 LAG = "tb_lag"
+STROBE_ROLE = {"axil": "wstrb", "apb": "pstrb", "wishbone": "sel"}
+"""The bus role that carries the byte-lane strobe, per bus kind."""
+
+
+def _strobe(bus: Bus) -> Port | None:
+    role = STROBE_ROLE.get(bus.kind)
+    return bus.roles.get(role) if role is not None else None
+
+
+def _knob_lines(bus: Bus) -> list[str]:
+    """Declarations of the strobe (where the bus has one) and, on AXI4-Lite, the lag."""
+    strobe = _strobe(bus)
+    lines = [f"  logic [{strobe.width - 1}:0] {STROBE} = '1;"] if strobe is not None else []
+    if bus.kind == "axil":
+        if strobe is None:
+            lines.append(f"  logic [0:0] {STROBE} = '1;")
+        lines.append(f"  int {LAG} = 0;")
+    return lines
 
 
 def _random_knobs(bus: Bus, before: bool) -> list[str]:
     """Statements that draw (``before`` a random transaction) or restore (after the
-    random transactions) the AXI4-Lite write strobe, response lag and protection bits;
-    none for other buses."""
-    if bus.kind != "axil":
+    random transactions) the byte-lane strobe, and on AXI4-Lite the response lag and
+    protection bits; none for a bus without any."""
+    axil = bus.kind == "axil"
+    if not axil and _strobe(bus) is None:
         return []
     if not before:
-        return [f"      {LAG} = 0;", f"      {STROBE} = '1;"]
+        return [f"      {LAG} = 0;"] * axil + [f"      {STROBE} = '1;"]
     r = bus.roles
-    return [f"        {LAG} = $urandom_range(3);", f"        {STROBE} = $urandom;",
-            *(f"        {r[x].name} = $urandom;" for x in ("awprot", "arprot") if x in r)]
+    return [f"        {LAG} = $urandom_range(3);"] * axil + [f"        {STROBE} = $urandom;"] \
+        + [f"        {r[x].name} = $urandom;" for x in ("awprot", "arprot") if x in r]
 
 
 def _hex(width: int, value: int) -> str:
@@ -262,9 +283,7 @@ def bus_testbench(task: Task, s: Stimulus, bus: Bus, amap: AddressMap, seed: int
     lines.append(f"  logic [{dw - 1}:0] tb_d;")
     lines.append(f"  logic [{rw - 1}:0] tb_q;")
     lines.append(f"  logic [{aw - 1}:0] tb_a;")
-    if bus.kind == "axil":
-        sw = bus.roles["wstrb"].width if "wstrb" in bus.roles else 1
-        lines += [f"  logic [{sw - 1}:0] {STROBE} = '1;", f"  int {LAG} = 0;"]
+    lines += _knob_lines(bus)
     lines += w.tasks(aw, dw, rw)
     status = amap.role("status")
     lines.append("  task automatic tb_wait();")

@@ -39,6 +39,7 @@ from typing import Any, TypeGuard
 
 from llm4cov.policies.base import Generation, GenerationRequest, PolicyError, SamplingParams
 from llm4cov.policies.options import ANSWER_PREFIX, Dtype
+from llm4cov.util.escape import no_special_tokens
 from llm4cov.util.progress import TokenMeter
 
 log = logging.getLogger(__name__)
@@ -302,7 +303,10 @@ class LocalTransformersPolicy:
 
     def _encode(self, messages: list[dict[str, str]]) -> list[int]:
         """The prompt's token ids: the chat template with the generation prompt, then
-        the answer prefix, tokenized as one text (as SFT tokenizes a whole conversation)."""
+        the answer prefix, tokenized as one text (as SFT tokenizes a whole conversation);
+        no message's text can hold a control token of the template
+        (:func:`~llm4cov.util.escape.no_special_tokens`)."""
+        messages = [{**m, "content": no_special_tokens(m["content"])} for m in messages]
         try:
             text = self.tokenizer.apply_chat_template(messages, add_generation_prompt=True,
                                                       tokenize=False)

@@ -610,11 +610,7 @@ class Evaluator:
         points, excluded = split_points(points, parse_rules(cfg.exclusions))
         if note := excluded_note(cov.dut_points(excluded, plan.dut_hier, rtl_names, plan.modules)):
             notes.append(note)
-        if plan.modules and (shared := cov.merged_outside(points, plan.dut_hier, plan.modules)):
-            why = ("the DUT's instances share one counter set with instances outside the DUT "
-                   f"(the testbench's own): {', '.join(shared)}; its coverage cannot be told "
-                   "apart (instantiate the DUT's modules in the testbench less often, or not "
-                   "at all)")
+        if plan.modules and (why := _not_the_dut(points, plan, task.dut_module_name)):
             return Observation(status=Status.REJECTED, log=f"Rejected after the run: {why}.",
                                notes=[*notes, why], build_s=round(build_s, 3),
                                run_s=round(outcome.process.wall_s, 3), **base)
@@ -723,3 +719,20 @@ def _tb_name(name: str, taken: list[str], reserved: frozenset[str]) -> str:
 def _write(path: Path, content: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(content, encoding="utf-8", errors="surrogateescape")
+
+
+def _not_the_dut(points: list[cov.Point], plan: TestbenchPlan, dut_module: str) -> str | None:
+    """Why the run's points in the DUT's subtree are not the DUT's own coverage (None:
+    they are): DUT modules merged with the testbench's copies above the DUT
+    (:func:`~llm4cov.sim.model.coverage.merged_outside`), or no point of the DUT module
+    at all (:func:`~llm4cov.sim.model.coverage.dut_absent`)."""
+    assert plan.modules is not None
+    if shared := cov.merged_outside(points, plan.dut_hier, plan.modules):
+        return ("the DUT's instances share one counter set with instances outside the DUT "
+                f"(the testbench's own): {', '.join(shared)}; its coverage cannot be told "
+                "apart (instantiate the DUT's modules in the testbench less often, or not "
+                "at all)")
+    if cov.dut_absent(points, plan.dut_hier, plan.modules, dut_module):
+        return (f"no point of `{dut_module}` itself was measured at `{plan.dut_hier}`: what "
+                "the run names there is not the DUT")
+    return None

@@ -29,6 +29,7 @@ from pathlib import Path
 from llm4cov.tasks.filelist import FileList
 from llm4cov.tasks.hdl import HDL_SUFFIXES
 from llm4cov.tasks.model import TaskError
+from llm4cov.tasks.reading import bounded_bytes
 
 MANIFEST_NAMES = ("bender.yml", "bender.yaml")
 """File names (lower case) read as a Bender manifest rather than a filelist."""
@@ -57,7 +58,7 @@ def parse_manifest(path: Path | str, targets: Iterable[str] = ()) -> tuple[FileL
 
     path = Path(path)
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = yaml.safe_load(bounded_bytes(path).decode("utf-8"))
     except OSError as exc:
         raise TaskError(f"{path}: cannot read the Bender manifest ({exc.strerror})") from exc
     except (yaml.YAMLError, UnicodeDecodeError) as exc:

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from llm4cov.tasks.hdl import include_names, module_decls
 from llm4cov.tasks.model import SourceFile, TaskError
+from llm4cov.tasks.reading import bounded_bytes
 
 MAX_DEPTH = 16
 _COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*|^\s*#[^\n]*", re.DOTALL | re.MULTILINE)
@@ -63,7 +64,7 @@ def parse_filelist(path: Path | str, into: FileList | None = None, depth: int = 
     if depth > MAX_DEPTH:
         raise TaskError(f"{path}: filelists nested deeper than {MAX_DEPTH} (a cycle?)")
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
+        text = bounded_bytes(path).decode("utf-8", errors="replace")
     except OSError as exc:
         raise TaskError(f"{path}: cannot read the filelist ({exc.strerror})") from exc
     try:

@@ -51,6 +51,7 @@ import pyslang
 from pyslang import parsing
 
 from llm4cov.tasks.model import TaskError
+from llm4cov.tasks.reading import bounded_bytes
 
 #: Directive names whose presence (with a backtick) may need the lexer; a text without
 #: any of them cannot break the rule (a fast path for the common RTL file).
@@ -140,7 +141,7 @@ class Disk(Tree):
         if not self._inside(path) or not os.path.isfile(path):
             return None
         try:
-            return Path(path).read_text(encoding="utf-8", errors="surrogateescape")
+            return bounded_bytes(path).decode("utf-8", errors="surrogateescape")
         except OSError:
             return None
 

@@ -30,6 +30,7 @@ from llm4cov.tasks.hdl import (
 from llm4cov.tasks.layout import Exclusions, note, testbench_files
 from llm4cov.tasks.model import SourceFile, Task, TaskError, safe_task_id
 from llm4cov.tasks.names import name_errors
+from llm4cov.tasks.reading import bounded_bytes, check_total
 from llm4cov.tasks.sources import RecordSkip, TaskSource, dir_repo_id, read_file
 
 SPEC_SUFFIXES = (".md", ".txt", ".rst")
@@ -39,8 +40,12 @@ log = logging.getLogger(__name__)
 
 
 def read_text(path: Path, notes: list[str] | None = None, label: str | None = None) -> str:
-    """A file's text: UTF-8, or Latin-1 with a note appended to ``notes``."""
-    data = path.read_bytes()
+    """A file's text: UTF-8, or Latin-1 with a note appended to ``notes``.
+
+    Raises:
+        TaskError: the file is over :data:`~llm4cov.tasks.reading.MAX_FILE_BYTES`.
+    """
+    data = bounded_bytes(path)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -146,7 +151,7 @@ def task_from_paths(
         dut_instance_name=instance,
         meta={"notes": notes, "path": str(rtl_dir.root)},
         **build,
-    )
+    ).from_folder(str(rtl_dir.root))
 
 
 def _design(base: Path, rtl: list[SourceFile], build: dict) -> Design:
@@ -274,12 +279,16 @@ class _RtlDir:
         rtl: list[SourceFile] = []
         spec: list[SourceFile] = []
         left_out: list[str] = []
+        taken = []
         for rel, path in files_below(self.base, notes, (*HDL_SUFFIXES, *SPEC_SUFFIXES)):
             if path.suffix.lower() not in (*HDL_SUFFIXES, *SPEC_SUFFIXES):
                 continue
             if (why := exclude.excluded(PurePosixPath(rel.as_posix()))) is not None:
                 left_out.append(why)
                 continue
+            taken.append((rel, path))
+        check_total([path.stat().st_size for _, path in taken], self.base)
+        for rel, path in taken:
             kind = rtl if path.suffix.lower() in HDL_SUFFIXES else spec
             kind.append(SourceFile(name=(self.prefix / rel).as_posix(),
                                    content=read_text(path, notes, str(rel))))

@@ -11,11 +11,12 @@ import re
 from pathlib import PurePosixPath
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
 
 from llm4cov.tasks.names import name_errors, unsafe_chars
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_$]*")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 _NOT_IN_ID = re.compile(r"%(?![0-9A-Fa-f]{2})|[^A-Za-z0-9_$.+:@=/%-]")
 
 
@@ -135,6 +136,20 @@ class Task(BaseModel):
     """The RTL files to compile, in filelist order (names of ``rtl_files``); empty =
     every ``*.v``/``*.sv`` RTL file. Other RTL files are only `` `include``d. Packages
     are compiled before their users whatever this order."""
+    _root: str | None = PrivateAttr(default=None)
+
+    @property
+    def root(self) -> str | None:
+        """The host folder the RTL files were read from: set by the directory loader
+        only (:meth:`from_folder`), never from a task row (a row's ``source`` and
+        ``meta`` are the row's word: ``meta.path = /etc`` pointed a tracefile's
+        ``SF:`` at ``/etc/passwd``). None for a task of a JSONL file."""
+        return self._root
+
+    def from_folder(self, root: str) -> Task:
+        """This task, read from the host folder ``root`` (:attr:`root`)."""
+        self._root = root
+        return self
 
     @field_validator("id")
     @classmethod
@@ -162,9 +177,15 @@ class Task(BaseModel):
     @field_validator("defines", "parameters")
     @classmethod
     def _identifiers(cls, values: dict[str, str]) -> dict[str, str]:
-        for name in values:
+        """Names are identifiers; values are one line without control characters (a
+        ``+define+`` or ``-G`` value has none: a newline in one had started lines of a
+        formal tool's script of its own)."""
+        for name, value in values.items():
             if not _IDENTIFIER.fullmatch(name):
                 raise ValueError(f"not a SystemVerilog identifier: {name!r}")
+            if _CONTROL.search(value):
+                raise ValueError(f"the value of {name} holds a line break or another "
+                                 f"control character: {value[:80]!r}")
         return values
 
     @field_validator("rtl_files")

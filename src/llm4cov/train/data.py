@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from llm4cov.util.escape import no_special_tokens
 from llm4cov.util.jsonl import iter_json_objects
 
 log = logging.getLogger(__name__)
@@ -69,7 +70,9 @@ def _check_messages(messages: Any, where: str) -> list[dict[str, str]]:
         raise DatasetError(f"{where}: the last message must be a non-empty assistant turn")
     if sum(m["role"] == "assistant" for m in messages) != 1:
         raise DatasetError(f"{where}: exactly one assistant turn (the testbench) per sample")
-    return [{"role": m["role"], "content": m["content"]} for m in messages]
+    # a testbench (the assistant turn) or a log in a prompt may hold a chat template's
+    # control strings: as text, not as the tokens that end or start a turn
+    return [{"role": m["role"], "content": no_special_tokens(m["content"])} for m in messages]
 
 
 def read_chat_jsonl(path: Path | str) -> list[ChatSample]:

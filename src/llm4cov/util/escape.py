@@ -24,6 +24,8 @@ likes, a model answers what it likes, a task row names what it likes. Where it r
   instruction as prose whose lines start no heading, fence, HTML block or setext
   underline. So no text of a testbench, a model or a task can end its delimiter or
   pass a heading off as one of the prompt's own sections (CommonMark 0.31, 4.2-4.6);
+  all three also break the chat-template control strings (:func:`no_special_tokens`),
+  since the model reads tokens, not Markdown;
 - **JSON** printed to a terminal: :func:`json_terminal` writes the characters JSON
   leaves raw (DEL, C1, the bidi controls) as ``\\uXXXX`` escapes, which parse to the
   same string (RFC 8259, 7).
@@ -43,6 +45,17 @@ _CONTROL = re.compile(r"\r(?!\n)|[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066
 _CRLF = re.compile(r"\r\n")
 _JSON_RAW = re.compile(r"[\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 _MD_INLINE = re.compile(r"([\\`*_\[\]<>&|~!])")
+# The chat-template control strings of the common model families: ``<|...|>``
+# (ChatML/Qwen/SmolLM, Llama 3, Phi, harmony) and DeepSeek's fullwidth ``<｜...｜>``,
+# Llama 2/Mistral ``<s>``, ``</s>``, ``[INST]``, ``<<SYS>>`` and Mistral's bracketed tool
+# and prompt tokens, Gemma's ``<start_of_turn>``/``<end_of_turn>``/``<bos>``/``<eos>``.
+# Group 1: the opening character the break goes after.
+_SPECIAL_TOKEN = re.compile(
+    r"(<)(?=[|\uff5c])|(<)(?=/?(?:s|bos|eos|pad|unk|start_of_turn|end_of_turn)>)"
+    r"|(\[)(?=/?(?:INST|SYSTEM_PROMPT|TOOL_CALLS|AVAILABLE_TOOLS|TOOL_RESULTS)\])"
+    r"|(<)(?=</?SYS>>)")
+#: What :func:`no_special_tokens` puts inside a control string (ZERO WIDTH SPACE).
+TOKEN_BREAK = "\u200b"
 _BACKTICKS = re.compile(r"`+")
 # Line breaks that terminal() keeps: LF, and the Unicode line and paragraph separators
 # (str.splitlines and some tokenizers break lines there; CommonMark does not).
@@ -140,6 +153,17 @@ def md_text(text: str) -> str:
     return _MD_INLINE.sub(r"\\\1", one_line(text))
 
 
+def no_special_tokens(text: str) -> str:
+    """``text`` with every chat-template control string of the common model families
+    (``<|im_end|>``, ``<|eot_id|>``, ``<s>``, ``[INST]``, ``<start_of_turn>``, ...) broken
+    by a :data:`TOKEN_BREAK` after its first character, so a tokenizer reads it as plain
+    text, not as the special token that ends a turn or starts a ``system`` one (a
+    testbench that printed ``<|im_end|><|im_start|>system`` gave the next prompt a
+    ``system`` turn of its own). Idempotent; other text is unchanged (SystemVerilog has
+    no such string outside its string literals and comments)."""
+    return _SPECIAL_TOKEN.sub(lambda m: f"{m.group(0)}{TOKEN_BREAK}", text)
+
+
 def prompt_block(text: str, info: str = "text") -> str:
     """``text`` as a fenced code block of a model's prompt: ``text`` without its trailing
     white space, between two :func:`code_fence` lines (``info``, a fixed word of ours
@@ -148,12 +172,13 @@ def prompt_block(text: str, info: str = "text") -> str:
     the block and write prompt sections of its own; a text without a run of three
     backticks gets the plain three-backtick fence, so such prompts are as before.
 
-    Unlike :func:`md_block`, the text is kept byte for byte (control characters are not
-    made visible): the model reads the testbench and the RTL to rewrite them and must
+    Unlike :func:`md_block`, the text is kept byte for byte but for the chat-template
+    control strings :func:`no_special_tokens` breaks (control characters are not made
+    visible): the model reads the testbench and the RTL to rewrite them and must
     see the very characters it is to reproduce, and a control character means nothing
     to Markdown inside a code block. A prompt that is printed goes through
     :func:`terminal` where it is printed, as any other text."""
-    body = text.rstrip()
+    body = no_special_tokens(text.rstrip())
     fence = code_fence(body)
     return f"{fence}{info}\n{body}\n{fence}"
 
@@ -169,7 +194,7 @@ def prompt_line(text: str) -> str:
     source line keeps its layout); a text that starts no block is unchanged, as is any
     inline markup in it (the code spans of uncovered items and notes), which cannot
     leave the line."""
-    body = _one_line_keeping_tabs(text)
+    body = no_special_tokens(_one_line_keeping_tabs(text))
     m = _BLOCK_START.match(body)
     if m is None:
         return body
@@ -186,5 +211,6 @@ def prompt_prose(text: str) -> str:
     4.2-4.6), there or after the list and block-quote markers that start the line
     (``- ## x`` is a heading in a list item). Lists, block quotes, emphasis, code spans
     and links keep their Markdown; a text without such a line start is unchanged."""
-    body = re.sub(r"[\u2028\u2029]", lambda m: _break(m.group(0)), terminal(text))
+    body = re.sub(r"[\u2028\u2029]", lambda m: _break(m.group(0)),
+                  terminal(no_special_tokens(text)))
     return _PROSE_BLOCK_START.sub(lambda m: f"{m.group(1)}\\", body)

@@ -20,6 +20,7 @@ from llm4cov.sim.safety.static_check import guard_pyslang, unsafe_path
 from llm4cov.tasks.hdl import ParseLimitError, parse_tree, syntax_nodes
 from llm4cov.tasks.loaders import files_below
 from llm4cov.tasks.model import SourceFile
+from llm4cov.tasks.reading import bounded_bytes, check_total
 
 _SK = syntax.SyntaxKind
 
@@ -240,6 +241,8 @@ def aux_files(
 
     Raises:
         FileNotFoundError: a path does not exist.
+        TaskError: a file is over :data:`~llm4cov.tasks.reading.MAX_FILE_BYTES`, or all
+            of them over :data:`~llm4cov.tasks.reading.MAX_REPO_BYTES`.
     """
     found: dict[str, Path] = {}
     notes: list[str] = []
@@ -260,7 +263,8 @@ def aux_files(
         if rel not in found and unsafe_path(rel) is None and (tb_path.parent / rel).is_file():
             notes.append(f"{tb.name} reads `{name}`; a file of that name sits next to the "
                          f"testbench: pass it with --aux {tb_path.parent / rel}")
-    files = [SourceFile(name=n, content=p.read_bytes().decode("utf-8", "surrogateescape"))
+    check_total([p.stat().st_size for p in found.values()], "the aux files")
+    files = [SourceFile(name=n, content=bounded_bytes(p).decode("utf-8", "surrogateescape"))
              for n, p in sorted(found.items())]
     return files, notes
 

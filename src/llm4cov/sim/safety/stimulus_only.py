@@ -46,9 +46,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import pyslang
 from pyslang import ast, syntax
 
+from llm4cov.sim.safety.drivers import Elaboration, driver_reasons
 from llm4cov.sim.safety.subroutines import Signature, signatures, written_arguments
 from llm4cov.tasks.hdl import VIRTUAL_ROOT, Design, ModuleDecl, parse_tree, syntax_nodes
 
@@ -113,11 +113,11 @@ class Hierarchy:
         for d in tb:
             for mtype, name in d.instances:
                 units.setdefault(d.name, {}).setdefault(name, set()).add(mtype)
+        own = _port_directions(tb_tree, {d.name for d in tb} | set(units))
         made = cls(rtl_names, {u: {n: frozenset(ts) for n, ts in insts.items()}
-                               for u, insts in units.items()},
-                   _port_directions(tb_tree, {d.name for d in tb} | set(units)),
+                               for u, insts in units.items()}, own,
                    _driven_by_rtl(tb_tree, {m: p for m, p in rtl.ports.items()
-                                            if m in rtl_names}), sigs)
+                                            if m in rtl_names}, own), sigs)
         models = {t for m, kids in rtl.instances.items() if m in rtl_names for t in kids
                   if t in made.instances}
         return dataclasses.replace(made, inside=made.bound_inside(_binds(tb_tree), models),
@@ -531,14 +531,20 @@ def _binds(tree: syntax.SyntaxTree) -> list[tuple[list[str], str]]:
     return out
 
 
-def _driven_by_rtl(tree: syntax.SyntaxTree, rtl_ports: Mapping[str, tuple[tuple[str, str], ...]]
+def _driven_by_rtl(tree: syntax.SyntaxTree, rtl_ports: Mapping[str, tuple[tuple[str, str], ...]],
+                   own: Mapping[str, tuple[tuple[str, str], ...]]
                    ) -> dict[str, frozenset[str]]:
-    """Per testbench unit, the variables it connects to an output, inout or ref port
+    """Per testbench unit (``own``: every unit's ports and their directions, from
+    :func:`_port_directions`), the variables it connects to an output, inout or ref port
     of an instance of an RTL module (named, positional, ``.name`` and ``.*``
     connections), or to such a port of one of its own units that passes a driven
     variable out (a wrapper: Verilator collapses the ports level by level; a
-    fixpoint). A variable declared as a port counts. A net is left out: a procedural
-    write to it is a compile error Verilator reports itself (IEEE 1800 10.4)."""
+    fixpoint). A variable or net declared as a port counts. A net counts too: a
+    procedural ``force``/``release`` of it is legal (IEEE 1800 10.6.2) and Verilator
+    collapses it with the DUT's variable, so the force lands there (seen: 72.64 ->
+    95.83 % on a counter's output); any other procedural write to a net is a compile
+    error (IEEE 1800 10.4), and a continuous assignment to it stays a resolved second
+    driver (a bidirectional bus)."""
     sites: dict[str, list[tuple[str, Any]]] = {}
     variables: dict[str, set[str]] = {}
     module: list[str] = [""]
@@ -547,7 +553,7 @@ def _driven_by_rtl(tree: syntax.SyntaxTree, rtl_ports: Mapping[str, tuple[tuple[
         if isinstance(node, syntax.ModuleDeclarationSyntax):
             module[0] = node.header.name.valueText
             variables.setdefault(module[0], set()).update(p for p, _ in _module_ports(node))
-        elif isinstance(node, syntax.DataDeclarationSyntax):
+        elif isinstance(node, (syntax.DataDeclarationSyntax, syntax.NetDeclarationSyntax)):
             variables.setdefault(module[0], set()).update(
                 d.name.valueText for d in node.declarators
                 if isinstance(d, syntax.DeclaratorSyntax))
@@ -558,7 +564,6 @@ def _driven_by_rtl(tree: syntax.SyntaxTree, rtl_ports: Mapping[str, tuple[tuple[
         return True
 
     tree.root.visit(visit)
-    own = _port_directions(tree, set(sites) | set(variables))
     ports = {**own, **rtl_ports}
     drives = {m: {p for p, d in ps if d in _WRITING_DIRECTIONS} for m, ps in rtl_ports.items()}
     while True:
@@ -571,7 +576,6 @@ def _driven_by_rtl(tree: syntax.SyntaxTree, rtl_ports: Mapping[str, tuple[tuple[
         if not grown:
             break
         drives.update(grown)
-    # a net (wire) so driven cannot be written procedurally at all: Verilator's own error
     return {m: frozenset(n & variables.get(m, set())) for m, n in out.items() if n}
 
 
@@ -624,19 +628,22 @@ def _module_ports(module: Any) -> list[tuple[str, str]]:
 
 
 def parameter_changes(rtl_text: str, tb_text: str, tb_name: str, dut_module: str,
-                      dut_hier: str, task_parameters: Mapping[str, str]) -> list[str]:
+                      dut_hier: str, task_parameters: Mapping[str, str],
+                      elaboration: Elaboration | None = None) -> list[str]:
     """Reasons when the measured DUT instance ``dut_hier`` of Verilator's view (its RTL
-    part ``rtl_text`` and testbench part ``tb_text``) is elaborated with parameter values
-    other than the task's: ``task_parameters`` over the declaration's defaults (IEEE
-    1800 23.10), compared value by value on pyslang's elaboration of both. Every
-    parameter of the DUT module counts, local ones included (they follow from the
-    others). Empty when they agree or when pyslang cannot find the instance (the build
-    then decides)."""
-    actual = _instance_parameters([rtl_text, tb_text], dut_hier)
+    part ``rtl_text`` and testbench part ``tb_text``; ``elaboration``, theirs when
+    already made) is elaborated with parameter values other than the task's:
+    ``task_parameters`` over the declaration's defaults (IEEE 1800 23.10), compared
+    value by value on pyslang's elaboration of both. Every parameter of the DUT module
+    counts, local ones included (they follow from the others). Empty when they agree or
+    when pyslang cannot find the instance (the build then decides)."""
+    actual = _instance_parameters(
+        elaboration or Elaboration.of(rtl_text, tb_text, tb_name), dut_hier)
     overrides = ", ".join(f".{k}({v})" for k, v in task_parameters.items())
     top = (f"module llm4cov_parameter_reference;\n  {dut_module} "
            f"{'#(' + overrides + ') ' if overrides else ''}u ();\nendmodule\n")
-    expected = _instance_parameters([rtl_text, top], "llm4cov_parameter_reference.u")
+    expected = _instance_parameters(Elaboration.of(rtl_text, top, "reference.sv"),
+                                    "llm4cov_parameter_reference.u")
     if actual is None or expected is None:
         return []
     changed = [f"{name} = {value} (the task's: {expected[name]})"
@@ -648,24 +655,11 @@ def parameter_changes(rtl_text: str, tb_text: str, tb_name: str, dut_module: str
             f"the task's: {'; '.join(changed)}; instantiate it with the task's parameters"]
 
 
-def _instance_parameters(texts: list[str], hier: str) -> dict[str, str] | None:
-    """``{parameter: value}`` of the instance at ``hier`` in the elaboration of
-    ``texts`` (one compilation, no file is ever opened), None when not found."""
-    sm = pyslang.SourceManager()
-    comp = ast.Compilation()
-    for i, text in enumerate(texts):
-        comp.addSyntaxTree(parse_tree(text, f"llm4cov_part{i}.sv", sm))
-    found: list[Any] = []
-
-    def visit(sym: Any) -> bool:
-        if found:
-            return False
-        if isinstance(sym, ast.InstanceSymbol) and sym.hierarchicalPath == hier:
-            found.append(sym)
-            return False
-        return True
-
-    comp.getRoot().visit(visit)
+def _instance_parameters(elaboration: Elaboration, hier: str) -> dict[str, str] | None:
+    """``{parameter: value}`` of the instance at ``hier`` in the elaboration, None when
+    not found."""
+    found = [s for s in elaboration.symbols()
+             if isinstance(s, ast.InstanceSymbol) and s.hierarchicalPath == hier]
     if not found:
         return None
     return {p.name: _value(p) for p in found[0].body.parameters}
@@ -673,10 +667,15 @@ def _instance_parameters(texts: list[str], hier: str) -> dict[str, str] | None:
 
 def _value(param: Any) -> str:
     """A parameter's value for comparison: an integral value as its integer (so
-    ``8``, ``32'd8`` and ``'h8`` agree), anything else as pyslang writes it."""
+    ``8``, ``32'd8`` and ``'h8`` agree), a type parameter's type as its canonical
+    type (``word_t`` and ``logic [31:0]`` agree; an overridden ``type T`` narrowed a
+    DUT's registers, 83.06 -> 100 %), anything else as pyslang writes it. A value
+    pyslang cannot give reads as unknown (``?``), unequal to any value it can give."""
+    if isinstance(param, ast.TypeParameterSymbol):
+        return f"type {param.targetType.type.canonicalType}"
     value = getattr(param, "value", None)
     if value is None:
-        return str(getattr(param, "name", ""))
+        return f"?{getattr(param, 'name', '')}"
     text = str(value)
     digits = text.split("'")[-1].lstrip("sS")
     base = {"d": 10, "h": 16, "b": 2, "o": 8}.get(digits[:1].lower())
@@ -690,9 +689,10 @@ def _value(param: Any) -> str:
 def check(tb_text: str, tb_name: str, rtl_text: str, rtl_modules: Iterable[str],
           dut_module: str, dut_hier: str, task_parameters: Mapping[str, str]) -> list[str]:
     """Every reason the testbench's score would not be its stimulus's own (empty: none):
-    :func:`dut_writes` on the testbench's part ``tb_text`` of Verilator's view, then,
-    when the task sets parameters or the testbench overrides a parameter of a DUT-module
-    instance, :func:`parameter_changes` on the view (``rtl_text``: its RTL part).
+    :func:`dut_writes` on the testbench's part ``tb_text`` of Verilator's view, then
+    :func:`~llm4cov.sim.safety.drivers.driver_reasons` on the elaboration of the view
+    (``rtl_text``: its RTL part), then, when the task sets parameters or the testbench
+    overrides a parameter of a DUT-module instance, :func:`parameter_changes` on it.
 
     Raises:
         ParseLimitError: pyslang cannot parse the testbench (nesting too deep).
@@ -701,10 +701,14 @@ def check(tb_text: str, tb_name: str, rtl_text: str, rtl_modules: Iterable[str],
     hierarchy = Hierarchy.of(rtl_modules, Design(tree, VIRTUAL_ROOT).decls(), tree,
                              rtl_declarations(rtl_text))
     reasons = dut_writes(tree, hierarchy)
+    if reasons:
+        return reasons
+    elaboration = Elaboration.of(rtl_text, tb_text, tb_name)
+    reasons = driver_reasons(elaboration, tb_name, dut_module, dut_hier)
     if reasons or not (task_parameters or _overrides(tree, dut_module)):
         return reasons
     return parameter_changes(rtl_text, tb_text, tb_name, dut_module, dut_hier,
-                             task_parameters)
+                             task_parameters, elaboration)
 
 
 def _overrides(tree: syntax.SyntaxTree, dut_module: str) -> bool:

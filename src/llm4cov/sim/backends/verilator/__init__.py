@@ -230,7 +230,8 @@ class VerilatorBackend:
             limits=Limits(cfg.run_cpu_limit_s, cfg.run_memory_bytes, cfg.run_file_bytes,
                           dir_bytes=cfg.run_dir_bytes),
             output_cap=cfg.output_cap_bytes,
-            sandbox=run_sandbox(self.toolchain, RUN_ENV_KEYS) if cfg.sandbox else None,
+            sandbox=run_sandbox(self.toolchain, RUN_ENV_KEYS, sources(workdir))
+            if cfg.sandbox else None,
             record_env=END_FD_ENV,
         )
         end, problem = read_end_record(run, workdir / cov_file)

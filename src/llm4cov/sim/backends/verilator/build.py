@@ -132,12 +132,18 @@ def build_sandbox(toolchain: Toolchain) -> Sandbox:
                    env_keys=Toolchain.ENV_KEYS)
 
 
-def run_sandbox(toolchain: Toolchain, env_keys: tuple[str, ...] = ()) -> Sandbox:
+def run_sandbox(toolchain: Toolchain, env_keys: tuple[str, ...] = (),
+                sources: Path | None = None) -> Sandbox:
     """What the simulation may read besides the work dir: only the z3 solver (for
     ``randomize()``); no ``/proc``, so it cannot name its own file descriptors.
-    ``env_keys``: the run's own variables (the rest is dropped)."""
+    ``env_keys``: the run's own variables (the rest is dropped). ``sources`` (the work
+    dir's sources, the run's working directory) is read-only: a testbench that wrote a
+    file there could feed the DUT's own ``$readmemh`` of it (its ROM image, an aux
+    file or a name the task does not ship), a write of DUT state through the file
+    system (seen: 64.62 -> 100 %). The testbench's own ``$fopen(.., "w")`` then gets
+    no file (0), as an unwritable path gives it anywhere."""
     return Sandbox(readonly=[Path(toolchain.z3)] if toolchain.z3 else [], proc=False,
-                   env_keys=env_keys)
+                   env_keys=env_keys, protected=[sources] if sources is not None else [])
 
 
 def make_command(config: SimConfig, jobs: int, units: list[str] | None = None) -> list[str]:
