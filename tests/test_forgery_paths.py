@@ -424,7 +424,7 @@ def test_the_honest_testbench_of_the_driven_design_passes():
     ("  poker pk(.p(q));\n", "module poker(output logic [3:0] p);\n  initial p = 4'd9;\n"
      "endmodule\n",
      "tb.sv:8: the testbench drives `tb.q`, a variable the DUT drives (an output port of "
-     "the testbench's own module): it writes into the DUT"),
+     "`tb.pk`): it writes into the DUT"),
     # an interface member the DUT drives through its modport (72.22 -> 95.83 %)
     ("  initial bi.rdata = 32'hCAFEF00D;\n", "",
      "tb.sv:5: the testbench drives `tb.bi.rdata`, a variable the DUT drives (a procedural "
@@ -528,3 +528,67 @@ endmodule
     assert "fd=0" in obs.log
     assert [u.detail for u in obs.uncovered if u.kind == "branch"] == [
         "true arm of the ?: on `mem[addr] == 32'hDEADBEEF` at rom.sv:4 never taken"]
+
+
+# -- a sixth red team (2026-12-07): where the elaboration and Verilator's build differed
+
+
+@pytest.mark.parametrize("tb, reason", [
+    # a compilation-unit variable of the RTL, written by its plain name (one unit, as
+    # Verilator reads the files: 79.77 -> 92.61 %)
+    ("module tb;\n  logic clk = 0; logic [3:0] q; logic hit;\n  bus_if bi();\n"
+     "  dd dut(.clk(clk), .b(bi.slave), .q(q), .hit(hit));\n  initial cu_key = 1;\n"
+     "endmodule\n",
+     "tb.sv:5: the testbench drives `cu_key`, a variable of the DUT (a procedural "
+     "assignment): it writes into the DUT"),
+    # a testbench that instantiates itself in a dead branch was never elaborated
+    ("module tb #(parameter N = 0);\n  logic clk = 0; logic [3:0] q; logic hit;\n"
+     "  bus_if bi();\n  dd dut(.clk(clk), .b(bi.slave), .q(q), .hit(hit));\n"
+     "  if (N > 0) begin : g tb #(N - 1) t(); end\n"
+     "  clocking cb @(posedge clk); output q; endclocking\n  initial cb.q <= 4'd9;\n"
+     "endmodule\n",
+     "tb.sv:6: the testbench drives `tb.q`, a variable the DUT drives (a clocking "
+     "block's output): it writes into the DUT"),
+    # a clocking block's drive of a net the DUT drives (51.04 -> 95.14 %)
+    ("module tb;\n  logic clk = 0; wire [3:0] q; logic hit;\n  bus_if bi();\n"
+     "  dd dut(.clk(clk), .b(bi.slave), .q(q), .hit(hit));\n"
+     "  clocking cb @(posedge clk); output q; endclocking\n  initial cb.q <= 4'd9;\n"
+     "endmodule\n",
+     "tb.sv:5: the testbench drives `tb.q`, a net the DUT drives (a clocking block's "
+     "output): it writes into the DUT"),
+])
+def test_the_elaboration_is_verilators_unit_top_and_nets(tb, reason):
+    rtl = "logic [31:0] cu_key = 0;\n" + DRIVEN.replace("cfg_pkg::key ==", "cu_key ==")
+    assert check(tb, "tb.sv", rtl, {"dd"}, "dd", "tb.dut", {}) == [reason]
+
+
+def test_a_second_rtl_instance_beside_the_dut_is_a_foreign_driver():
+    """The testbench's own copy of the DUT's submodule drives the variable the DUT's
+    output drives: Verilator merges the two drivers (55.73 -> 97.70 %)."""
+    body = "  hard u_f(.clk(clk), .a(8'hA5), .s(z));\n"
+    assert stimulus_reasons(body) == [
+        "tb.sv:4: the testbench drives `tb.z`, a variable the DUT drives (an output port "
+        "of `tb.u_f`): it writes into the DUT"]
+
+
+def test_a_testbench_past_the_elaborations_limits_is_not_checked_so_rejected():
+    """slang elaborates 128 instances deep; Verilator compiles a chain of 130 distinct
+    modules, whose bottom wrote the DUT's variable through ``ref`` ports."""
+    chain = "".join(f"module m{i}(ref logic [3:0] p);\n  m{i + 1} n(.p(p));\nendmodule\n"
+                    for i in range(130)) + "module m130(ref logic [3:0] p);\nendmodule\n"
+    tb = DD_HEAD + "  m0 c(.p(q));\nendmodule\n" + chain
+    (reason,) = check(tb, "tb.sv", DRIVEN, {"dd"}, "dd", "tb.dut", {})
+    assert reason.endswith("module instantiation exceeded maximum depth of 128; the design "
+                           "past it is not elaborated, so what the testbench writes there "
+                           "cannot be checked")
+
+
+def test_an_idle_clocking_output_and_an_unknown_initial_value_are_no_writes():
+    """A reusable interface's slave-side clocking block declares ``output`` of what the
+    DUT drives but drives nothing through it (slang records a driver at the
+    declaration); ``= 'x`` is the value the run starts the variable at."""
+    tb = DD_HEAD.replace("logic [3:0] q;", "logic [3:0] q = 'x;") + (
+        "  clocking idle_cb @(posedge clk); output q; endclocking\n"
+        "  clocking cb @(posedge clk); input q; endclocking\n"
+        "  initial begin @(cb); $display(cb.q); end\nendmodule\n")
+    assert check(tb, "tb.sv", DRIVEN, {"dd"}, "dd", "tb.dut", {}) == []

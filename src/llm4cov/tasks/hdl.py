@@ -151,6 +151,29 @@ def parse_tree(
                               f"({str(exc) or 'pyslang gave up'})") from None
 
 
+def parse_unit(parts: list[tuple[str, str]], source_manager: pyslang.SourceManager,
+               options: list | None = None) -> tuple[syntax.SyntaxTree, list]:
+    """Parse ``(name, text)`` parts as one compilation unit (as Verilator reads its
+    files: a name declared outside a module in one part is seen by the next), with
+    :func:`parse_tree`'s rules (no include is opened); ``options``: more pyslang option
+    objects. Returns the tree and each part's pyslang buffer id, in order.
+
+    Raises:
+        ParseLimitError: pyslang cannot parse the texts (nesting too deep).
+    """
+    pp = parsing.PreprocessorOptions()
+    pp.maxIncludeDepth = 0
+    buffers = [source_manager.assignText(f"{VIRTUAL_ROOT}/{name}", encodable(text))
+               for name, text in parts]
+    try:
+        tree = syntax.SyntaxTree.fromBuffers(buffers, source_manager,
+                                             pyslang.Bag([pp, *(options or [])]))
+    except RuntimeError as exc:
+        raise ParseLimitError(f"{parts[-1][0]}: nesting too deep for the parser "
+                              f"({str(exc) or 'pyslang gave up'})") from None
+    return tree, [b.id for b in buffers]
+
+
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 

@@ -1,35 +1,46 @@
 """The stimulus-only rule read a second way: on pyslang's elaboration of Verilator's view
-(its RTL part and its testbench part, one compilation) and slang's driver analysis
-(``pyslang.analysis.AnalysisManager``), not on the testbench's syntax
-(``docs/stimulus.md``; the syntactic reading is :mod:`llm4cov.sim.safety.stimulus_only`).
+(its RTL part and its testbench part, one compilation unit, the testbench's top as the
+only top) and slang's driver analysis (``pyslang.analysis.AnalysisManager``), not on
+the testbench's syntax (``docs/stimulus.md``; the syntactic reading is
+:mod:`llm4cov.sim.safety.stimulus_only`).
 
 The syntax names a write by its form (an assignment, a port, a task argument); every new
 form was a new way around it: a clocking block's output drive, a variable passed to a
 testbench module's ``ref`` or second ``output`` port, an interface member the DUT drives
 through a modport, a package variable the DUT reads (a fifth red team, 72.64 -> 95.83 %
-and 86.07 -> 99.29 %). The elaboration knows every driver of every variable, whatever
-its form, so a testbench is also ``rejected`` when
+and 86.07 -> 99.29 %). The elaboration knows every driver of every variable and net,
+whatever its form. A driver is the **DUT's** when the scope it lies in is the measured
+DUT instance or below it (its RTL code, an output port of it collapsed with a
+testbench variable); it is **foreign** when it lies outside the DUT and in the
+testbench's text or in an instance (a testbench module, or an RTL module the testbench
+instantiates beside the DUT). A testbench is ``rejected`` when
 
-- a **variable the DUT drives** (its RTL code, or an output port of an RTL instance
-  collapsed with it) also has a driver in the testbench's code (a declaration's initial
-  value of zero, the value the run starts every variable at, is none): the testbench
-  writes the DUT's own signal (IEEE 1800 6.5: a variable has one continuous driver or procedural
-  ones, not both; Verilator merges them). A net is left out: two continuous drivers of a
-  net resolve (a bidirectional bus), and a procedural ``force`` of one is the syntactic
-  check's (slang records no driver for it);
-- a **variable of the DUT** (in an RTL instance of the DUT's subtree, or in an RTL
-  package or compilation unit) has a driver in the testbench's code;
-- the name the DUT is measured at (``dut_hier``) is **not an instance of the DUT
-  module** in the elaboration (a generate block of that name holding RTL instances of the
-  testbench's choice: 76.97 -> 100 %).
+- a **variable the DUT drives** also has a foreign driver: the testbench (or a second
+  register it instantiates) writes the DUT's own signal (IEEE 1800 6.5: Verilator
+  merges the drivers). A **net** the DUT drives may have a foreign continuous driver
+  (two drivers of a net resolve, as on a bidirectional bus), no other (a clocking
+  block's drive of it: 51.04 -> 95.14 %);
+- a **variable of the DUT** (in its subtree, or in an RTL package or compilation unit)
+  has a foreign driver;
+- the measured name (``dut_hier``) is **not an instance of the DUT module** in the
+  elaboration, or is nowhere in it (a generate block of that name holding RTL instances
+  of the testbench's choice: 76.97 -> 100 %; a testbench that instantiates itself in a
+  dead branch was never elaborated: 51.04 -> 90.28 %);
+- the elaboration of the testbench's text stopped at one of pyslang's limits (instance
+  depth, generate steps, constant evaluation) or names something it cannot resolve: the
+  code past it is not checked (a ``ref`` chain 130 modules deep wrote the DUT's
+  variable at the bottom).
 
-Everything a driver lies in is told by its source buffer: the RTL part's or the
-testbench part's (macro expansions are traced back to their file). Costs one
-elaboration and one analysis per testbench.
+Not drivers: a declaration's initial value of zero or all ``x``/``z`` (the value the
+run starts every variable at), and a clocking block's ``output`` that nothing drives
+through it. A driver is placed by its source buffer (the RTL part's or the testbench
+part's; a macro expansion's, in the file that expanded it). Costs one elaboration and
+one analysis per testbench.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -37,34 +48,48 @@ from typing import Any
 import pyslang
 from pyslang import analysis, ast
 
-from llm4cov.tasks.hdl import VIRTUAL_ROOT, isolated_source_manager, parse_tree
+from llm4cov.sim.safety.precheck import code_name
+from llm4cov.tasks.hdl import VIRTUAL_ROOT, isolated_source_manager, parse_unit
 
 #: The name of the RTL part's buffer in the compilation.
 RTL_PART = "llm4cov_rtl_part.sv"
+#: Diagnostics after which part of the testbench's design is not elaborated.
+UNCHECKED_CODES = frozenset({
+    "MaxInstanceDepthExceeded", "MaxGenerateStepsExceeded", "MaxInstanceArrayExceeded",
+    "ConstEvalExceededMaxSteps", "ConstEvalExceededMaxCallDepth", "ConstEvalExceededMaxSize",
+    "InfinitelyRecursiveHierarchy", "UndeclaredIdentifier", "CouldNotResolveHierarchicalPath",
+    "UnknownModule",
+})
+_UNKNOWN_ONLY = re.compile(r"^\d*'s?[bhdo]?[xz?_]+$", re.IGNORECASE)
 
 
 @dataclass
 class Elaboration:
     """One compilation of the RTL part and the testbench part of Verilator's view."""
 
-    compilation: Any  # pyslang.ast.Compilation
+    compilation: Any  # pyslang.ast.Compilation, elaborated
     sources: pyslang.SourceManager
     tb_buffer: Any  # the testbench part's pyslang BufferID
+    diagnostics: list[Any]  # every diagnostic of the elaboration
 
     @classmethod
-    def of(cls, rtl_text: str, tb_text: str, tb_name: str) -> Elaboration:
-        """Elaborate ``rtl_text`` and ``tb_text`` (no file is ever opened).
+    def of(cls, rtl_text: str, tb_text: str, tb_name: str, top: str | None = None
+           ) -> Elaboration:
+        """Elaborate ``rtl_text`` and ``tb_text`` as one compilation unit, with ``top``
+        as the only top (None: pyslang's choice), no file ever opened.
 
         Raises:
-            ParseLimitError: pyslang cannot parse a text (nesting too deep).
+            ParseLimitError: pyslang cannot parse the texts (nesting too deep).
         """
         sm = isolated_source_manager()
-        comp = ast.Compilation()
-        comp.addSyntaxTree(parse_tree(rtl_text, RTL_PART, sm))
-        tb_tree = parse_tree(tb_text, tb_name, sm)
-        comp.addSyntaxTree(tb_tree)
-        comp.getAllDiagnostics()  # elaborates everything
-        return cls(comp, sm, tb_tree.root.sourceRange.start.buffer)
+        options = ast.CompilationOptions()
+        if top is not None:
+            options.topModules = {top}
+        tree, (_, tb_buffer) = parse_unit([(RTL_PART, rtl_text), (tb_name, tb_text)], sm,
+                                          [options])
+        comp = ast.Compilation(pyslang.Bag([options]))
+        comp.addSyntaxTree(tree)
+        return cls(comp, sm, tb_buffer, list(comp.getAllDiagnostics()))  # elaborates
 
     def in_tb(self, loc: Any) -> bool:
         """Whether the location lies in the testbench part (a macro expansion's, in
@@ -74,7 +99,8 @@ class Elaboration:
     def where(self, loc: Any) -> str:
         """``file:line`` of a location (the view's `` `line`` markers applied)."""
         loc = self.sources.getFullyOriginalLoc(loc)
-        name = self.sources.getFileName(loc).removeprefix(VIRTUAL_ROOT + "/")
+        # a buffer's name is its virtual path, as pyslang writes it (maybe relative)
+        name = self.sources.getFileName(loc).split(VIRTUAL_ROOT.strip("/") + "/")[-1]
         return f"{name}:{self.sources.getLineNumber(loc)}"
 
     def symbols(self) -> Iterator[Any]:
@@ -88,6 +114,15 @@ class Elaboration:
         self.compilation.getRoot().visit(visit)
         return iter(found)
 
+    def unchecked(self) -> list[str]:
+        """``file:line: message`` of every :data:`UNCHECKED_CODES` error in the
+        testbench's text."""
+        engine = pyslang.DiagnosticEngine(self.sources)
+        return [f"{self.where(d.location)}: {engine.formatMessage(d)}"
+                for d in self.diagnostics
+                if d.isError() and code_name(d.code) in UNCHECKED_CODES
+                and self.in_tb(d.location)]
+
 
 def driver_reasons(elab: Elaboration, tb_name: str, dut_module: str, dut_hier: str
                    ) -> list[str]:
@@ -96,66 +131,102 @@ def driver_reasons(elab: Elaboration, tb_name: str, dut_module: str, dut_hier: s
     the module docstring); empty when none. ``dut_hier``: where the DUT instance is
     measured (``tb.dut``)."""
     symbols = list(elab.symbols())
+    if unchecked := elab.unchecked():
+        return [f"{where}; the design past it is not elaborated, so what the testbench "
+                "writes there cannot be checked" for where in unchecked[:5]]
     at = [s for s in symbols if getattr(s, "hierarchicalPath", None) == dut_hier
           and not isinstance(s, ast.ValueSymbol)]
-    if at and not any(isinstance(s, ast.InstanceSymbol) and s.definition.name == dut_module
-                      for s in at):
+    if not any(isinstance(s, ast.InstanceSymbol) and s.definition.name == dut_module
+               for s in at):
+        what = _kind(at[0]) if at else "nothing in the elaborated design"
         return [f"{tb_name}: `{dut_hier}`, where the DUT is measured, is not an instance of "
-                f"`{dut_module}` but {_kind(at[0])}: its coverage would not be the DUT's"]
+                f"`{dut_module}` but {what}: its coverage would not be the DUT's"]
     manager = analysis.AnalysisManager()
     manager.analyze(elab.compilation)
+    side = _Sides(elab, dut_hier, manager)
     found: list[tuple[int, str]] = []
     for sym in symbols:
-        if not isinstance(sym, ast.VariableSymbol) or isinstance(sym, ast.ClockVarSymbol):
+        if not isinstance(sym, (ast.VariableSymbol, ast.NetSymbol)) or \
+                isinstance(sym, ast.ClockVarSymbol):
             continue
         drivers = list(manager.getDrivers(sym))
-        tb = [d for d in drivers if elab.in_tb(d.sourceRange.start) and not _from_rtl(d, elab)
-              and not _starts_at_zero(d, sym)]
-        if not tb:
+        foreign = [d for d in drivers if side.foreign(d, sym)]
+        if isinstance(sym, ast.NetSymbol):
+            foreign = [d for d in foreign if d.kind != analysis.DriverKind.Continuous
+                       or int(d.flags) & int(analysis.DriverFlags.ClockVar)]
+        if not foreign:
             continue
-        path = sym.hierarchicalPath
-        if _of_dut(sym, dut_hier, elab):
-            what = "a variable of the DUT"
-        elif any(not elab.in_tb(d.sourceRange.start) or _from_rtl(d, elab) for d in drivers):
-            what = "a variable the DUT drives"
+        noun = "net" if isinstance(sym, ast.NetSymbol) else "variable"
+        if side.owned(sym):
+            what = f"a {noun} of the DUT"
+        elif any(side.dut(d) for d in drivers):
+            what = f"a {noun} the DUT drives"
         else:
             continue
-        loc = tb[0].sourceRange.start
+        loc = foreign[0].sourceRange.start
         found.append((elab.sources.getFullyOriginalLoc(loc).offset,
-                      f"{elab.where(loc)}: the testbench drives `{path}`, {what} "
-                      f"({_how(tb[0])}): it writes into the DUT"))
+                      f"{elab.where(loc)}: the testbench drives `{sym.hierarchicalPath}`, "
+                      f"{what} ({_how(foreign[0])}): it writes into the DUT"))
     return [reason for _, reason in sorted(found)]
 
 
-def _from_rtl(driver: Any, elab: Elaboration) -> bool:
-    """Whether a driver in the testbench's text is an RTL instance's output port (the
-    port connection ``.q(q)`` lies in the testbench, the drive is the DUT's)."""
-    inst = driver.containingSymbol
-    return (isinstance(inst, ast.InstanceSymbol) and inst.isModule
-            and not elab.in_tb(inst.definition.location)
-            and bool(int(driver.flags) & int(analysis.DriverFlags.OutputPort)))
+@dataclass
+class _Sides:
+    """Whose a driver is: the DUT's, foreign (the testbench's), or neither (an RTL
+    package's initial value)."""
+
+    elab: Elaboration
+    dut_hier: str
+    manager: Any
+
+    def below_dut(self, sym: Any) -> bool:
+        path = getattr(sym, "hierarchicalPath", "") or ""
+        return path == self.dut_hier or path.startswith(self.dut_hier + ".")
+
+    def dut(self, driver: Any) -> bool:
+        return self.below_dut(driver.containingSymbol)
+
+    def foreign(self, driver: Any, sym: Any) -> bool:
+        if self.dut(driver) or _starts_unset(driver, sym) or self._idle_clockvar(driver):
+            return False
+        return (self.elab.in_tb(driver.sourceRange.start)
+                or isinstance(driver.containingSymbol, ast.InstanceSymbol))
+
+    def owned(self, sym: Any) -> bool:
+        """A variable of the DUT: in its subtree, or an RTL package's or compilation
+        unit's (declared in the RTL part, outside any instance)."""
+        if self.below_dut(sym):
+            return not self.elab.in_tb(sym.location)  # a testbench model the RTL holds
+        path = sym.hierarchicalPath
+        return not self.elab.in_tb(sym.location) and ("::" in path or "." not in path)
+
+    def _idle_clockvar(self, driver: Any) -> bool:
+        """A clocking block's ``output`` that nothing drives through it: slang records a
+        driver of the signal at every output clock variable's declaration (the driver's
+        range starts at the clock variable's name)."""
+        if not int(driver.flags) & int(analysis.DriverFlags.ClockVar):
+            return False
+        origin = self.elab.sources.getFullyOriginalLoc
+        at = origin(driver.sourceRange.start).offset
+        for cv in driver.containingSymbol:
+            if isinstance(cv, ast.ClockVarSymbol) and origin(cv.location).offset == at:
+                return not list(self.manager.getDrivers(cv))
+        return False
 
 
-def _starts_at_zero(driver: Any, sym: Any) -> bool:
-    """Whether a driver is a declaration's initial value of zero: the value every
-    variable starts at in the run (``+verilator+rand+reset+0``), so no write (``reg
-    done = 0;`` on a DUT output is common in testbenches)."""
+def _starts_unset(driver: Any, sym: Any) -> bool:
+    """Whether a driver is a declaration's initial value of zero or all ``x``/``z``:
+    the value every variable starts at in the run (``+verilator+rand+reset+0``), so no
+    write (``reg done = 0;`` on a DUT output is common in testbenches)."""
     if not int(driver.flags) & int(analysis.DriverFlags.Initializer):
         return False
-    if sym.initializer is None:
+    init = getattr(sym, "initializer", None)
+    if init is None:
         return False
-    value = sym.initializer.eval(ast.EvalContext(sym))  # slang bounds the steps
-    return not value.hasUnknown() and value.isFalse()  # a bad value is not false
-
-
-def _of_dut(sym: Any, dut_hier: str, elab: Elaboration) -> bool:
-    """Whether a variable is the DUT's own: declared in the RTL and lying in the DUT's
-    subtree (not in a testbench module the RTL instantiates), or in an RTL package or
-    compilation unit."""
-    if elab.in_tb(sym.location):
-        return False
-    path = sym.hierarchicalPath
-    return path.startswith(dut_hier + ".") or "::" in path or "." not in path
+    value = init.eval(ast.EvalContext(sym))  # slang bounds the steps
+    if not value.hasUnknown():
+        return bool(value.isFalse())  # a bad value is not false
+    return bool(_UNKNOWN_ONLY.match(str(value).replace(" ", "")))
 
 
 def _how(driver: Any) -> str:
@@ -163,7 +234,8 @@ def _how(driver: Any) -> str:
     if flags & int(analysis.DriverFlags.ClockVar):
         return "a clocking block's output"
     if flags & int(analysis.DriverFlags.OutputPort):
-        return "an output port of the testbench's own module"
+        inst = driver.containingSymbol
+        return f"an output port of `{getattr(inst, 'hierarchicalPath', inst.name)}`"
     if flags & int(analysis.DriverFlags.ViaIndirectPort):
         return "through a ref or interface port"
     if flags & int(analysis.DriverFlags.Initializer):

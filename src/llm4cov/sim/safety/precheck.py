@@ -170,7 +170,7 @@ def diagnose(
         loc = sm.getFullyOriginalLoc(diag.location)
         name = _display_name(sm.getFileName(loc), dirs)
         line, column = sm.getLineNumber(loc), sm.getColumnNumber(loc)
-        code = _code_name(diag.code)
+        code = code_name(diag.code)
         inside = regions + (calls if code in CALL_EXEMPT_CODES else [])
         in_tb = loc.buffer == buffers[-1].id
         lines = texts.get(name, [])
@@ -282,7 +282,8 @@ def _where(diag: pyslang.Diagnostic) -> tuple:
     return str(diag.code), diag.location.buffer, diag.location.offset
 
 
-def _code_name(code: pyslang.DiagCode) -> str:
+def code_name(code: pyslang.DiagCode) -> str:
+    """A diagnostic code's name (``UndeclaredIdentifier``)."""
     match = _CODE_NAME.fullmatch(str(code))
     return match.group(1) if match else str(code)
 

@@ -638,12 +638,14 @@ def parameter_changes(rtl_text: str, tb_text: str, tb_name: str, dut_module: str
     counts, local ones included (they follow from the others). Empty when they agree or
     when pyslang cannot find the instance (the build then decides)."""
     actual = _instance_parameters(
-        elaboration or Elaboration.of(rtl_text, tb_text, tb_name), dut_hier)
+        elaboration or Elaboration.of(rtl_text, tb_text, tb_name, dut_hier.split(".")[0]),
+        dut_hier)
     overrides = ", ".join(f".{k}({v})" for k, v in task_parameters.items())
     top = (f"module llm4cov_parameter_reference;\n  {dut_module} "
            f"{'#(' + overrides + ') ' if overrides else ''}u ();\nendmodule\n")
-    expected = _instance_parameters(Elaboration.of(rtl_text, top, "reference.sv"),
-                                    "llm4cov_parameter_reference.u")
+    expected = _instance_parameters(
+        Elaboration.of(rtl_text, top, "reference.sv", "llm4cov_parameter_reference"),
+        "llm4cov_parameter_reference.u")
     if actual is None or expected is None:
         return []
     changed = [f"{name} = {value} (the task's: {expected[name]})"
@@ -703,7 +705,7 @@ def check(tb_text: str, tb_name: str, rtl_text: str, rtl_modules: Iterable[str],
     reasons = dut_writes(tree, hierarchy)
     if reasons:
         return reasons
-    elaboration = Elaboration.of(rtl_text, tb_text, tb_name)
+    elaboration = Elaboration.of(rtl_text, tb_text, tb_name, dut_hier.split(".")[0])
     reasons = driver_reasons(elaboration, tb_name, dut_module, dut_hier)
     if reasons or not (task_parameters or _overrides(tree, dut_module)):
         return reasons
