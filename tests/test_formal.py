@@ -16,6 +16,7 @@ from llm4cov.agent.prompt import build_messages
 from llm4cov.cli.app import main
 from llm4cov.formal.goals import branch_condition, place_goals, toggle_targets
 from llm4cov.formal.sby import job_text, parse_log, read_witness
+from llm4cov.formal.soundness import SIM_DEFINES, frontend_macros, own_constraints
 from llm4cov.formal.stimulus import Phase, merge_phases
 from llm4cov.policies import get_policy
 from llm4cov.policies.base import AgentState, GenerationRequest
@@ -154,7 +155,10 @@ def test_witness_steps_are_the_lock_code_sequence():
 def test_job_text_reads_with_slang_and_pins_registers_to_zero(lock_task):
     text = job_text(lock_task.rtl_files, "formal_lock", "cover", 25, {"W": "8"})
     assert "mode cover\ndepth 25" in text
-    assert "read_slang -j 1 --top formal_lock -G W=8 formal_lock.v" in text
+    sim_macros = " ".join(f"-D{k}={v}" for k, v in SIM_DEFINES.items())
+    assert f"read_slang -j 1 --top formal_lock {sim_macros} -U SYNTHESIS -G W=8 " \
+        "formal_lock.v" in text
+    assert "-DVERILATOR=1 " in text  # the simulation's text: Verilator's macros
     assert "setundef -zero -init" in text
     assert text.endswith("[files]\nformal_lock.v formal_lock.v\n")
 
@@ -176,7 +180,7 @@ def test_a_value_the_formal_script_would_read_as_structure_is_refused(lock_task)
              defines={"D": "1\n--pycode-begin--"})
     text = job_text(lock_task.rtl_files, "formal_lock", "cover", 5, {"W": "8'h3+2"},
                     defines={"D": "{1'b0,X[3:0]}"})
-    assert "-DD={1'b0,X[3:0]} -G W=8'h3+2" in text
+    assert "-DD={1'b0,X[3:0]} -U SYNTHESIS -G W=8'h3+2" in text
 
 
 def test_job_files_keep_their_folders_and_headers_are_copied():
@@ -190,8 +194,8 @@ def test_job_files_keep_their_folders_and_headers_are_copied():
     text = job_text(compiled, "cc_fifo", "cover", 5,
                     include_dirs=search_dirs(task.rtl_files, task.include_dirs),
                     copied=task.rtl_files)
-    assert "read_slang -j 1 --top cc_fifo -Iinclude -I. -Iinclude/cc -Isrc " \
-        "src/cc_pkg.sv src/cc_fifo.sv" in text
+    assert "read_slang -j 1 --top cc_fifo -Iinclude -I. -Iinclude/cc -Isrc -D" in text
+    assert "-U SYNTHESIS src/cc_pkg.sv src/cc_fifo.sv" in text
     files = text.split("[files]\n", 1)[1].split()
     assert sorted(zip(files[::2], files[1::2], strict=True)) == [
         ("include/cc/registers.svh", "include/cc/registers.svh"),
@@ -255,3 +259,35 @@ def test_a_base_case_failure_decides_whatever_the_log_order():
     assert parse_log(ind + base, "job").failed == {"g7": "basecase"}
     assert parse_log(base + ind, "job").failed == {"g7": "basecase"}
     assert parse_log(ind, "job").failed == {"g7": "induction"}
+
+
+def test_a_proof_under_the_rtls_own_constraints_or_other_macros_is_not_counted(lock_task):
+    r"""A red team's RTL constrained the formal inputs only (``\`ifndef VERILATOR ...
+    assume``): 7 points the simulation reaches were "proven unreachable". The formal
+    read now has the simulator's macros, so that branch is out; an ``assume`` or
+    ``restrict`` in a branch the simulation compiles is found (no proof then counts),
+    as are the macros only Yosys' own parser defines."""
+    rtl = lock_task.rtl_files[0].content.replace("endmodule", (
+        "`ifndef VERILATOR\n  always @* assume (1'b1);\n`endif\n"
+        "`ifdef VERILATOR\n  always @* restrict property (1'b1);\n`endif\n"
+        "`ifdef FORMAL\n  always @* assume (1'b0);\n`endif\nendmodule"), 1)
+    task = lock_task.model_copy(update={"rtl_files": [
+        lock_task.rtl_files[0].model_copy(update={"content": rtl})]})
+    line = rtl.splitlines().index("  always @* restrict property (1'b1);") + 1
+    assert own_constraints(task) == [f"formal_lock.v:{line}"]
+    assert frontend_macros(task) == ["FORMAL"]
+    assert own_constraints(lock_task) == [] and frontend_macros(lock_task) == []
+
+
+def test_a_cut_short_cache_entry_is_a_miss_and_removed(tmp_path):
+    """A formal cache entry written in place and cut short (a kill, a full disk) made
+    every later run of that design fail until deleted by hand: entries are written
+    whole (renamed into place) and one that does not validate is a miss."""
+    from llm4cov.formal.closure import FormalResult, _cached
+
+    entry = tmp_path / "key.json"
+    entry.write_text('{"task_id": "t", "top": "m", "goa')
+    assert _cached(entry) is None and not entry.exists()
+    entry.write_text(FormalResult(task_id="t", top="m").model_dump_json())
+    hit = _cached(entry)
+    assert hit is not None and hit.cached and hit.task_id == "t"

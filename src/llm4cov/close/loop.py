@@ -32,6 +32,7 @@ same seed. The budget counts the recorded seconds of finished steps plus this ru
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import time
 import zlib
@@ -49,6 +50,7 @@ from llm4cov.sim.model.observation import Observation, UncoveredItem
 from llm4cov.tasks.model import Task
 from llm4cov.util.files import write_text_atomic
 from llm4cov.util.jsonl import ResultLog
+from llm4cov.util.rundir import RunDirForged, refuse_links, seal, seal_key
 
 if TYPE_CHECKING:
     from llm4cov.sim.config import SimConfig
@@ -187,14 +189,42 @@ class Closer:
         self.state = State(settings, formal_ready)
         self.log = ResultLog(out / STEPS, ("step",))
         self.formal_sandbox = True
+        from llm4cov.sim.cache import cache_root
+        from llm4cov.sim.config import SimConfig as Config
+
+        self.key = seal_key(cache_root(sim_config or Config()))
 
     # -- resume ---------------------------------------------------------------------
     def resume(self) -> int:
-        """Fold the steps already in ``steps.jsonl``; returns how many."""
+        """Fold the steps already in ``steps.jsonl``; returns how many.
+
+        Raises:
+            RunDirForged: the run directory holds a link, or a kept step whose seal
+                does not match its record, testbench and coverage data (edited, or
+                written on another host or by an llm4cov without seals).
+            pydantic.ValidationError: a step record is malformed.
+        """
+        refuse_links(self.out)
         for row in self.log.rows():
             record = StepRecord.model_validate(row)
+            if record.kept and not hmac.compare_digest(record.seal, self._seal(record)):
+                raise RunDirForged(
+                    f"{self.out / STEPS}: step {record.step} ({record.name}) does not match "
+                    "what this host sealed (its record, test or coverage data was changed, "
+                    "or another host or an older llm4cov wrote it): rerun with another --out")
             self.state.observe(record, self.load_points(record) if record.kept else None)
         return self.state.step
+
+    def _seal(self, record: StepRecord) -> str:
+        """:func:`~llm4cov.util.rundir.seal` of a kept step as its files are now."""
+        body = json.dumps(record.model_dump(mode="json") | {"seal": ""}, sort_keys=True)
+        tb = next((p for p in (self.out / TESTS / record.name / "tb.sv",
+                               self.out / "pruned" / record.name / "tb.sv") if p.is_file()),
+                  None)
+        dat = self.out / COVERAGE / f"{record.name}.dat"
+        if tb is None or not dat.is_file():
+            return ""
+        return seal(self.key, body.encode(), tb.read_bytes(), dat.read_bytes())
 
     def load_points(self, record: StepRecord) -> dict[str, int]:
         dat = (self.out / COVERAGE / f"{record.name}.dat").read_text(
@@ -218,6 +248,8 @@ class Closer:
             if stop_after is not None and done >= stop_after:
                 return Regression(self.state, "stopped")
             record, points = self.run_step(plan)
+            if record.kept:
+                record.seal = self._seal(record)
             self.log.append(record.model_dump(mode="json"))
             self.state.observe(record, points)
             done += 1

@@ -7,15 +7,18 @@ never from a rendered file.
 
 from __future__ import annotations
 
+import re
 from enum import StrEnum
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic.dataclasses import dataclass
 
 from llm4cov.sim.model.exclusions import ProvenUnreachable
 
 Source = Literal["random", "formal", "model"]
+#: A test's name: ``t`` and its step number.
+TEST_NAME = re.compile(r"t\d{4,9}")
 """What wrote a test: the built-in random policy, formal witnesses, a model's answer."""
 
 
@@ -80,10 +83,23 @@ class StepRecord(BaseModel):
     rtl_modules: list[str] = Field(default_factory=list)
     tb_modules: list[str] = Field(default_factory=list)
     tb_sha256: str = ""
+    seal: str = ""
+    """A kept step's HMAC of its record, testbench and coverage data with this host's
+    key (:func:`llm4cov.util.rundir.seal`): a resume refuses a step that does not
+    match."""
     wall_s: float = 0.0
     note: str = ""
     verdicts: list[GoalVerdict] = Field(default_factory=list)
     analyzed: list[str] = Field(default_factory=list)
+
+    @field_validator("name")
+    @classmethod
+    def _test_name(cls, name: str) -> str:
+        """``t`` and the step number (the test's folder and data file are named so): a
+        name read back from ``steps.jsonl`` can name no other path."""
+        if name and not TEST_NAME.fullmatch(name):
+            raise ValueError(f"not a test name: {name[:40]!r}")
+        return name
 
 
 class Cause(StrEnum):

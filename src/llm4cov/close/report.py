@@ -18,6 +18,7 @@ from llm4cov.close.loop import COVERAGE, TESTS, Closer, Regression, Simulate
 from llm4cov.close.merge import Merged, merge_all, minimize, run_points, scope_of
 from llm4cov.close.model import (
     CAUSE_ORDER,
+    TEST_NAME,
     Cause,
     CloseSettings,
     Origin,
@@ -33,6 +34,7 @@ from llm4cov.sim.model.observation import CoverageReport, EndReason, Observation
 from llm4cov.tasks.model import Task
 from llm4cov.util.escape import md_code, md_text
 from llm4cov.util.files import write_text_atomic
+from llm4cov.util.rundir import RunDirForged, refuse_links
 
 PRUNED = "pruned"
 RUN_JSON = "run.json"
@@ -328,8 +330,12 @@ def replay(task: Task, out: Path, simulate: Simulate, rules: Sequence[Rule] = ()
 
     Raises:
         OSError, ValueError: no finished regression in ``out``.
+        RunDirForged: ``out`` holds a link, or a test name that names another path.
     """
+    refuse_links(out)
     saved = json.loads((out / RUN_JSON).read_text(encoding="utf-8"))
+    if bad := [n for n in saved["tests"] if not TEST_NAME.fullmatch(str(n))]:
+        raise RunDirForged(f"{out / RUN_JSON}: not a test name: {str(bad[0])[:40]!r}")
     root = saved["merged"]["dut_hier"]
     sources = {f.name: f.content for f in task.rtl_files}
     merged = Merged()

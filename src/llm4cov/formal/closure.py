@@ -42,6 +42,7 @@ from pydantic import BaseModel, Field
 from llm4cov.formal import goals as goal_mod
 from llm4cov.formal.goalcheck import rejected_goals
 from llm4cov.formal.sby import JobResult, job_text, parse_log, read_witness
+from llm4cov.formal.soundness import frontend_macros, own_constraints
 from llm4cov.formal.stimulus import Phase, closing_testbench
 from llm4cov.formal.tools import FormalTools, find_tools, run_tool
 from llm4cov.policies.random_stimulus import Stimulus, random_testbench
@@ -51,8 +52,9 @@ from llm4cov.sim.evaluator import Evaluator
 from llm4cov.sim.model.observation import Observation, UncoveredItem, overall_without
 from llm4cov.tasks.hdl import Port, compile_order, search_dirs
 from llm4cov.tasks.model import SourceFile, Task
+from llm4cov.util.files import write_text_atomic
 
-CACHE_VERSION = 5
+CACHE_VERSION = 6
 
 
 @dataclass(frozen=True)
@@ -203,6 +205,8 @@ class _Runner:
         self.jobs = 0
         self.runs = 0
         self.frontend = "slang"
+        self.used: set[str] = set()
+        """The frontends of the jobs that read the RTL."""
         self.rejected: dict[str, str] | None = None
         """Goals not written (label -> reason): :func:`~llm4cov.formal.goalcheck.
         rejected_goals` on the first placement (the runner places one item list)."""
@@ -250,6 +254,7 @@ class _Runner:
                 workdir, timeout_s)
             if result.status != "ERROR" or result.cycles:
                 self.frontend = frontend
+                self.used.add(frontend)
                 return placement, result
             errors.append(f"{frontend}: {result.error or 'failed'}")
         result.error = "; ".join(errors)
@@ -283,8 +288,29 @@ def _cache_key(task: Task, items: list[UncoveredItem], config: FormalConfig,
                    if k in ("cover_depth", "prove_depth", "max_goals", "max_prove_rounds",
                             "prove_budget_s", "escalate_budget_s", "max_cover_depth")},
         "tools": sorted(p.name for p in tools.bin_dir.glob("yowasp-*")),
+        "versions": _tool_versions(),
     }, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def _tool_versions() -> list[str]:
+    """``name==version`` of the installed formal tool distributions (YoWASP's and SBY's):
+    a cached verdict is only the tools' that made it."""
+    from importlib.metadata import distributions
+
+    return sorted({f"{d.metadata['Name']}=={d.version}" for d in distributions()
+                   if str(d.metadata["Name"] or "").lower().startswith(("yowasp", "yosys"))})
+
+
+def _cached(cache_file: Path) -> FormalResult | None:
+    """The cached result, or None (and the entry removed) when it does not validate (a
+    write cut short, a full disk)."""
+    try:
+        hit = FormalResult.model_validate_json(cache_file.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        cache_file.unlink(missing_ok=True)
+        return None
+    return hit.model_copy(update={"cached": True})
 
 
 def analyze(task: Task, items: list[UncoveredItem], config: FormalConfig | None = None,
@@ -301,9 +327,8 @@ def analyze(task: Task, items: list[UncoveredItem], config: FormalConfig | None 
     if config.cache:
         root = cache_root(SimConfig(cache_dir=config.cache_dir)) / "formal"
         cache_file = root / f"{_cache_key(task, items, config, tools)}.json"
-        if cache_file.exists():
-            hit = FormalResult.model_validate_json(cache_file.read_text(encoding="utf-8"))
-            return hit.model_copy(update={"cached": True})
+        if cache_file.exists() and (hit := _cached(cache_file)) is not None:
+            return hit
     start = time.monotonic()
     design = design_io(task)
     result = FormalResult(task_id=task.id, top=task.dut_module_name, clock=design.clock,
@@ -360,6 +385,7 @@ def analyze(task: Task, items: list[UncoveredItem], config: FormalConfig | None 
                                                status=status,
                                                reason=errored.get(g.label, why[g.label]),
                                                step=explored_at.get(g.label, explored))
+        _unproven(verdicts, task, runner.used, result)
         result.goals = [verdicts[g.label] for g in placement.goals]
         result.goals += [GoalResult(item=g.item, what=g.what, metric=g.metric,
                                     status="error" if g.label in runner.failed else "unknown",
@@ -370,8 +396,27 @@ def analyze(task: Task, items: list[UncoveredItem], config: FormalConfig | None 
     result.wall_s = round(time.monotonic() - start, 3)
     if cache_file is not None and not result.errors:
         cache_file.parent.mkdir(parents=True, exist_ok=True)
-        cache_file.write_text(result.model_dump_json(), encoding="utf-8")
+        write_text_atomic(cache_file, result.model_dump_json())
     return result
+
+
+def _unproven(verdicts: dict[str, GoalResult], task: Task, frontends: set[str],
+              result: FormalResult) -> None:
+    """Turn every ``unreachable`` of ``verdicts`` into ``unknown`` when the proof is not
+    one of the simulated design (:mod:`llm4cov.formal.soundness`): the RTL constrains
+    the formal inputs itself, or Yosys' own parser read RTL that tests its macros."""
+    why = [f"the RTL's own assumption at {w}" for w in own_constraints(task)[:3]]
+    if "verilog" in frontends and (macros := frontend_macros(task)):
+        why.append(f"Yosys' own parser defines {', '.join(macros)}, which the RTL tests")
+    if not why:
+        return
+    text = "; ".join(why)
+    result.notes.append(f"no goal is proven unreachable: {text} (the simulation does not "
+                        "obey it)")
+    for label, v in verdicts.items():
+        if v.status == "unreachable":
+            verdicts[label] = v.model_copy(update={
+                "status": "unknown", "reason": f"proven only under {text}"})
 
 
 MAX_ISOLATE_JOBS = 24

@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from llm4cov.formal.soundness import SIM_DEFINES, SLANG_UNDEFINES
 from llm4cov.tasks.model import SourceFile, TaskError
 
 _REACHED = re.compile(r"Reached cover statement (?:in step (?P<s1>\d+) at .*?: (?P<l1>\S+)"
@@ -36,11 +37,13 @@ def read_script(
 ) -> list[str]:
     """The Yosys commands that read ``files`` (in that order, ``-I`` list
     ``include_dirs``) with ``frontend`` (``slang``: ``read_slang``; ``verilog``: Yosys'
-    own parser) and elaborate ``top`` with ``parameters``."""
+    own parser) and elaborate ``top`` with ``parameters``; the macros are the
+    simulator's, then the task's ``defines`` (:mod:`llm4cov.formal.soundness`)."""
     names = " ".join(script_word(f.name) for f in files)
     opts = [f"-I{script_word(d)}" for d in include_dirs or []]
-    opts += [f"-D{script_word(f'{k}={v}')}" for k, v in (defines or {}).items()]
+    opts += [f"-D{script_word(f'{k}={v}')}" for k, v in {**SIM_DEFINES, **(defines or {})}.items()]
     if frontend == "slang":
+        opts += [f"-U {m}" for m in SLANG_UNDEFINES]
         opts += [f"-G {script_word(f'{k}={v}')}" for k, v in (parameters or {}).items()]
         read = [f"read_slang -j 1 --top {script_word(top)} {' '.join(opts)} {names}"]
     else:

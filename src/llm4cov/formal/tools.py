@@ -18,7 +18,7 @@ import os
 import shutil
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from llm4cov.sim.safety import isolation
@@ -78,18 +78,30 @@ def run_tool(
     cpu_s: int | None = None, sandbox: bool = True,
 ) -> ProcessResult:
     """Run ``cmd`` in ``workdir`` with the tools' directory first on ``PATH`` (SBY finds
-    ``yices-smt2`` there), limited to ``timeout_s`` wall seconds and ``cpu_s`` CPU
-    seconds, sandboxed when ``sandbox`` and the host allows it.
+    ``yices-smt2`` there), limited to ``timeout_s`` wall seconds, ``cpu_s`` CPU seconds
+    and :data:`JOB_LIMITS` (memory, files and processes of the whole tree: a job reads
+    hostile RTL as a simulation does), in the OS sandbox when ``sandbox``.
 
     Raises:
         OSError: the executable cannot be started.
+        SandboxUnavailable: ``sandbox`` is asked for and the host cannot start it (as
+            for a simulation: never silently without it).
     """
     env = {**os.environ, "PATH": f"{tools.bin_dir}:{os.environ.get('PATH', '')}"}
     box = None
-    if sandbox and isolation.available():
+    if sandbox:
+        isolation.require()
         cache = yowasp_cache_dir()
         box = Sandbox(readonly=[*isolation.python_paths(), tools.bin_dir.parent, cache])
-    return run_limited(cmd, str(workdir), env, timeout_s, Limits(cpu_s=cpu_s), sandbox=box)
+    limits = replace(JOB_LIMITS, cpu_s=cpu_s, tree_cpu_s=None if cpu_s is None else 2 * cpu_s)
+    return run_limited(cmd, str(workdir), env, timeout_s, limits, sandbox=box)
+
+
+JOB_LIMITS = Limits(file_bytes=512 << 20, dir_bytes=2 << 30, tree_memory_bytes=4 << 30,
+                    tree_processes=64)
+"""Bounds of one formal job's process tree (SBY, Yosys in wasmtime, smtbmc, the
+solver): one file 512 MiB, its work dir 2 GiB, resident memory 4 GiB (wasmtime
+reserves address space, so no address-space limit), 64 processes."""
 
 
 def warmup(timeout_s: float = WARMUP_TIMEOUT_S,

@@ -15,6 +15,7 @@ from typing import Any
 import openai
 
 from llm4cov.policies.base import Generation, GenerationRequest, PolicyError
+from llm4cov.policies.bounded_http import bounded_clients
 
 
 def api_key_from_env() -> str:
@@ -25,8 +26,10 @@ def api_key_from_env() -> str:
 class OpenAIChatPolicy:
     """A chat-completions model behind ``base_url``.
 
-    ``timeout_s`` is the per-request timeout in seconds; ``max_retries`` the client's
-    retry count. Errors after retries raise :class:`PolicyError`.
+    ``timeout_s`` is the per-request timeout in seconds, the whole response body
+    included, which may have :data:`~llm4cov.policies.bounded_http.MAX_RESPONSE_BYTES`
+    (:mod:`llm4cov.policies.bounded_http`); ``max_retries`` the client's retry count.
+    Errors after retries raise :class:`PolicyError`.
     """
 
     def __init__(
@@ -41,10 +44,12 @@ class OpenAIChatPolicy:
         self.model = model
         self.base_url = base_url
         key = api_key or api_key_from_env()
+        sync_http, async_http = bounded_clients(timeout_s)
         self._client = openai.OpenAI(base_url=base_url, api_key=key, timeout=timeout_s,
-                                     max_retries=max_retries)
+                                     max_retries=max_retries, http_client=sync_http)
         self._async_client = openai.AsyncOpenAI(base_url=base_url, api_key=key,
-                                                timeout=timeout_s, max_retries=max_retries)
+                                                timeout=timeout_s, max_retries=max_retries,
+                                                http_client=async_http)
         self.timeout_s = timeout_s
         self.max_retries = max_retries
 
@@ -61,6 +66,12 @@ class OpenAIChatPolicy:
         if seed is not None:
             kwargs["seed"] = seed
         return kwargs
+
+    def _failed(self, exc: Exception) -> str:
+        """What went wrong, with the cause a connection error hides (a bound of
+        :mod:`~llm4cov.policies.bounded_http`)."""
+        cause = f" ({exc.__cause__})" if exc.__cause__ is not None else ""
+        return f"{self.model} at {self.base_url}: {exc}{cause}"
 
     def _to_generation(self, response, started: float) -> Generation:
         if not response.choices:
@@ -81,7 +92,7 @@ class OpenAIChatPolicy:
         try:
             response = self._client.chat.completions.create(**self._kwargs(request))
         except openai.OpenAIError as exc:
-            raise PolicyError(f"{self.model} at {self.base_url}: {exc}") from exc
+            raise PolicyError(self._failed(exc)) from exc
         return self._to_generation(response, started)
 
     async def agenerate(self, request: GenerationRequest) -> Generation:
@@ -89,7 +100,7 @@ class OpenAIChatPolicy:
         try:
             response = await self._async_client.chat.completions.create(**self._kwargs(request))
         except openai.OpenAIError as exc:
-            raise PolicyError(f"{self.model} at {self.base_url}: {exc}") from exc
+            raise PolicyError(self._failed(exc)) from exc
         return self._to_generation(response, started)
 
     def describe(self) -> dict[str, Any]:

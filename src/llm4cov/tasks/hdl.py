@@ -152,17 +152,20 @@ def parse_tree(
 
 
 def parse_unit(parts: list[tuple[str, str]], source_manager: pyslang.SourceManager,
-               options: list | None = None) -> tuple[syntax.SyntaxTree, list]:
+               options: list | None = None, defines: Mapping[str, str] | None = None
+               ) -> tuple[syntax.SyntaxTree, list]:
     """Parse ``(name, text)`` parts as one compilation unit (as Verilator reads its
     files: a name declared outside a module in one part is seen by the next), with
     :func:`parse_tree`'s rules (no include is opened); ``options``: more pyslang option
-    objects. Returns the tree and each part's pyslang buffer id, in order.
+    objects (no preprocessor options: ``defines`` are its macros, ``name -> value``).
+    Returns the tree and each part's pyslang buffer id, in order.
 
     Raises:
         ParseLimitError: pyslang cannot parse the texts (nesting too deep).
     """
     pp = parsing.PreprocessorOptions()
     pp.maxIncludeDepth = 0
+    pp.predefines = [f"{k}={v}" for k, v in (defines or {}).items()]
     buffers = [source_manager.assignText(f"{VIRTUAL_ROOT}/{name}", encodable(text))
                for name, text in parts]
     try:

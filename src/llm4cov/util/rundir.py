@@ -77,3 +77,56 @@ def exclusive(run_dir: Path | str) -> Iterator[None]:
 
 
 __all__ = ["LOCK_FILE", "RunDirBusy", "exclusive"]
+
+
+class RunDirForged(ValueError):
+    """A run directory holds what llm4cov did not write there: a link, or a step whose
+    seal does not match (a bad-input error: exit code 2)."""
+
+
+def refuse_links(root: Path) -> None:
+    """Refuse a run directory with a symbolic link anywhere below it: every path llm4cov
+    writes, moves or deletes there must stay inside it (a ``pruned`` link had made a
+    resumed ``close`` delete a folder outside ``--out``).
+
+    Raises:
+        RunDirForged: naming the first link.
+    """
+    for folder, dirs, files in os.walk(root, followlinks=False):
+        for name in [*dirs, *files]:
+            if os.path.islink(os.path.join(folder, name)):
+                raise RunDirForged(f"{os.path.join(folder, name)} is a symbolic link: a run "
+                                   "directory holds only what llm4cov wrote; use another one")
+
+
+def seal_key(cache_root: Path) -> bytes:
+    """This host's key for sealing run files (:func:`seal`): 32 random bytes in
+    ``CACHE_ROOT/seal.key`` (mode 0600), made on first use."""
+    path = cache_root / "seal.key"
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        pass
+    path.parent.mkdir(parents=True, exist_ok=True)
+    key = os.urandom(32)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:  # made meanwhile by another run
+        return path.read_bytes()
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(key)
+    return key
+
+
+def seal(key: bytes, *parts: bytes) -> str:
+    """The HMAC-SHA256 (hex) of ``parts``: a run file's record and data, as written here;
+    only a process with this host's key can make one, so an edited ``.dat`` or record is
+    found when the run resumes."""
+    import hashlib
+    import hmac
+
+    mac = hmac.new(key, digestmod=hashlib.sha256)
+    for p in parts:
+        mac.update(len(p).to_bytes(8, "big"))
+        mac.update(p)
+    return mac.hexdigest()
