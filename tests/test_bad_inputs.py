@@ -29,6 +29,7 @@ def test_compile_error_names_testbench_line(evaluator):
 
 
 @pytest.mark.requires_verilator
+@pytest.mark.heavy
 def test_zero_time_infinite_loop_times_out_and_is_killed():
     evaluator = Evaluator(SimConfig(run_timeout_s=1))
     src = tb("  initial begin forever a = a + 1; end\n")

@@ -96,6 +96,7 @@ def _numbers(summary: dict) -> dict:
             for name, arm in summary["arms"].items()}
 
 
+@pytest.mark.heavy
 def test_random_policy_and_reference_rows(tasks_file, tmp_path):
     out = tmp_path / "random"
     assert _bench(tasks_file, out) == 0
@@ -169,6 +170,7 @@ def test_retry_tool_errors_redoes_only_those_rounds(tasks_file, tmp_path):
     assert [inv["sim_calls"] for inv in s["invocations"]] == [4, 0, 1]
 
 
+@pytest.mark.heavy
 def test_llm_run_numbers_by_hand(llm_run):
     out, requests = llm_run
     s = _summary(out)

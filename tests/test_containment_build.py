@@ -221,6 +221,7 @@ def _store(cache_dir: Path | None = None) -> Path:
 
 
 @pytest.mark.requires_verilator
+@pytest.mark.heavy
 def test_a_foreign_stored_object_is_rebuilt_not_used():
     """Entries whose content hashes right but belong to another key (an old-format
     entry, a copy of another object) are foreign: rebuilt, never linked."""

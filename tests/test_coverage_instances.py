@@ -159,6 +159,7 @@ def _kept_run(evaluator, tmp_path, *extra: str):
 
 
 @pytest.mark.requires_verilator
+@pytest.mark.heavy
 def test_verilator_5052_counts_each_instance_natively_and_compiles_the_rtl_as_given(
         evaluator_5052, tmp_path):
     """The same hand-counted points as the rewrite under the pinned wheel, with

@@ -67,6 +67,7 @@ def test_a_missing_compiler_is_a_toolchain_error_and_exit_3(tmp_path):
 
 @pytest.mark.requires_verilator
 @needs_clang
+@pytest.mark.heavy
 def test_clang_gives_the_observation_of_gcc_with_its_own_header(evaluator):
     """alu_comb with a random stimulus: the same status, coverage points and log as the
     default compiler; the clang result is not the g++ one from the result cache (the
@@ -92,6 +93,7 @@ def test_clang_gives_the_observation_of_gcc_with_its_own_header(evaluator):
 
 @pytest.mark.requires_verilator
 @needs_clang
+@pytest.mark.heavy
 def test_clang_builds_with_a_fetched_verilator_configured_for_gcc(evaluator_5052):
     """Verilator 5.052's makefile was configured for g++ (``-fcoroutines``, which clang
     refuses): with clang the build still passes and observes what g++'s does."""

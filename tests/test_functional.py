@@ -164,6 +164,7 @@ endmodule
 
 
 @pytest.mark.requires_verilator
+@pytest.mark.heavy
 def test_verilator_5052_reports_a_testbench_covergroup_as_functional_coverage(evaluator_5052):
     """Code coverage is the mux2 stimulus' own, hand-counted in test_coverage_counts
     (line 1/1, branch 1/2, expr 2/3, toggle 3/16): the covergroup adds nothing to it."""

@@ -173,6 +173,7 @@ def test_task_defines_reach_the_precheck():
     assert found(testbench, rtl, defines={"W": "4"}) == [("UndeclaredIdentifier", 2, 15)]
 
 
+@pytest.mark.heavy
 def test_no_reference_testbench_is_rejected(tmp_path):
     """Every reference testbench of ../shared/benchmarks runs under Verilator (the
     README's reference runs): the pre-check must reject none of them."""

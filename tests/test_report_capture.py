@@ -118,6 +118,7 @@ def test_a_worker_returns_the_runs_own_coverage_data(tmp_path):
 
 
 @pytest.mark.requires_verilator
+@pytest.mark.heavy
 def test_gen_reports_come_from_the_rounds_own_runs(tmp_path, monkeypatch):
     """gen with every report: as many simulations as rounds (it used to simulate the
     best testbench once more for the reports), and OUT/coverage.dat is the scored run's."""

@@ -98,6 +98,7 @@ WRITES_DUT = {
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
+@pytest.mark.heavy
 def test_reproducer(evaluator, name):
     _check_reproducer(evaluator, name, EXPECTED[name])
 

@@ -66,6 +66,7 @@ IDLE_TB = ("```systemverilog\nmodule tb;\n  logic clk = 0, rst = 1, en = 0;\n"
 
 
 @pytest.mark.requires_verilator
+@pytest.mark.heavy
 def test_gen_says_the_stimulus_never_exercised_the_design(tmp_path, capsys):
     (tmp_path / "rtl").mkdir()
     (tmp_path / "rtl" / "counter.sv").write_text(COUNTER)

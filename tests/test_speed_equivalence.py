@@ -33,6 +33,7 @@ def fast(tmp_path_factory) -> Evaluator:
     # levers see, and an FSM); the other two with -m slow: each costs ~25 s on 2 cores
     pytest.param("alu_comb", marks=pytest.mark.slow), "hier_acc",
     pytest.param("param_shift", marks=pytest.mark.slow), "traffic_fsm"])
+@pytest.mark.heavy
 def test_levers_do_not_change_the_observation(fast, design):
     task = example_task(design)
     tb = random_testbench(task, seed=0, length=40)

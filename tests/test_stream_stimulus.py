@@ -241,6 +241,7 @@ def test_long_bursts_reach_an_oversize_frame(evaluator):
     ("apb_memtest.v", "if (PRDATA == PWDATA)", "then branch"),
     ("axi_memtest.sv", "if (mismatch || m_axi_rdata != base", "else branch"),
 ])
+@pytest.mark.heavy
 def test_masters_read_back_what_they_wrote(evaluator, name, check, branch):
     """Each master writes a word (an AXI burst of four) and reads it back: the pass
     branch needs a memory behind the port; random read data matches once in 2**32."""

@@ -75,6 +75,7 @@ E2E = {
 
 
 @pytest.mark.requires_verilator
+@pytest.mark.heavy
 def test_bench_coverage_html_writes_one_folder_per_hostile_id(tmp_path):
     """A real bench (mux2, random model, direct, 1 sample) of four tasks whose ids were
     once output paths: ``links.json`` (made the links file a folder: exit 2 on every

@@ -89,6 +89,8 @@ class Hierarchy:
     instances: Mapping[str, Mapping[str, frozenset[str]]]
     ports: Mapping[str, tuple[tuple[str, str], ...]]
     driven: Mapping[str, frozenset[str]] = dataclasses.field(default_factory=dict)
+    #: Per testbench module, its body's nets an RTL output drives (a force writes them).
+    driven_nets: Mapping[str, frozenset[str]] = dataclasses.field(default_factory=dict)
     #: Task/function signatures of the testbench and the RTL, by name.
     subroutines: Mapping[str, list[Signature]] = \
         dataclasses.field(default_factory=dict)
@@ -114,10 +116,10 @@ class Hierarchy:
             for mtype, name in d.instances:
                 units.setdefault(d.name, {}).setdefault(name, set()).add(mtype)
         own = _port_directions(tb_tree, {d.name for d in tb} | set(units))
+        driven, nets = _driven_by_rtl(tb_tree, {m: p for m, p in rtl.ports.items()
+                                                if m in rtl_names}, own)
         made = cls(rtl_names, {u: {n: frozenset(ts) for n, ts in insts.items()}
-                               for u, insts in units.items()}, own,
-                   _driven_by_rtl(tb_tree, {m: p for m, p in rtl.ports.items()
-                                            if m in rtl_names}, own), sigs)
+                               for u, insts in units.items()}, own, driven, nets, sigs)
         models = {t for m, kids in rtl.instances.items() if m in rtl_names for t in kids
                   if t in made.instances}
         return dataclasses.replace(made, inside=made.bound_inside(_binds(tb_tree), models),
@@ -184,15 +186,20 @@ class Hierarchy:
             here = below or here
         return here
 
-    def writes_dut(self, path: list[str], module: str | None) -> bool:
+    def writes_dut(self, path: list[str], module: str | None, forced: bool = False) -> bool:
         """Whether writing the name ``path`` from ``module`` writes into the DUT: it lies
-        inside an RTL instance, it is a testbench name an RTL output drives, or a port of
-        a testbench module inside the DUT (a bound module's port is the DUT's signal)."""
+        inside an RTL instance, it is a testbench name an RTL output drives (a net too
+        when ``forced``: a ``force``/``release``), or a port of a testbench module inside
+        the DUT (a bound module's port is the DUT's signal)."""
+        def driven(unit: str | None) -> frozenset[str]:
+            names = self.driven.get(unit or "", frozenset())
+            return names | self.driven_nets.get(unit or "", frozenset()) if forced else names
+
         if len(path) == 1:
-            return module is not None and path[0] in self.driven.get(module, ())
+            return module is not None and path[0] in driven(module)
         here = self.reaches(path[:-1])
         return bool(here & self.rtl_modules) or any(
-            path[-1] in self.driven.get(t, ()) for t in here) or any(
+            path[-1] in driven(t) for t in here) or any(
             path[-1] in dict(self.ports.get(t, ())) for t in here & self.inside)
 
     def reaches_rtl(self, scopes: list[str]) -> bool:
@@ -220,7 +227,8 @@ def dut_writes(tb_tree: syntax.SyntaxTree, hierarchy: Hierarchy) -> list[str]:
         name = sm.getFileName(loc).removeprefix(VIRTUAL_ROOT + "/")
         found.append((loc.offset, f"{name}:{sm.getLineNumber(loc)}: {what}"))
 
-    def written(node: Any, target: Any, what: str, procedural: bool = True) -> None:
+    def written(node: Any, target: Any, what: str, procedural: bool = True,
+                forced: bool = False) -> None:
         """Report the names the lvalue ``target`` writes (or the ``target`` paths, a
         list) that lie in the DUT."""
         for path in target if isinstance(target, list) else _lvalue_paths(target):
@@ -233,7 +241,7 @@ def dut_writes(tb_tree: syntax.SyntaxTree, hierarchy: Hierarchy) -> list[str]:
                 say(node, f"{what} `{'.'.join(path)}` writes into the DUT (`{module[0]}` lies "
                           "in the DUT: the name resolves in its scope)")
                 continue
-            if not hierarchy.writes_dut(path, module[0] if procedural else None):
+            if not hierarchy.writes_dut(path, module[0] if procedural else None, forced):
                 continue
             driven = " (a DUT output port drives it)" if len(path) == 1 else ""
             say(node, f"{what} `{'.'.join(path)}` writes into the DUT{driven}")
@@ -264,9 +272,9 @@ def dut_writes(tb_tree: syntax.SyntaxTree, hierarchy: Hierarchy) -> list[str]:
         elif kind in (SK.ProceduralForceStatement, SK.ProceduralAssignStatement):
             inside_statement.add(n.expr.sourceRange.start.offset)
             written(n, n.expr.left if hasattr(n.expr, "left") else n.expr,
-                    f"`{n.keyword.valueText}` of")
+                    f"`{n.keyword.valueText}` of", forced=True)
         elif kind in (SK.ProceduralReleaseStatement, SK.ProceduralDeassignStatement):
-            written(n, n.variable, f"`{n.keyword.valueText}` of")
+            written(n, n.variable, f"`{n.keyword.valueText}` of", forced=True)
         elif kind == SK.NetAlias:
             for expr in n.nets:
                 if isinstance(expr, syntax.ExpressionSyntax):
@@ -533,20 +541,22 @@ def _binds(tree: syntax.SyntaxTree) -> list[tuple[list[str], str]]:
 
 def _driven_by_rtl(tree: syntax.SyntaxTree, rtl_ports: Mapping[str, tuple[tuple[str, str], ...]],
                    own: Mapping[str, tuple[tuple[str, str], ...]]
-                   ) -> dict[str, frozenset[str]]:
+                   ) -> tuple[dict[str, frozenset[str]], dict[str, frozenset[str]]]:
     """Per testbench unit (``own``: every unit's ports and their directions, from
     :func:`_port_directions`), the variables it connects to an output, inout or ref port
     of an instance of an RTL module (named, positional, ``.name`` and ``.*``
     connections), or to such a port of one of its own units that passes a driven
     variable out (a wrapper: Verilator collapses the ports level by level; a
-    fixpoint). A variable or net declared as a port counts. A net counts too: a
-    procedural ``force``/``release`` of it is legal (IEEE 1800 10.6.2) and Verilator
-    collapses it with the DUT's variable, so the force lands there (seen: 72.64 ->
-    95.83 % on a counter's output); any other procedural write to a net is a compile
-    error (IEEE 1800 10.4), and a continuous assignment to it stays a resolved second
-    driver (a bidirectional bus)."""
+    fixpoint). A variable or net declared as a port counts. Returns the driven
+    variables and, apart, the driven nets declared in the body: a procedural
+    ``force``/``release`` of a net is legal (IEEE 1800 10.6.2) and Verilator collapses
+    it with the DUT's variable, so the force lands there (seen: 72.64 -> 95.83 % on a
+    counter's output); any other procedural write to a net is a compile error (IEEE 1800
+    10.4, Verilator's verdict, kept), and a continuous assignment to it stays a resolved
+    second driver (a bidirectional bus)."""
     sites: dict[str, list[tuple[str, Any]]] = {}
     variables: dict[str, set[str]] = {}
+    nets: dict[str, set[str]] = {}
     module: list[str] = [""]
 
     def visit(node: object) -> bool:
@@ -554,7 +564,8 @@ def _driven_by_rtl(tree: syntax.SyntaxTree, rtl_ports: Mapping[str, tuple[tuple[
             module[0] = node.header.name.valueText
             variables.setdefault(module[0], set()).update(p for p, _ in _module_ports(node))
         elif isinstance(node, (syntax.DataDeclarationSyntax, syntax.NetDeclarationSyntax)):
-            variables.setdefault(module[0], set()).update(
+            kind = variables if isinstance(node, syntax.DataDeclarationSyntax) else nets
+            kind.setdefault(module[0], set()).update(
                 d.name.valueText for d in node.declarators
                 if isinstance(d, syntax.DeclaratorSyntax))
         elif isinstance(node, syntax.HierarchyInstantiationSyntax):
@@ -576,7 +587,8 @@ def _driven_by_rtl(tree: syntax.SyntaxTree, rtl_ports: Mapping[str, tuple[tuple[
         if not grown:
             break
         drives.update(grown)
-    return {m: frozenset(n & variables.get(m, set())) for m, n in out.items() if n}
+    return ({m: frozenset(n & variables.get(m, set())) for m, n in out.items() if n},
+            {m: frozenset(n & nets.get(m, set())) for m, n in out.items() if n})
 
 
 def _connected(inst: Any, ports: tuple[tuple[str, str], ...], writes: set[str]) -> set[str]:
