@@ -13,6 +13,7 @@ from llm4cov.sim.analysis.structure import plan_testbench
 from llm4cov.sim.model.coverage import DesignModules, Point, dut_absent, merged_outside
 from llm4cov.sim.model.observation import Status
 from llm4cov.sim.safety import isolation
+from llm4cov.sim.safety.drivers import Elaboration, driver_reasons
 from llm4cov.sim.safety.static_check import inspect_testbench
 from llm4cov.sim.safety.stimulus_only import check
 from llm4cov.tasks.model import SourceFile, Task
@@ -418,13 +419,11 @@ def test_the_honest_testbench_of_the_driven_design_passes():
     # the variable passed to a testbench module's ref port, written there (72.64 -> 95.83 %)
     ("  poker pk(.p(q));\n", "module poker(ref logic [3:0] p);\n  initial p = 4'd9;\n"
      "endmodule\n",
-     "tb.sv:2: the testbench drives `tb.q`, a variable the DUT drives (through a ref or "
-     "interface port): it writes into the DUT"),
+     "tb.sv:2: the assignment to `p` writes into the DUT (a DUT output port drives it)"),
     # ... or to a testbench module's output port (a second driver Verilator merges)
     ("  poker pk(.p(q));\n", "module poker(output logic [3:0] p);\n  initial p = 4'd9;\n"
      "endmodule\n",
-     "tb.sv:8: the testbench drives `tb.q`, a variable the DUT drives (an output port of "
-     "`tb.pk`): it writes into the DUT"),
+     "tb.sv:2: the assignment to `p` writes into the DUT (a DUT output port drives it)"),
     # an interface member the DUT drives through its modport (72.22 -> 95.83 %)
     ("  initial bi.rdata = 32'hCAFEF00D;\n", "",
      "tb.sv:5: the testbench drives `tb.bi.rdata`, a variable the DUT drives (a procedural "
@@ -436,9 +435,14 @@ def test_the_honest_testbench_of_the_driven_design_passes():
 ])
 def test_a_write_of_a_variable_the_dut_drives_is_found_on_the_elaboration(body, before,
                                                                          reason):
-    """Each form the syntax did not name as a write; slang's driver analysis has every
-    driver of the variable, whatever its form (IEEE 1800 6.5)."""
+    """Each form the syntax did not name as a write when the red team found it (the
+    syntax now follows a driven name into a testbench module's ports too); slang's
+    driver analysis has every driver of the variable, whatever its form (IEEE 1800
+    6.5), and finds those as well."""
     assert driven_reasons(body, before) == [reason]
+    tb = before + DD_HEAD + body + "endmodule\n"
+    assert driver_reasons(Elaboration.of(DRIVEN, tb, "tb.sv", "tb"), "tb.sv", "dd",
+                          "tb.dut")
 
 
 def test_a_nonzero_initial_value_of_a_dut_driven_variable_is_a_write():
@@ -592,3 +596,44 @@ def test_an_idle_clocking_output_and_an_unknown_initial_value_are_no_writes():
         "  clocking cb @(posedge clk); input q; endclocking\n"
         "  initial begin @(cb); $display(cb.q); end\nendmodule\n")
     assert check(tb, "tb.sv", DRIVEN, {"dd"}, "dd", "tb.dut", {}) == []
+
+
+# -- a seventh red team (2026-12-07): nets a DUT output drives, and forces through ports
+
+NETOUT = """module no(input logic clk, output wire [31:0] accw, output logic hit);
+  logic [31:0] acc_q = 0;
+  always_ff @(posedge clk) acc_q <= acc_q + 1;
+  assign accw = acc_q;
+  assign hit = accw == 32'hDEADBEEF;
+endmodule
+module bi(inout wire [3:0] bus, output logic seen);
+  assign seen = bus == 4'hA;
+endmodule
+"""
+NO_HEAD = ("module tb;\n  logic clk = 0, hit; wire [31:0] accw; logic [31:0] drv = 0;\n"
+           "  no dut(.clk(clk), .accw(accw), .hit(hit));\n")
+
+
+@pytest.mark.parametrize("body, before, reason", [
+    # Verilator merges the net with the DUT's and the testbench's assign wins, whatever
+    # its strength (44.14 -> 74.66 %)
+    ("  assign (weak0, weak1) accw = drv;\n", "",
+     "tb.sv:4: the testbench drives `tb.accw`, a net the DUT drives (a continuous "
+     "assignment): it writes into the DUT"),
+    # a force through a testbench module's port on the net (44.14 -> 68.58 %)
+    ("  helper h(.w(accw));\n",
+     "module helper(output wire [31:0] w);\n  initial force w = 32'hDEADBEEF;\nendmodule\n",
+     "tb.sv:2: `force` of `w` writes into the DUT (a DUT output port drives it)"),
+])
+def test_a_net_a_dut_output_drives_takes_no_testbench_driver(body, before, reason):
+    tb = before + NO_HEAD + body + "endmodule\n"
+    assert check(tb, "tb.sv", NETOUT, {"no", "bi"}, "no", "tb.dut", {}) == [reason]
+
+
+def test_the_testbench_side_of_an_inout_bus_stays_a_driver_of_its_own():
+    """A bidirectional bus: the DUT drives it through an ``inout``, the testbench drives
+    it too (the bus resolves both), with a pull-up."""
+    tb = ("module tb;\n  wire [3:0] bus; logic seen; logic [3:0] d = 4'hA;\n"
+          "  bi dut(.bus(bus), .seen(seen));\n  assign bus = d;\n  pullup (bus[0]);\n"
+          "endmodule\n")
+    assert check(tb, "tb.sv", NETOUT, {"no", "bi"}, "bi", "tb.dut", {}) == []

@@ -587,8 +587,50 @@ def _driven_by_rtl(tree: syntax.SyntaxTree, rtl_ports: Mapping[str, tuple[tuple[
         if not grown:
             break
         drives.update(grown)
+    _down(out, sites, own, rtl_ports)
     return ({m: frozenset(n & variables.get(m, set())) for m, n in out.items() if n},
             {m: frozenset(n & nets.get(m, set())) for m, n in out.items() if n})
+
+
+def _down(driven: dict[str, set[str]], sites: Mapping[str, list[tuple[str, Any]]],
+          own: Mapping[str, tuple[tuple[str, str], ...]],
+          rtl_ports: Mapping[str, Any]) -> None:
+    """Grow ``driven`` (per testbench unit, its names an RTL output drives) down into
+    the testbench units an instance connects such a name to: the port is the same
+    signal inside (Verilator merges it), so a ``force`` of it there forces the DUT's
+    (a helper's ``force w`` on its output port: 44.14 -> 68.58 %). A fixpoint."""
+    grown = True
+    while grown:
+        grown = False
+        for m, insts in sites.items():
+            names = driven.get(m, set())
+            for t, inst in insts:
+                if t in rtl_ports or t not in own or not names:
+                    continue
+                ports = _ports_connected_to(inst, own[t], names)
+                if not ports <= driven.get(t, set()):
+                    driven.setdefault(t, set()).update(ports)
+                    grown = True
+
+
+def _ports_connected_to(inst: Any, ports: tuple[tuple[str, str], ...], names: set[str]
+                        ) -> set[str]:
+    """The ports of ``inst`` connected to one of the base ``names`` (named, positional,
+    ``.name`` and ``.*`` connections)."""
+    found: set[str] = set()
+    declared = {p for p, _ in ports}
+    for i, conn in enumerate(_connections(inst)):
+        if isinstance(conn, syntax.WildcardPortConnectionSyntax):
+            found |= declared & names
+        elif isinstance(conn, syntax.NamedPortConnectionSyntax):
+            actual = ({p[0] for p in _lvalue_paths(conn.expr) if len(p) == 1}
+                      if conn.expr is not None else {conn.name.valueText})
+            if actual & names:
+                found.add(conn.name.valueText)
+        elif isinstance(conn, syntax.OrderedPortConnectionSyntax) and i < len(ports) and \
+                {p[0] for p in _lvalue_paths(conn.expr) if len(p) == 1} & names:
+            found.add(ports[i][0])
+    return found
 
 
 def _connected(inst: Any, ports: tuple[tuple[str, str], ...], writes: set[str]) -> set[str]:
