@@ -56,6 +56,7 @@ def test_system_call_is_rejected_before_compiling(evaluator):
 
 
 @pytest.mark.requires_verilator
+@pytest.mark.heavy
 def test_huge_output_is_capped_and_the_run_still_passes(evaluator):
     line = "x" * 100
     src = tb(f"  initial begin repeat (100000) $display(\"{line}\"); $finish; end\n")
