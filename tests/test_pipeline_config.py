@@ -276,3 +276,19 @@ def test_a_student_dtype_enters_the_identity_only_when_set(tmp_path):
     assert int8.global_identity()["student"]["dtype"] == "int8"
     with pytest.raises(PipelineConfigError, match=r"student\.dtype"):
         load(tmp_path, student={"dtype": "fp8"})
+
+
+def test_what_a_pipeline_file_makes_the_run_do_is_said(tmp_path):
+    """A pipeline file is code (a non-sim red team): its training command, a sandbox
+    turned off and the API key sent to a server it names are said before the run; a
+    file with none of them says nothing."""
+    plain = load(tmp_path)
+    assert plain.trust_notes({"OPENAI_API_KEY": "k"}) == []
+    risky = load(tmp_path, train_launcher=["accelerate", "launch"], sim={"sandbox": False},
+                 teacher={"model": "m", "base_url": "http://x:1/v1"})
+    assert risky.trust_notes({"OPENAI_API_KEY": "k"}) == [
+        "every SFT stage runs the command `accelerate launch` (train_launcher)",
+        "testbenches are simulated without the OS sandbox (sim.sandbox: false): for "
+        "trusted testbenches only",
+        "$OPENAI_API_KEY is sent to http://x:1/v1 (teacher.base_url)"]
+    assert len(risky.trust_notes({})) == 2

@@ -257,6 +257,10 @@ def _replay(task: Task, out: Path, config, request) -> int:
     saved, again = result.saved["overall"] or 0, result.replayed["overall"] or 0
     report_opts.say(f"replayed {len(result.statuses)} tests: merged {again:.4f}% (saved "
                     f"{saved:.4f}%): {'reproduced' if result.same else 'DIFFERENT'}")
+    report_opts.say("note: a replay re-simulates the tests on the RTL given (with none, the "
+                    "run directory's own task.json: give your RTL to check a run made by "
+                    "someone else); the closure's proven-unreachable verdicts are the run's, "
+                    "not proven again")
     return 0 if result.same else 1
 
 

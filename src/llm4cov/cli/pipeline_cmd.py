@@ -3,6 +3,7 @@ and the naive-augmentation baseline."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -96,6 +97,8 @@ def _run(config: PipelineConfig, command: str) -> None:
     from llm4cov.pipeline import run_pipeline
 
     console = common.console
+    for note in config.trust_notes(os.environ):
+        console.print(f"note: this pipeline file: {note}", markup=False)
     with common.resumable("finished steps are saved"):
         result = run_pipeline(config, command,
                               lambda message: console.print(message, markup=False))

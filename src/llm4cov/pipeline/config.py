@@ -16,7 +16,7 @@ Relative paths are relative to the current directory, as in every other command.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Self
@@ -222,6 +222,24 @@ class PipelineConfig(Settings):
     @classmethod
     def _known_format(cls, value: str) -> str:
         return check_format(value)
+
+    def trust_notes(self, env: Mapping[str, str]) -> list[str]:
+        """What this file makes the run do beyond llm4cov's own code and containment, in
+        words (a pipeline file is code: a shared one is read before it is run): a
+        training command it runs, simulation without the OS sandbox, the environment's
+        API key sent to a server it names (``env``: the environment)."""
+        notes = []
+        if self.train_launcher:
+            notes.append(f"every SFT stage runs the command `{' '.join(self.train_launcher)}`"
+                         " (train_launcher)")
+        if not self.sim.sandbox:
+            notes.append("testbenches are simulated without the OS sandbox (sim.sandbox: "
+                         "false): for trusted testbenches only")
+        key = next((k for k in ("LLM4COV_API_KEY", "OPENAI_API_KEY") if env.get(k)), None)
+        for role, url in (("teacher", self.teacher.base_url), ("student", self.student.base_url)):
+            if url and key:
+                notes.append(f"${key} is sent to {url} ({role}.base_url)")
+        return notes
 
     @model_validator(mode="after")
     def _check(self) -> Self:
