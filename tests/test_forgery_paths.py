@@ -637,3 +637,46 @@ def test_the_testbench_side_of_an_inout_bus_stays_a_driver_of_its_own():
           "  bi dut(.bus(bus), .seen(seen));\n  assign bus = d;\n  pullup (bus[0]);\n"
           "endmodule\n")
     assert check(tb, "tb.sv", NETOUT, {"no", "bi"}, "bi", "tb.dut", {}) == []
+
+
+# -- an eighth red team (2026-12-07): alias, net declaration assignments, virtual handles
+
+
+@pytest.mark.parametrize("body, reason", [
+    # one net under two names: the testbench's driver of the alias won (44.14 -> 74.66 %)
+    ("  wire [31:0] busw;\n  alias busw = accw;\n  assign busw = drv;\n",
+     "tb.sv:5: the `alias` of `accw` writes into the DUT (a DUT output port drives it)"),
+])
+def test_an_alias_of_a_net_a_dut_output_drives_is_a_write(body, reason):
+    tb = NO_HEAD + body + "endmodule\n"
+    assert check(tb, "tb.sv", NETOUT, {"no", "bi"}, "no", "tb.dut", {}) == [reason]
+
+
+def test_a_net_declaration_assignment_is_a_driver_not_an_initial_value():
+    """IEEE 1800 6.7.1: ``wire [31:0] accw = 0;`` drives the net for ever (it held a DUT
+    output at zero: 81.11 -> 92.22 %); a variable's ``= 0`` is its start value."""
+    tb = NO_HEAD.replace("wire [31:0] accw;", "wire [31:0] accw = 0;") + "endmodule\n"
+    assert check(tb, "tb.sv", NETOUT, {"no", "bi"}, "no", "tb.dut", {}) == [
+        "tb.sv:2: the testbench drives `tb.accw`, a net the DUT drives (its declaration's "
+        "initial value): it writes into the DUT"]
+
+
+def test_a_pullup_on_an_open_drain_output_is_a_board_model():
+    rtl = ("module od(input logic irq, output wire irq_n);\n"
+           "  assign irq_n = irq ? 1'b0 : 1'bz;\nendmodule\n")
+    tb = ("module tb;\n  logic irq = 0; wire irq_n;\n  od dut(.irq(irq), .irq_n(irq_n));\n"
+          "  pullup (irq_n);\n  initial begin #1 irq = 1; #1 irq = 0; end\nendmodule\n")
+    assert check(tb, "tb.sv", rtl, {"od"}, "od", "tb.dut", {}) == []
+
+
+def test_a_write_through_a_virtual_interface_is_judged_by_its_type():
+    """A handle to the testbench's own interface instance, which the DUT drives through
+    its modport: ``vif.rdata = ...`` landed in the DUT's register (78.33 -> 100 %). The
+    handle's target is not known before the run, so a write to a member the DUT drives
+    in that interface type is refused; one to a member the DUT reads is stimulus."""
+    body = ("  virtual bus_if vif;\n  initial begin vif = bi; vif.wdata = 32'h1; "
+            "vif.rdata = 32'hCAFEF00D; end\n")
+    assert driven_reasons(body) == [
+        "tb.sv:6: the write to `vif.rdata` may write into the DUT: a virtual interface of "
+        "this type carries `rdata`, which the DUT drives"]
+    assert driven_reasons(body.replace(" vif.rdata = 32'hCAFEF00D;", "")) == []

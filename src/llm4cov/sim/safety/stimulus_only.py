@@ -48,7 +48,11 @@ from typing import Any
 
 from pyslang import ast, syntax
 
-from llm4cov.sim.safety.drivers import Elaboration, driver_reasons
+from llm4cov.sim.safety.drivers import (
+    Elaboration,
+    driver_reasons,
+    dut_interface_members,
+)
 from llm4cov.sim.safety.subroutines import Signature, signatures, written_arguments
 from llm4cov.tasks.hdl import VIRTUAL_ROOT, Design, ModuleDecl, parse_tree, syntax_nodes
 
@@ -275,10 +279,10 @@ def dut_writes(tb_tree: syntax.SyntaxTree, hierarchy: Hierarchy) -> list[str]:
                     f"`{n.keyword.valueText}` of", forced=True)
         elif kind in (SK.ProceduralReleaseStatement, SK.ProceduralDeassignStatement):
             written(n, n.variable, f"`{n.keyword.valueText}` of", forced=True)
-        elif kind == SK.NetAlias:
+        elif kind == SK.NetAlias:  # one net under several names: any member is written
             for expr in n.nets:
                 if isinstance(expr, syntax.ExpressionSyntax):
-                    written(n, expr, "the `alias` of")
+                    written(n, expr, "the `alias` of", forced=True)
         elif kind == SK.DefParamAssignment:
             path = _path(n.name)
             if path and (hierarchy.reaches_rtl(path[:-1]) or module[0] in hierarchy.inside):
@@ -760,11 +764,40 @@ def check(tb_text: str, tb_name: str, rtl_text: str, rtl_modules: Iterable[str],
     if reasons:
         return reasons
     elaboration = Elaboration.of(rtl_text, tb_text, tb_name, dut_hier.split(".")[0])
-    reasons = driver_reasons(elaboration, tb_name, dut_module, dut_hier)
+    reasons = driver_reasons(elaboration, tb_name, dut_module, dut_hier) or \
+        _virtual_writes(tree, elaboration, dut_hier)
     if reasons or not (task_parameters or _overrides(tree, dut_module)):
         return reasons
     return parameter_changes(rtl_text, tb_text, tb_name, dut_module, dut_hier,
                              task_parameters, elaboration)
+
+
+def _virtual_writes(tree: syntax.SyntaxTree, elaboration: Elaboration, dut_hier: str
+                    ) -> list[str]:
+    """Reasons for the writes through a name of two or more parts (``vif.q``,
+    ``cfg.vif.cb.q``) to a member the DUT drives in an interface type the testbench
+    declares a ``virtual`` interface of (:func:`~llm4cov.sim.safety.drivers.
+    dut_interface_members`): the handle's target is not known before the run, so the
+    write is judged by the type. Writes to the members the DUT reads stay allowed."""
+    typed = {n.name.valueText for n in syntax_nodes(tree.root, (SK.VirtualInterfaceType,))}
+    if not typed:
+        return []
+    members = dut_interface_members(elaboration, dut_hier)
+    names = frozenset().union(*(m for t, m in members.items() if t in typed))
+    if not names:
+        return []
+    sm = tree.sourceManager
+    found = []
+    for n in syntax_nodes(tree.root, (*_ASSIGNMENTS, SK.ProceduralForceStatement)):
+        target = n.left if hasattr(n, "left") else getattr(n.expr, "left", None)
+        for path in _lvalue_paths(target) if target is not None else []:
+            if len(path) > 1 and path[-1] in names:
+                loc = n.sourceRange.start
+                name = sm.getFileName(loc).removeprefix(VIRTUAL_ROOT + "/")
+                found.append(f"{name}:{sm.getLineNumber(loc)}: the write to `{'.'.join(path)}`"
+                             " may write into the DUT: a virtual interface of this type "
+                             f"carries `{path[-1]}`, which the DUT drives")
+    return found
 
 
 def _overrides(tree: syntax.SyntaxTree, dut_module: str) -> bool:
