@@ -671,12 +671,16 @@ def test_a_pullup_on_an_open_drain_output_is_a_board_model():
 
 def test_a_write_through_a_virtual_interface_is_judged_by_its_type():
     """A handle to the testbench's own interface instance, which the DUT drives through
-    its modport: ``vif.rdata = ...`` landed in the DUT's register (78.33 -> 100 %). The
-    handle's target is not known before the run, so a write to a member the DUT drives
-    in that interface type is refused; one to a member the DUT reads is stimulus."""
+    its modport: ``vif.rdata = ...`` (or ``++``, a ``$sscanf`` output, a nested
+    interface's member) landed in the DUT's register (78.33 -> 100 %). The handle's
+    target is not known before the run, so a write of any form to a member the DUT
+    drives in an interface is refused; one to a member the DUT reads is stimulus."""
     body = ("  virtual bus_if vif;\n  initial begin vif = bi; vif.wdata = 32'h1; "
-            "vif.rdata = 32'hCAFEF00D; end\n")
+            "vif.rdata = 32'hCAFEF00D; vif.rdata++; void'($sscanf(\"9\", \"%h\", vif.rdata));"
+            " end\n")
     assert driven_reasons(body) == [
-        "tb.sv:6: the write to `vif.rdata` may write into the DUT: a virtual interface of "
-        "this type carries `rdata`, which the DUT drives"]
-    assert driven_reasons(body.replace(" vif.rdata = 32'hCAFEF00D;", "")) == []
+        "tb.sv:6: the assignment to `vif.rdata` writes into the DUT",
+        "tb.sv:6: the increment of `vif.rdata` writes into the DUT",
+        "tb.sv:6: the $sscanf output `vif.rdata` writes into the DUT"]
+    honest = body.split(" vif.rdata = ")[0] + " end\n"
+    assert driven_reasons(honest) == []

@@ -180,9 +180,9 @@ def driver_reasons(elab: Elaboration, tb_name: str, dut_module: str, dut_hier: s
 
 def dut_interface_members(elab: Elaboration, dut_hier: str) -> dict[str, frozenset[str]]:
     """Per interface type, its members that the DUT drives in some instance of it (a
-    modport ``output`` of the DUT's interface port): a write through a virtual
-    interface of that type may land there, a target the elaboration cannot follow
-    (a handle to the testbench's own instance: 78.33 -> 100 %)."""
+    modport ``output`` of the DUT's interface port, nested interfaces included): a
+    write through a virtual interface may land there, a target the elaboration cannot
+    follow (a handle to the testbench's own instance: 78.33 -> 100 %)."""
     manager = analysis.AnalysisManager()
     manager.analyze(elab.compilation)
     side = _Sides(elab, dut_hier, manager)
