@@ -19,9 +19,13 @@ from llm4cov.tasks.model import SourceFile, Task
 pytestmark = pytest.mark.requires_verilator
 
 # Traps named in ../shared/corpus/README.md that no correct evaluator can simulate.
+KNOWN_REJECTED = {
+    # testbench assigns a wire that the DUT output already drives (Verilator refuses
+    # it here, BLKANDNBLK, but merges it silently where the output is an `assign`:
+    # docs/stimulus.md, a seventh red team)
+    "chipchat_gpt-3p5_ts2_dice_roller": "a net the DUT drives (a continuous assignment)",
+}
 KNOWN_COMPILE_ERRORS = {
-    # testbench assigns a wire that the DUT output already drives
-    "chipchat_gpt-3p5_ts2_dice_roller": "BLKANDNBLK",
     # `sequence` (an SV keyword) used as an identifier in the RTL
     "chipchat_gpt-3p5_ts2_sequence_generator": "unexpected sequence",
     "chipchat_gpt-3p5_ts3_sequence_generator": "unexpected sequence",
@@ -57,11 +61,14 @@ def test_llm_corpus_runs_without_crash_or_hang():
     print("status breakdown:", dict(breakdown))
     for rid, obs in results.items():
         assert obs.run_s < 40, rid
-        if rid in KNOWN_COMPILE_ERRORS:
+        if rid in KNOWN_REJECTED:
+            assert obs.status is Status.REJECTED, rid
+            assert KNOWN_REJECTED[rid] in obs.log, rid
+        elif rid in KNOWN_COMPILE_ERRORS:
             assert obs.status is Status.COMPILE_ERROR, rid
             assert KNOWN_COMPILE_ERRORS[rid] in obs.log, rid
         else:
             assert obs.status is Status.SUCCESS, (rid, obs.log)
             assert obs.coverage.overall > 0
     assert results["chipchat_bard_shift_register"].end_reason.value == "stop"
-    assert breakdown == {"success": 36, "compile_error": 4}
+    assert breakdown == {"success": 36, "compile_error": 3, "rejected": 1}
