@@ -43,7 +43,7 @@ one analysis per testbench.
 
 from __future__ import annotations
 
-import re
+import functools
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -65,7 +65,6 @@ UNCHECKED_CODES = frozenset({
     "ConstEvalExceededMaxSteps", "ConstEvalExceededMaxCallDepth", "ConstEvalExceededMaxSize",
     "InfinitelyRecursiveHierarchy",
 })
-_UNKNOWN_ONLY = re.compile(r"^\d*'s?[bhdo]?[xz?_]+$", re.IGNORECASE)
 
 
 @dataclass
@@ -108,8 +107,9 @@ class Elaboration:
         name = self.sources.getFileName(loc).split(VIRTUAL_ROOT.strip("/") + "/")[-1]
         return f"{name}:{self.sources.getLineNumber(loc)}"
 
-    def symbols(self) -> Iterator[Any]:
-        """Every symbol of the elaborated design, packages included."""
+    @functools.cached_property
+    def all_symbols(self) -> list[Any]:
+        """Every symbol of the elaborated design, packages included (walked once)."""
         found: list[Any] = []
 
         def visit(sym: Any) -> bool:
@@ -117,7 +117,18 @@ class Elaboration:
             return True
 
         self.compilation.getRoot().visit(visit)
-        return iter(found)
+        return found
+
+    def symbols(self) -> Iterator[Any]:
+        """:attr:`all_symbols`, in order."""
+        return iter(self.all_symbols)
+
+    @functools.cached_property
+    def drivers(self) -> Any:
+        """slang's driver analysis of the compilation (``AnalysisManager``, run once)."""
+        manager = analysis.AnalysisManager()
+        manager.analyze(self.compilation)
+        return manager
 
     def unchecked(self) -> list[str]:
         """``file:line: message`` of every :data:`UNCHECKED_CODES` error in the
@@ -146,8 +157,7 @@ def driver_reasons(elab: Elaboration, tb_name: str, dut_module: str, dut_hier: s
         what = _kind(at[0]) if at else "nothing in the elaborated design"
         return [f"{tb_name}: `{dut_hier}`, where the DUT is measured, is not an instance of "
                 f"`{dut_module}` but {what}: its coverage would not be the DUT's"]
-    manager = analysis.AnalysisManager()
-    manager.analyze(elab.compilation)
+    manager = elab.drivers
     side = _Sides(elab, dut_hier, manager)
     found: list[tuple[int, str]] = []
     for sym in symbols:
@@ -183,8 +193,7 @@ def dut_interface_members(elab: Elaboration, dut_hier: str) -> dict[str, frozens
     modport ``output`` of the DUT's interface port, nested interfaces included): a
     write through a virtual interface may land there, a target the elaboration cannot
     follow (a handle to the testbench's own instance: 78.33 -> 100 %)."""
-    manager = analysis.AnalysisManager()
-    manager.analyze(elab.compilation)
+    manager = elab.drivers
     side = _Sides(elab, dut_hier, manager)
     found: dict[str, set[str]] = {}
     for inst in elab.symbols():
@@ -264,9 +273,9 @@ def _starts_unset(driver: Any, sym: Any) -> bool:
     if init is None:
         return False
     value = init.eval(ast.EvalContext(sym))  # slang bounds the steps
-    if not value.hasUnknown():
-        return bool(value.isFalse())  # a bad value is not false
-    return bool(_UNKNOWN_ONLY.match(str(value).replace(" ", "")))
+    if isinstance(value.value, pyslang.SVInt):  # no bit a known 1: x and z start at 0
+        return value.value.countOnes() == 0
+    return bool(value.isFalse())  # a bad value is not false
 
 
 def _how(driver: Any) -> str:

@@ -767,22 +767,23 @@ def check(tb_text: str, tb_name: str, rtl_text: str, rtl_modules: Iterable[str],
     tree = parse_tree(tb_text, tb_name)
     hierarchy = Hierarchy.of(rtl_modules, Design(tree, VIRTUAL_ROOT).decls(), tree,
                              rtl_declarations(rtl_text))
-    elaboration = None
+    elaboration = functools.partial(Elaboration.of, rtl_text, tb_text, tb_name,
+                                    dut_hier.split(".")[0])
+    made = None
     if syntax_nodes(tree.root, (SK.VirtualInterfaceType,)):
-        elaboration = Elaboration.of(rtl_text, tb_text, tb_name, dut_hier.split(".")[0])
-        members = dut_interface_members(elaboration, dut_hier).values()
+        made = elaboration()
+        members = dut_interface_members(made, dut_hier).values()
         hierarchy = dataclasses.replace(hierarchy,
                                         virtual_members=frozenset().union(*members))
     reasons = dut_writes(tree, hierarchy)
     if reasons:
         return reasons
-    elaboration = elaboration or Elaboration.of(rtl_text, tb_text, tb_name,
-                                                dut_hier.split(".")[0])
-    reasons = driver_reasons(elaboration, tb_name, dut_module, dut_hier)
+    made = made or elaboration()
+    reasons = driver_reasons(made, tb_name, dut_module, dut_hier)
     if reasons or not (task_parameters or _overrides(tree, dut_module)):
         return reasons
     return parameter_changes(rtl_text, tb_text, tb_name, dut_module, dut_hier,
-                             task_parameters, elaboration)
+                             task_parameters, made)
 
 
 def _overrides(tree: syntax.SyntaxTree, dut_module: str) -> bool:
