@@ -141,14 +141,21 @@ def parse_tree(
         ParseLimitError: pyslang cannot parse the text (nesting too deep).
     """
     sm = source_manager or isolated_source_manager()
-    pp = parsing.PreprocessorOptions()
-    pp.maxIncludeDepth = 0
     try:
         return syntax.SyntaxTree.fromText(encodable(text), sm, name,
-                                          f"{VIRTUAL_ROOT}/{name}", pyslang.Bag([pp]))
+                                          f"{VIRTUAL_ROOT}/{name}",
+                                          pyslang.Bag([_no_includes({})]))
     except RuntimeError as exc:
         raise ParseLimitError(f"{name}: nesting too deep for the parser "
                               f"({str(exc) or 'pyslang gave up'})") from None
+
+
+def _no_includes(defines: Mapping[str, str]) -> parsing.PreprocessorOptions:
+    """Preprocessor options that open no `` `include`` (depth 0), with ``defines``."""
+    pp = parsing.PreprocessorOptions()
+    pp.maxIncludeDepth = 0
+    pp.predefines = [f"{k}={v}" for k, v in defines.items()]
+    return pp
 
 
 def parse_unit(parts: list[tuple[str, str]], source_manager: pyslang.SourceManager,
@@ -163,14 +170,11 @@ def parse_unit(parts: list[tuple[str, str]], source_manager: pyslang.SourceManag
     Raises:
         ParseLimitError: pyslang cannot parse the texts (nesting too deep).
     """
-    pp = parsing.PreprocessorOptions()
-    pp.maxIncludeDepth = 0
-    pp.predefines = [f"{k}={v}" for k, v in (defines or {}).items()]
     buffers = [source_manager.assignText(f"{VIRTUAL_ROOT}/{name}", encodable(text))
                for name, text in parts]
     try:
-        tree = syntax.SyntaxTree.fromBuffers(buffers, source_manager,
-                                             pyslang.Bag([pp, *(options or [])]))
+        tree = syntax.SyntaxTree.fromBuffers(
+            buffers, source_manager, pyslang.Bag([_no_includes(defines or {}), *(options or [])]))
     except RuntimeError as exc:
         raise ParseLimitError(f"{parts[-1][0]}: nesting too deep for the parser "
                               f"({str(exc) or 'pyslang gave up'})") from None
