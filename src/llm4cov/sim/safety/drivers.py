@@ -15,7 +15,9 @@ testbench variable); it is **foreign** when it lies outside the DUT and in the
 testbench's text or in an instance (a testbench module, or an RTL module the testbench
 instantiates beside the DUT). A testbench is ``rejected`` when
 
-- a **variable the DUT drives** also has a foreign driver: the testbench (or a second
+- a **variable the DUT drives** also has a foreign driver on a bit the DUT drives
+  (one connected to a DUT output by a part select may have its other bits written,
+  IEEE 1800 6.5; slang's driver ranges tell them apart): the testbench (or a second
   register it instantiates) writes the DUT's own signal (IEEE 1800 6.5: Verilator
   merges the drivers). So has a **net** a DUT output port drives: Verilator merges it
   with the DUT's signal and the testbench's driver wins, whatever its strength (an
@@ -172,6 +174,9 @@ def driver_reasons(elab: Elaboration, tb_name: str, dut_module: str, dut_hier: s
                 for d in drivers):  # the DUT's side is an inout: a bus both drive
             foreign = [d for d in foreign if d.kind != analysis.DriverKind.Continuous
                        or int(d.flags) & int(analysis.DriverFlags.ClockVar)]
+        if not owned:  # only the bits the DUT drives (IEEE 1800 6.5: per longest static prefix)
+            bits = [d.bounds for d in drivers if side.dut(d)]
+            foreign = [d for d in foreign if any(_overlap(d.bounds, b) for b in bits)]
         if not foreign:
             continue
         noun = "net" if isinstance(sym, ast.NetSymbol) else "variable"
@@ -249,6 +254,12 @@ class _Sides:
             if isinstance(cv, ast.ClockVarSymbol) and origin(cv.location).offset == at:
                 return not list(self.manager.getDrivers(cv))
         return False
+
+
+def _overlap(a: tuple[int, int], b: tuple[int, int]) -> bool:
+    """Whether two drivers' bit ranges (slang's ``bounds``: ``(low, high)`` of the
+    variable's flattened bits, a dynamic index widened to the whole) share a bit."""
+    return a[0] <= b[1] and b[0] <= a[1]
 
 
 def _pull(driver: Any) -> bool:

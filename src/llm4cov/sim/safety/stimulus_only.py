@@ -93,8 +93,10 @@ class Hierarchy:
     instances: Mapping[str, Mapping[str, frozenset[str]]]
     ports: Mapping[str, tuple[tuple[str, str], ...]]
     driven: Mapping[str, frozenset[str]] = dataclasses.field(default_factory=dict)
-    #: Per testbench module, its body's nets an RTL output drives (a force writes them).
-    driven_nets: Mapping[str, frozenset[str]] = dataclasses.field(default_factory=dict)
+    #: Per testbench module, every name an RTL output drives, whole or in part, nets
+    #: too: a ``force`` of any part of it lands in the DUT (slang's driver analysis
+    #: records no driver for a force, so this reading is the only one).
+    force_driven: Mapping[str, frozenset[str]] = dataclasses.field(default_factory=dict)
     #: Task/function signatures of the testbench and the RTL, by name.
     subroutines: Mapping[str, list[Signature]] = \
         dataclasses.field(default_factory=dict)
@@ -125,10 +127,10 @@ class Hierarchy:
             for mtype, name in d.instances:
                 units.setdefault(d.name, {}).setdefault(name, set()).add(mtype)
         own = _port_directions(tb_tree, {d.name for d in tb} | set(units))
-        driven, nets = _driven_by_rtl(tb_tree, {m: p for m, p in rtl.ports.items()
+        driven, forced = _driven_by_rtl(tb_tree, {m: p for m, p in rtl.ports.items()
                                                 if m in rtl_names}, own)
         made = cls(rtl_names, {u: {n: frozenset(ts) for n, ts in insts.items()}
-                               for u, insts in units.items()}, own, driven, nets, sigs)
+                               for u, insts in units.items()}, own, driven, forced, sigs)
         models = {t for m, kids in rtl.instances.items() if m in rtl_names for t in kids
                   if t in made.instances}
         return dataclasses.replace(made, inside=made.bound_inside(_binds(tb_tree), models),
@@ -202,7 +204,7 @@ class Hierarchy:
         the DUT (a bound module's port is the DUT's signal)."""
         def driven(unit: str | None) -> frozenset[str]:
             names = self.driven.get(unit or "", frozenset())
-            return names | self.driven_nets.get(unit or "", frozenset()) if forced else names
+            return self.force_driven.get(unit or "", frozenset()) if forced else names
 
         if len(path) == 1:
             return module is not None and path[0] in driven(module)
@@ -558,13 +560,17 @@ def _driven_by_rtl(tree: syntax.SyntaxTree, rtl_ports: Mapping[str, tuple[tuple[
     of an instance of an RTL module (named, positional, ``.name`` and ``.*``
     connections), or to such a port of one of its own units that passes a driven
     variable out (a wrapper: Verilator collapses the ports level by level; a
-    fixpoint). A variable or net declared as a port counts. Returns the driven
-    variables and, apart, the driven nets declared in the body: a procedural
-    ``force``/``release`` of a net is legal (IEEE 1800 10.6.2) and Verilator collapses
-    it with the DUT's variable, so the force lands there (seen: 72.64 -> 95.83 % on a
-    counter's output); any other procedural write to a net is a compile error (IEEE 1800
-    10.4, Verilator's verdict, kept), and a continuous assignment to it stays a resolved
-    second driver (a bidirectional bus)."""
+    fixpoint). A variable or net declared as a port counts. Returns the variables
+    connected whole (a procedural write to any bit of one writes the DUT's; one
+    connected by a part select, ``.q(obs[3:0])``, may have its other bits written,
+    IEEE 1800 6.5, which the elaboration's driver ranges tell apart:
+    :mod:`llm4cov.sim.safety.drivers`) and, apart, every name connected whole or in
+    part, nets too, for a ``force``: a procedural ``force``/``release`` of a net is
+    legal (IEEE 1800 10.6.2) and Verilator collapses it with the DUT's variable, so the
+    force lands there (seen: 72.64 -> 95.83 % on a counter's output); any other
+    procedural write to a net is a compile error (IEEE 1800 10.4, Verilator's verdict,
+    kept), and a continuous assignment to it stays a resolved second driver (a
+    bidirectional bus)."""
     sites: dict[str, list[tuple[str, Any]]] = {}
     variables: dict[str, set[str]] = {}
     nets: dict[str, set[str]] = {}
@@ -598,9 +604,14 @@ def _driven_by_rtl(tree: syntax.SyntaxTree, rtl_ports: Mapping[str, tuple[tuple[
         if not grown:
             break
         drives.update(grown)
-    _down(out, sites, own, rtl_ports)
-    return ({m: frozenset(n & variables.get(m, set())) for m, n in out.items() if n},
-            {m: frozenset(n & nets.get(m, set())) for m, n in out.items() if n})
+    whole = {m: set().union(*(_connected(inst, ports[t], drives[t], whole=True)
+                              for t, inst in insts if t in drives))
+             for m, insts in sites.items()}
+    for names in (out, whole):
+        _down(names, sites, own, rtl_ports)
+    return ({m: frozenset(n & variables.get(m, set())) for m, n in whole.items() if n},
+            {m: frozenset(n & (variables.get(m, set()) | nets.get(m, set())))
+             for m, n in out.items() if n})
 
 
 def _down(driven: dict[str, set[str]], sites: Mapping[str, list[tuple[str, Any]]],
@@ -644,20 +655,40 @@ def _ports_connected_to(inst: Any, ports: tuple[tuple[str, str], ...], names: se
     return found
 
 
-def _connected(inst: Any, ports: tuple[tuple[str, str], ...], writes: set[str]) -> set[str]:
-    """The base names an instance connects to the ports ``writes``."""
-    names: set[str] = set()
+def _connected(inst: Any, ports: tuple[tuple[str, str], ...], writes: set[str],
+               whole: bool = False) -> set[str]:
+    """The base names an instance connects to the ports ``writes``; when ``whole``,
+    only those connected whole (no select on the name: ``.q(obs)``, ``.q({a, b})``)."""
+    names = _lvalue_paths if not whole else _whole_names
+    found: set[str] = set()
     for i, conn in enumerate(_connections(inst)):
         if isinstance(conn, syntax.WildcardPortConnectionSyntax):
-            names |= writes
+            found |= writes
         elif isinstance(conn, syntax.NamedPortConnectionSyntax):
             if conn.name.valueText in writes:
-                names |= ({p[0] for p in _lvalue_paths(conn.expr) if len(p) == 1}
+                found |= ({p[0] for p in names(conn.expr) if len(p) == 1}
                           if conn.expr is not None else {conn.name.valueText})
         elif isinstance(conn, syntax.OrderedPortConnectionSyntax) and i < len(ports) and \
                 ports[i][0] in writes:
-            names |= {p[0] for p in _lvalue_paths(conn.expr) if len(p) == 1}
-    return names
+            found |= {p[0] for p in names(conn.expr) if len(p) == 1}
+    return found
+
+
+def _whole_names(expr: Any) -> list[list[str]]:
+    """The paths of :func:`_lvalue_paths` that ``expr`` names whole: a select
+    (``obs[3:0]``, ``mem[0]``, ``s.f``) names a part of its base."""
+    if expr is None or expr.kind in (SK.ElementSelectExpression, SK.MemberAccessExpression,
+                                     SK.IdentifierSelectName):
+        return []
+    if expr.kind == SK.ParenthesizedExpression:
+        return _whole_names(expr.expression)
+    if expr.kind in (SK.SimplePropertyExpr, SK.SimpleSequenceExpr):
+        return _whole_names(expr.expr)
+    if expr.kind in (SK.ConcatenationExpression, SK.StreamingConcatenationExpression):
+        return [p for item in expr.expressions
+                for p in _whole_names(item if isinstance(item, syntax.ExpressionSyntax)
+                                      else getattr(item, "expression", None))]
+    return _lvalue_paths(expr)
 
 
 def _module_ports(module: Any) -> list[tuple[str, str]]:
