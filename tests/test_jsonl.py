@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from llm4cov.util.jsonl import ResultLog, iter_jsonl
+from llm4cov.util.jsonl import ResultLog, bounded_lines, iter_json_objects, iter_jsonl
 
 
 def test_append_skips_existing_keys_and_resumes(tmp_path):
@@ -26,6 +26,34 @@ def test_torn_last_line_is_cut_and_rewritten(tmp_path):
     assert path.read_text() == '{"task": "a", "sample": 0}\n'
     log.append({"task": "a", "sample": 1})
     assert [r["sample"] for r in iter_jsonl(path)] == [0, 1]
+
+
+def test_a_torn_line_longer_than_a_read_block_is_cut_at_the_last_newline(tmp_path):
+    path = tmp_path / "results.jsonl"
+    path.write_text('{"a": 1}\n{"a": "' + "x" * 200_000)
+    ResultLog(path, ("a",))
+    assert path.read_text() == '{"a": 1}\n'
+    path.write_text("y" * 100_000)  # no newline at all: nothing whole
+    ResultLog(path, ("a",))
+    assert path.read_text() == ""
+
+
+def test_a_line_over_the_bound_is_skipped_unread(tmp_path, monkeypatch):
+    """An input record over the bound is named (its line number) and skipped, the
+    records after it still read; the long line is never held whole."""
+    path = tmp_path / "tasks.jsonl"
+    path.write_text('{"id": 1}\n{"id": "' + "z" * 5000 + '"}\n\n{"id": 3}\n')
+    with path.open() as fh:
+        assert [(n, line and len(line)) for n, line in bounded_lines(fh, 1000)] == [
+            (1, 10), (2, None), (3, 1), (4, 10)]
+    rows = list(iter_json_objects(path))
+    assert [(n, r) for n, r, _ in rows] == [(1, {"id": 1}), (2, {"id": "z" * 5000}),
+                                            (4, {"id": 3})]
+    monkeypatch.setattr("llm4cov.util.jsonl.MAX_LINE_CHARS", 1000)
+    assert [(n, r, why[:8]) for n, r, why in iter_json_objects(path)] == [
+        (1, {"id": 1}, ""), (2, None, "over 0 M"), (4, {"id": 3}, "")]
+    with pytest.raises(ValueError, match=r"tasks\.jsonl:2: a JSONL line over"):
+        list(iter_jsonl(path))
 
 
 def test_corrupt_middle_line_is_an_error(tmp_path):

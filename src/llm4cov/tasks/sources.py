@@ -34,7 +34,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from llm4cov.tasks.model import Task, TaskError
-from llm4cov.util.jsonl import iter_json_objects
+from llm4cov.util.jsonl import bounded_lines, iter_json_objects
 
 log = logging.getLogger(__name__)
 
@@ -204,7 +204,7 @@ def count_records(path: Path | str) -> int:
     if path.is_dir():
         return sum(1 for _ in repo_dirs(path))
     with path.open(encoding="utf-8") as fh:
-        return sum(1 for line in fh if line.strip())
+        return sum(1 for _, line in bounded_lines(fh) if line is None or line.strip())
 
 
 def check_layout(path: Path, fmt: str) -> None:

@@ -17,17 +17,42 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+MAX_LINE_CHARS = 128 << 20
+"""Characters one JSONL line may have (128 Mi: a task's files may have 64 MiB together,
+``tasks.reading.MAX_REPO_BYTES``, and JSON escapes some characters). A longer line is
+never held in memory: a one-line file of any size (a sparse file is free to make) is
+read in bounded pieces and skipped."""
+
+
+def bounded_lines(fh: Any, limit: int = MAX_LINE_CHARS) -> Iterator[tuple[int, str | None]]:
+    """The lines of the text file ``fh``, numbered from 1: ``(n, line)``, or ``(n,
+    None)`` for a line over ``limit`` characters, whose rest is read and dropped."""
+    n = 0
+    while line := fh.readline(limit + 1):
+        n += 1
+        if len(line) <= limit or line.endswith("\n"):
+            yield n, line
+            continue
+        while (rest := fh.readline(1 << 20)) and not rest.endswith("\n"):
+            pass
+        yield n, None
+
 
 def iter_json_objects(path: Path | str) -> Iterator[tuple[int, dict[str, Any] | None, str]]:
     """Input JSONL records, one per non-blank line: ``(line number, object, "")``, or
-    ``(line number, None, why)`` for a line that is not a JSON object. Callers decide
-    whether a bad line is fatal (naming ``path:line``) or a skipped record.
+    ``(line number, None, why)`` for a line that is not a JSON object or has over
+    :data:`MAX_LINE_CHARS` characters. Callers decide whether a bad line is fatal
+    (naming ``path:line``) or a skipped record.
 
     Raises:
         OSError: the file cannot be read.
     """
     with Path(path).open(encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
+        for n, line in bounded_lines(fh, MAX_LINE_CHARS):
+            if line is None:
+                yield n, None, f"over {MAX_LINE_CHARS >> 20} Mi characters, the size a " \
+                               "record may have (not read)"
+                continue
             if not line.strip():
                 continue
             try:
@@ -48,7 +73,10 @@ def iter_jsonl(path: Path | str) -> Iterator[dict[str, Any]]:
     if not path.exists():
         return
     with path.open(encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
+        for n, line in bounded_lines(fh, MAX_LINE_CHARS):
+            if line is None:
+                raise ValueError(f"{path}:{n}: a JSONL line over {MAX_LINE_CHARS >> 20} Mi "
+                                 "characters (not read)")
             if not line.strip():
                 continue
             try:
@@ -84,10 +112,18 @@ class ResultLog:
         if not self.path.exists() or self.path.stat().st_size == 0:
             return
         with self.path.open("rb+") as fh:
-            data = fh.read()
-            if data.endswith(b"\n"):
-                return
-            fh.truncate(data.rfind(b"\n") + 1)
+            end = fh.seek(0, os.SEEK_END)
+            at = end
+            while at > 0:  # back from the end, a block at a time, to the last newline
+                start = max(0, at - (1 << 16))
+                fh.seek(start)
+                block = fh.read(at - start)
+                if (cut := block.rfind(b"\n")) >= 0:
+                    if start + cut + 1 < end:
+                        fh.truncate(start + cut + 1)
+                    return
+                at = start
+            fh.truncate(0)
 
     def key(self, row: dict[str, Any]) -> tuple:
         """The identity of ``row`` (a tuple of its key field values)."""
