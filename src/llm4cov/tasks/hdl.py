@@ -19,6 +19,7 @@ the pre-check's with Verilator's macros) in a bounded child first, once per proc
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -251,9 +252,9 @@ def compile_order_unchecked(files: Sequence[SourceFile], compile_files: Sequence
     chosen = ([by_name[n] for n in compile_files] if compile_files
               else [f for f in files if f.name.endswith(COMPILED_SUFFIXES)])
     declared: dict[str, str] = {}
-    used: dict[str, set[str]] = {}
+    used: dict[str, frozenset[str]] = {}
     for f in chosen:
-        decl, refs = _packages(f)
+        decl, refs = packages_of(f.content, f.name)
         for pkg in decl:
             declared.setdefault(pkg, f.name)
         used[f.name] = refs - decl
@@ -269,12 +270,15 @@ def compile_order_unchecked(files: Sequence[SourceFile], compile_files: Sequence
     return ordered
 
 
-def _packages(f: SourceFile) -> tuple[set[str], set[str]]:
-    """(packages declared in ``f``, package names ``f`` refers to) from its syntax."""
+@functools.lru_cache(maxsize=256)
+def packages_of(text: str, name: str) -> tuple[frozenset[str], frozenset[str]]:
+    """(packages the text ``name`` declares, package names it refers to) from its
+    syntax, parsed alone with no include opened (remembered: a design's files are read
+    again on every call)."""
     declared: set[str] = set()
     refs: set[str] = set()
-    if "package" not in f.content and "::" not in f.content:
-        return declared, refs
+    if "package" not in text and "::" not in text:
+        return frozenset(), frozenset()
 
     def visit(node: object) -> bool:
         # pyslang hands each node over as its concrete syntax class; the isinstance
@@ -291,8 +295,8 @@ def _packages(f: SourceFile) -> tuple[set[str], set[str]]:
                 refs.add(left.valueText)
         return True
 
-    parse_tree(f.content, f.name).root.visit(visit)
-    return declared, refs
+    parse_tree(text, name).root.visit(visit)
+    return frozenset(declared), frozenset(refs)
 
 
 def module_parameters(f: SourceFile, module: str) -> set[str]:

@@ -13,7 +13,6 @@ never count.
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -29,6 +28,7 @@ from llm4cov.tasks.hdl import (
     ParseLimitError,
     instance_paths,
     module_decls,
+    packages_of,
     parse_tree,
     text_decls,
     top_modules,
@@ -171,8 +171,8 @@ def _declarations(
     text declares again (which of the two Verilator compiles is not the RTL's choice:
     measured, a testbench's trivial ``hard`` replaced the DUT's submodule, 7 line points
     to 1; a package could change the DUT's parameters)."""
-    rtl_packages = frozenset().union(*(_packages(f.content, f.name) for f in rtl_files))
-    packages = _packages(tb.content, tb.name) & rtl_packages
+    rtl_packages = frozenset().union(*(packages_of(f.content, f.name)[0] for f in rtl_files))
+    packages = packages_of(tb.content, tb.name)[0] & rtl_packages
     if view is None:
         tb_decls = text_decls(tb.content, tb.name)  # untrusted: never its includes
         own = {d.name for d in tb_decls}
@@ -197,22 +197,6 @@ def _again(own: set[str], rtl: set[str], packages: frozenset[str]) -> tuple[str,
     it declares again."""
     copies = {n for n in own if any(n.startswith(r + "__") for r in rtl)}
     return tuple(sorted(own & rtl | copies | packages))
-
-
-@functools.lru_cache(maxsize=256)
-def _packages(text: str, name: str) -> frozenset[str]:
-    """The packages one text declares itself (parsed alone, no include opened;
-    remembered: a design's files are read again on every call)."""
-    found: set[str] = set()
-
-    def visit(node: object) -> bool:
-        if isinstance(node, syntax.ModuleDeclarationSyntax) and \
-                node.kind == syntax.SyntaxKind.PackageDeclaration:
-            found.add(node.header.name.valueText)
-        return True
-
-    parse_tree(text, name).root.visit(visit)
-    return frozenset(found)
 
 
 def _bound_modules(tb: SourceFile) -> tuple[str, ...]:
