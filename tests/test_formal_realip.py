@@ -15,7 +15,8 @@ import pytest
 
 from conftest import NEEDS_SOLVER
 from llm4cov.formal import FormalConfig, analyze
-from llm4cov.formal.goals import _header_of, _parse_with, place_goals
+from llm4cov.formal.goals import place_goals
+from llm4cov.formal.rtl_file import header_of, parse_with
 from llm4cov.sim.model.observation import UncoveredItem
 from llm4cov.tasks.loaders import task_from_dir
 from llm4cov.tasks.model import SourceFile
@@ -47,7 +48,7 @@ def test_a_macro_case_label_from_an_included_file_gets_its_goal_in_place():
     assert "`CMD_GO: begin llm4cov_g0: cover (1'b1); st <= st_a; end" in marked.content
     assert "`CMD_STOP: begin llm4cov_g1: cover (1'b1); st <= 2'd2; end" in marked.content
     files = {f.name: f for f in placement.files}
-    tree = _parse_with(marked, _header_of(marked, files, None, {}))
+    tree = parse_with(marked, header_of(marked, files, None, {}))
     assert _errors(tree) == []
 
 
