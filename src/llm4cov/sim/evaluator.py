@@ -28,6 +28,7 @@ but it scores 0 (:meth:`Observation.cov`).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import logging
 import time
@@ -57,6 +58,7 @@ from llm4cov.sim.model.feedback_terms import sim_time_text
 from llm4cov.sim.model.functional import functional_coverage
 from llm4cov.sim.model.observation import CoverageData, EndReason, Observation, Status
 from llm4cov.sim.safety import isolation, precheck, stimulus_only, workdirs
+from llm4cov.sim.safety.forked import BoundExceeded, bounded_call
 from llm4cov.sim.safety.process import BOUND_NAMES, ProcessResult
 from llm4cov.sim.safety.static_check import (
     Inspection,
@@ -65,7 +67,12 @@ from llm4cov.sim.safety.static_check import (
     new_findings,
 )
 from llm4cov.sim.safety.vlex import SourceMap
-from llm4cov.tasks.hdl import COMPILED_SUFFIXES, ParseLimitError, search_dirs
+from llm4cov.tasks.hdl import (
+    COMPILED_SUFFIXES,
+    ElaborationLimitError,
+    ParseLimitError,
+    search_dirs,
+)
 from llm4cov.tasks.model import SourceFile, Task
 from llm4cov.tasks.names import RESERVED_PREFIX, name_errors, unsafe_chars
 
@@ -345,11 +352,15 @@ class Evaluator:
         tb_text, rtl_text = (view.tb_part(), view.rtl_part()) if view else (
             tb.content, "\n".join(f.content for f in task.rtl_files))
         rtl = plan.modules.rtl if plan.modules else frozenset()
-        try:
-            return stimulus_only.check(tb_text, tb.name, rtl_text, rtl,
-                                       task.dut_module_name, plan.dut_hier, task.parameters)
+        try:  # elaborated in a bounded child (sim/safety/forked.py)
+            return bounded_call(stimulus_only.check, tb_text, tb.name, rtl_text, sorted(rtl),
+                                task.dut_module_name, plan.dut_hier, dict(task.parameters),
+                                raises=(ParseLimitError, ElaborationLimitError))
         except ParseLimitError as exc:
             return [str(exc)]
+        except BoundExceeded as exc:
+            return [f"{tb.name}: elaborating the testbench with the RTL {exc}, more than "
+                    "llm4cov spends to check it: what it writes cannot be checked"]
 
     # -- fidelity notes (issue 45; sim/analysis/fidelity.py, docs/fidelity.md) ------------------
 
@@ -403,9 +414,10 @@ class Evaluator:
         (:func:`~llm4cov.sim.safety.precheck.diagnose`); none if pyslang itself fails."""
         src = workdirs.sources(workdir)
         dirs = [src / d for d in search_dirs(task.rtl_files, task.include_dirs)]
-        try:
-            return precheck.diagnose(task.rtl_files, tb, plan.tb_top, dirs,
-                                     defines=task.defines, compile_files=task.compile_files)
+        try:  # elaborated in a bounded child (sim/safety/forked.py)
+            found = bounded_call(_diagnosed, task.rtl_files, tb, plan.tb_top, dirs,
+                                 task.defines, task.compile_files)
+            return [precheck.Finding(**f) for f in found]
         except Exception as exc:  # pyslang must never break a call
             log.warning("pyslang check failed (%s: %s); leaving the verdict to Verilator",
                         type(exc).__name__, exc)
@@ -736,3 +748,11 @@ def _not_the_dut(points: list[cov.Point], plan: TestbenchPlan, dut_module: str) 
         return (f"no point of `{dut_module}` itself was measured at `{plan.dut_hier}`: what "
                 "the run names there is not the DUT")
     return None
+
+
+def _diagnosed(rtl_files: list[SourceFile], tb: SourceFile, top: str, dirs: list[Path],
+               defines: dict[str, str], compile_files: list[str]) -> list[dict]:
+    """:func:`~llm4cov.sim.safety.precheck.diagnose`'s findings as JSON values (the
+    bounded child's answer)."""
+    return [dataclasses.asdict(f) for f in precheck.diagnose(
+        rtl_files, tb, top, dirs, defines=defines, compile_files=compile_files)]

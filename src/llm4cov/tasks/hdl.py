@@ -28,6 +28,7 @@ import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 import pyslang
 from pyslang import ast, parsing, syntax
@@ -121,6 +122,43 @@ def syntax_nodes(root, kinds: tuple) -> list:
 class ParseLimitError(ValueError):
     """pyslang gave up on a text: constructs nested too deeply (e.g. 20,000 ``(`` or
     ``begin``) exhaust its recursion guard, which it reports as a bare RuntimeError."""
+
+
+MAX_ELABORATED_SYMBOLS = 500_000
+"""The most symbols llm4cov elaborates in its own process for one design (its RTL and a
+testbench): ~13x the largest benchmark design with its human testbench (RealBench's
+``aes_cipher_top``: 38k), ~0.5 KB each. Past it, :class:`ElaborationLimitError`."""
+
+
+class ElaborationLimitError(ParseLimitError):
+    """A design elaborates to more than :data:`MAX_ELABORATED_SYMBOLS` symbols: a
+    1.2 KB testbench whose modules instantiate the one below twice, 21 deep, made 2 M
+    instances, took 6 GB in llm4cov's process and ended in ``std::bad_alloc``."""
+
+
+def bounded_symbols(compilation: Any, limit: int | None = None) -> list[Any]:
+    """Every symbol of ``compilation``'s design in visit order (packages included),
+    made by this visit: pyslang elaborates an instance's body lazily, when a visit
+    reaches it, so stopping the visit past ``limit`` (None:
+    :data:`MAX_ELABORATED_SYMBOLS`) bounds the work and memory before any full
+    elaboration (``getAllDiagnostics``).
+
+    Raises:
+        ElaborationLimitError: more than ``limit`` symbols.
+    """
+    limit = MAX_ELABORATED_SYMBOLS if limit is None else limit
+    found: list[Any] = []
+
+    def visit(sym: Any) -> ast.VisitAction:
+        found.append(sym)
+        return ast.VisitAction.Interrupt if len(found) > limit else ast.VisitAction.Advance
+
+    compilation.getRoot().visit(visit)
+    if len(found) > limit:
+        raise ElaborationLimitError(
+            f"the design elaborates to more than {limit:,} symbols (instances, generate "
+            "blocks, variables, ...), more than llm4cov elaborates to check it")
+    return found
 
 
 def parse_tree(

@@ -41,9 +41,11 @@ import pyslang
 from pyslang import ast, syntax
 
 from llm4cov.sim.analysis.hints import syntax_nodes, syntax_tokens
+from llm4cov.sim.safety.forked import BoundExceeded, bounded_call
 from llm4cov.sim.safety.static_check import INSTANCE_PARAM
 from llm4cov.tasks.hdl import (
     HDL_SUFFIXES,
+    MAX_ELABORATED_SYMBOLS,
     MAX_INSTANCE_PATHS,
     isolated_source_manager,
     parse_tree,
@@ -114,7 +116,12 @@ def plan_per_instance(
     modules, sites = _scan(trees, {f.name: f.content for f in files})
     if not _maybe_repeated(sites, modules):
         return PerInstancePlan()
-    paths = _elaborated_paths(trees.values(), top)
+    try:  # the testbench's design: elaborated in a bounded child
+        paths = bounded_call(_elaborated_paths, list(trees.values()), top)
+    except (BoundExceeded, RuntimeError) as exc:
+        return PerInstancePlan(notes=(
+            f"per-instance coverage skipped (elaborating the design {exc}); repeated "
+            "modules are merged per module, as Verilator counts them",))
     if paths is None:
         return PerInstancePlan(notes=(
             f"per-instance coverage skipped (more than {MAX_INSTANCE_PATHS} instances "
@@ -232,28 +239,29 @@ def _maybe_repeated(sites: list[_Site], modules: dict[str, _Module]) -> bool:
 
 def _elaborated_paths(trees, top: str) -> dict[str, list[str]] | None:
     """Definition name -> every elaborated instance path below ``top`` (pyslang); None
-    when the design has more than :data:`MAX_INSTANCE_PATHS` instances (the visit
-    stops there: pyslang elaborates instance bodies lazily, as the visit reaches them,
-    so a tree that doubles per level costs no more than the bound)."""
+    when the design has more than :data:`MAX_INSTANCE_PATHS` instances or
+    :data:`~llm4cov.tasks.hdl.MAX_ELABORATED_SYMBOLS` symbols (the visit stops there:
+    pyslang elaborates instance bodies lazily, as the visit reaches them, so a tree that
+    doubles per level costs no more than the bound)."""
     options = ast.CompilationOptions()
     options.topModules = {top}
     comp = ast.Compilation(pyslang.Bag([options]))
     for tree in trees:
         comp.addSyntaxTree(tree)
     paths: dict[str, list[str]] = defaultdict(list)
-    seen = 0
+    seen = symbols = 0
 
     def visit(sym) -> ast.VisitAction:
-        nonlocal seen
+        nonlocal seen, symbols
+        symbols += 1
         if isinstance(sym, ast.InstanceSymbol):
             seen += 1
-            if seen > MAX_INSTANCE_PATHS:
-                return ast.VisitAction.Interrupt
             paths[sym.definition.name].append(sym.hierarchicalPath)
-        return ast.VisitAction.Advance
+        return (ast.VisitAction.Interrupt if seen > MAX_INSTANCE_PATHS
+                or symbols > MAX_ELABORATED_SYMBOLS else ast.VisitAction.Advance)
 
     comp.getRoot().visit(visit)
-    return None if seen > MAX_INSTANCE_PATHS else paths
+    return None if seen > MAX_INSTANCE_PATHS or symbols > MAX_ELABORATED_SYMBOLS else paths
 
 
 def _needed(paths, modules, rtl_names, dut_hier: str) -> set[str]:

@@ -54,7 +54,7 @@ import pyslang
 from pyslang import analysis, ast
 
 from llm4cov.sim.safety.precheck import code_name
-from llm4cov.tasks.hdl import VIRTUAL_ROOT, isolated_source_manager, parse_unit
+from llm4cov.tasks.hdl import VIRTUAL_ROOT, bounded_symbols, isolated_source_manager, parse_unit
 
 #: The name of the RTL part's buffer in the compilation.
 RTL_PART = "llm4cov_rtl_part.sv"
@@ -77,6 +77,8 @@ class Elaboration:
     sources: pyslang.SourceManager
     tb_buffer: Any  # the testbench part's pyslang BufferID
     diagnostics: list[Any]  # every diagnostic of the elaboration
+    #: Every symbol of the elaborated design, packages included, in visit order.
+    all_symbols: list[Any]
 
     @classmethod
     def of(cls, rtl_text: str, tb_text: str, tb_name: str, top: str | None = None
@@ -86,6 +88,8 @@ class Elaboration:
 
         Raises:
             ParseLimitError: pyslang cannot parse the texts (nesting too deep).
+            ElaborationLimitError: the design has too many symbols to elaborate here
+                (:func:`~llm4cov.tasks.hdl.bounded_symbols`, before it is all made).
         """
         sm = isolated_source_manager()
         options = ast.CompilationOptions()
@@ -95,7 +99,8 @@ class Elaboration:
                                           [options])
         comp = ast.Compilation(pyslang.Bag([options]))
         comp.addSyntaxTree(tree)
-        return cls(comp, sm, tb_buffer, list(comp.getAllDiagnostics()))  # elaborates
+        symbols = bounded_symbols(comp)  # before the whole design is made
+        return cls(comp, sm, tb_buffer, list(comp.getAllDiagnostics()), symbols)
 
     def in_tb(self, loc: Any) -> bool:
         """Whether the location lies in the testbench part (a macro expansion's, in
@@ -108,18 +113,6 @@ class Elaboration:
         # a buffer's name is its virtual path, as pyslang writes it (maybe relative)
         name = self.sources.getFileName(loc).split(VIRTUAL_ROOT.strip("/") + "/")[-1]
         return f"{name}:{self.sources.getLineNumber(loc)}"
-
-    @functools.cached_property
-    def all_symbols(self) -> list[Any]:
-        """Every symbol of the elaborated design, packages included (walked once)."""
-        found: list[Any] = []
-
-        def visit(sym: Any) -> bool:
-            found.append(sym)
-            return True
-
-        self.compilation.getRoot().visit(visit)
-        return found
 
     def symbols(self) -> Iterator[Any]:
         """:attr:`all_symbols`, in order."""

@@ -41,7 +41,9 @@ from pyslang import ast, parsing, syntax
 
 from llm4cov.tasks import includes
 from llm4cov.tasks.hdl import (
+    ElaborationLimitError,
     ParseBoundError,
+    bounded_symbols,
     check_bounded,
     compile_order_unchecked,
     define_args,
@@ -139,7 +141,9 @@ def diagnose(
     and ``compile_files`` are the task's (``Task.defines``, ``Task.compile_files``).
     Takes milliseconds for RTLLM-sized designs.
 
-    Empty (nothing parsed) when a text breaks the include rule (:func:`unsafe_includes`).
+    Empty (nothing parsed) when a text breaks the include rule (:func:`unsafe_includes`),
+    and when the design has more symbols than llm4cov elaborates in its process
+    (:func:`~llm4cov.tasks.hdl.bounded_symbols`: the sandboxed build decides).
     """
     dirs = [Path(d) for d in include_dirs]
     if unsafe_includes(rtl_files, tb, dirs, defines):
@@ -159,6 +163,10 @@ def diagnose(
     tree = syntax.SyntaxTree.fromBuffers(buffers, sm, bag)
     comp = ast.Compilation(bag)
     comp.addSyntaxTree(tree)
+    try:
+        bounded_symbols(comp)  # before the whole design is made
+    except ElaborationLimitError:
+        return []  # too large to elaborate here: the verdict is the sandboxed build's
     parse_diags = {_where(d) for d in comp.getParseDiagnostics()}
     regions, calls = _regions(tree, buffers[-1].id)
     engine = pyslang.DiagnosticEngine(sm)
