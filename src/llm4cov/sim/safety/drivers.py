@@ -54,6 +54,7 @@ import pyslang
 from pyslang import analysis, ast
 
 from llm4cov.sim.safety.precheck import code_name
+from llm4cov.sim.safety.subroutines import OUTPUT_ARGUMENTS
 from llm4cov.tasks.hdl import VIRTUAL_ROOT, bounded_symbols, isolated_source_manager, parse_unit
 
 #: The name of the RTL part's buffer in the compilation.
@@ -184,6 +185,87 @@ def driver_reasons(elab: Elaboration, tb_name: str, dut_module: str, dut_hier: s
                       f"{elab.where(loc)}: the testbench drives `{sym.hierarchicalPath}`, "
                       f"{what} ({_how(foreign[0])}): it writes into the DUT"))
     return [reason for _, reason in sorted(found)]
+
+
+def unrecorded_writes(elab: Elaboration, dut_hier: str) -> list[str]:
+    """Reasons (``file:line: ...``, in source order) for the testbench's writes that
+    slang's driver analysis does not list, each judged by its whole variable: a
+    ``force``/``release``/procedural ``assign``/``deassign``, an assignment in a
+    concurrent assertion's or cover's action block, a system task's output argument
+    (``$random(seed)``, ``$sscanf``, ...: :data:`~llm4cov.sim.safety.subroutines.OUTPUT_ARGUMENTS`)
+    and a subroutine's ``output``/``inout``/``ref`` argument, found on the elaborated
+    AST whatever the name's form (a ``$unit`` or package variable, an implicit net, a
+    full-width select: a twelfth red team, 48.33 -> 86.67 % and 65.17 -> 99.64 %).
+    Rejected when the variable is the DUT's or a DUT driver drives any of its bits."""
+    manager = elab.drivers
+    side = _Sides(elab, dut_hier, manager)
+    origin = elab.sources.getFullyOriginalLoc
+    found: list[tuple[int, str]] = []
+
+    def judge(node: Any, target: Any, what: str) -> None:
+        for sym in _lvalue_symbols(target):
+            drivers = list(manager.getDrivers(sym))
+            start = origin(target.sourceRange.start).offset
+            end = origin(target.sourceRange.end).offset
+            if any(start <= origin(d.sourceRange.start).offset <= end for d in drivers):
+                continue  # listed: driver_reasons judged it by its bits
+            if side.owned(sym) or any(side.dut(d) for d in drivers):
+                loc = node.sourceRange.start
+                found.append((origin(loc).offset,
+                              f"{elab.where(loc)}: {what} `{sym.hierarchicalPath}` writes into "
+                              "the DUT (a variable of the DUT, or one a DUT output drives)"))
+
+    forces: set[int] = set()  # assignments of a force/assign, judged as such
+
+    def visit(node: Any) -> bool:
+        if isinstance(node, ast.ProceduralAssignStatement):
+            if elab.in_tb(node.sourceRange.start):
+                forces.add(origin(node.assignment.sourceRange.start).offset)
+                judge(node, node.assignment.left,
+                      "the `force` of" if node.isForce else "the procedural `assign` of")
+        elif isinstance(node, ast.AssignmentExpression):
+            if elab.in_tb(node.sourceRange.start) and \
+                    origin(node.sourceRange.start).offset not in forces:
+                judge(node, node.left, "the assignment to")
+        elif isinstance(node, ast.ProceduralDeassignStatement):
+            if elab.in_tb(node.sourceRange.start):
+                judge(node, node.lvalue, "the `release`/`deassign` of")
+        elif isinstance(node, ast.CallExpression) and elab.in_tb(node.sourceRange.start):
+            for arg, what in _written_arguments(node):
+                judge(node, arg, what)
+        return True
+
+    elab.compilation.getRoot().visit(visit)
+    return list(dict.fromkeys(reason for _, reason in sorted(found)))
+
+
+def _written_arguments(call: Any) -> list[tuple[Any, str]]:
+    """The arguments a call writes: a system task's output arguments, a subroutine's
+    ``output``/``inout``/``ref`` ones."""
+    args = list(call.arguments)
+    if call.isSystemCall:
+        name = call.subroutineName
+        if name not in OUTPUT_ARGUMENTS:
+            return []
+        first, last = OUTPUT_ARGUMENTS[name]
+        return [(a, f"the {name} output") for a in args[first:None if last is None else last + 1]]
+    sub = call.subroutine
+    formals = list(getattr(sub, "arguments", None) or [])
+    writing = (ast.ArgumentDirection.Out, ast.ArgumentDirection.InOut, ast.ArgumentDirection.Ref)
+    return [(a, f"the call of `{sub.name}` ({f.direction.name.lower()} argument `{f.name}`) "
+                "with") for a, f in zip(args, formals, strict=False) if f.direction in writing]
+
+
+def _lvalue_symbols(expr: Any) -> list[Any]:
+    """The variables and nets an lvalue expression writes (through selects, member
+    accesses and conversions; each operand of a concatenation)."""
+    kind = expr.kind
+    if kind == ast.ExpressionKind.Concatenation:
+        return [s for op in expr.operands for s in _lvalue_symbols(op)]
+    if kind == ast.ExpressionKind.Assignment:  # `a = b` as an argument: its target
+        return _lvalue_symbols(expr.left)
+    sym = expr.getSymbolReference()
+    return [sym] if isinstance(sym, (ast.VariableSymbol, ast.NetSymbol)) else []
 
 
 def dut_interface_members(elab: Elaboration, dut_hier: str) -> dict[str, frozenset[str]]:

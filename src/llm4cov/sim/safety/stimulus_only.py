@@ -52,8 +52,14 @@ from llm4cov.sim.safety.drivers import (
     Elaboration,
     driver_reasons,
     dut_interface_members,
+    unrecorded_writes,
 )
-from llm4cov.sim.safety.subroutines import Signature, signatures, written_arguments
+from llm4cov.sim.safety.subroutines import (
+    OUTPUT_ARGUMENTS,
+    Signature,
+    signatures,
+    written_arguments,
+)
 from llm4cov.tasks.hdl import VIRTUAL_ROOT, Design, ModuleDecl, parse_tree, syntax_nodes
 
 SK = syntax.SyntaxKind
@@ -64,16 +70,6 @@ _ASSIGNMENTS = frozenset(k for k in SK.__members__.values()
                          and k.name != "AssignmentPatternExpression")
 _INCREMENTS = frozenset({SK.UnaryPreincrementExpression, SK.UnaryPredecrementExpression,
                          SK.PostincrementExpression, SK.PostdecrementExpression})
-#: System tasks and the arguments they write: ``(first, last)`` indexes, None: to the end.
-OUTPUT_ARGUMENTS: Mapping[str, tuple[int, int | None]] = {
-    "$readmemh": (1, 1), "$readmemb": (1, 1), "$fread": (0, 0), "$fgets": (0, 0),
-    "$fscanf": (2, None), "$sscanf": (2, None), "$value$plusargs": (1, 1),
-    "$cast": (0, 0), "$sformat": (0, 0), "$swrite": (0, 0), "$swriteb": (0, 0),
-    "$swriteo": (0, 0), "$swriteh": (0, 0), "$random": (0, 0), "$urandom": (0, 0),
-    "$dist_uniform": (0, 0), "$dist_normal": (0, 0), "$dist_exponential": (0, 0),
-    "$dist_poisson": (0, 0), "$dist_chi_square": (0, 0), "$dist_t": (0, 0),
-    "$dist_erlang": (0, 0), "$ferror": (1, 1),
-}
 _WRITING_DIRECTIONS = frozenset({"output", "inout", "ref"})
 
 
@@ -110,6 +106,14 @@ class Hierarchy:
     #: run, so a name of two or more parts ending in one is a write into the DUT
     #: (``vif.q = 9``, ``vif.q++``, ``$sscanf(s, "%h", venv.inner.q)``: 78.33 -> 100 %).
     virtual_members: frozenset[str] = frozenset()
+    #: The names the testbench declares with a virtual interface type (variables,
+    #: class properties, arguments): a write reaches an interface member only through
+    #: one of them (``t.rdata = vif.rdata`` writes a transaction's field). None: not
+    #: known (a typedef of one, an unread declaration form): every name counts.
+    virtual_handles: frozenset[str] | None = None
+    #: Per testbench unit, the names it declares itself (variables, nets, ports): a
+    #: name that starts at one of them resolves there, never upward into the DUT.
+    declared: Mapping[str, frozenset[str]] = dataclasses.field(default_factory=dict)
 
     @classmethod
     def of(cls, rtl_modules: Iterable[str], tb_decls: Iterable[ModuleDecl],
@@ -134,7 +138,8 @@ class Hierarchy:
         models = {t for m, kids in rtl.instances.items() if m in rtl_names for t in kids
                   if t in made.instances}
         return dataclasses.replace(made, inside=made.bound_inside(_binds(tb_tree), models),
-                                   rtl_instances=rtl.instance_names)
+                                   rtl_instances=rtl.instance_names,
+                                   declared=_declared(tb_tree))
 
     def bound_inside(self, binds: list[tuple[list[str], str]],
                      models: Iterable[str] = ()) -> frozenset[str]:
@@ -169,6 +174,7 @@ class Hierarchy:
         23.8, finds the DUT's instances and names from there: ``u_hard.a`` in a bound
         checker is ``tb.dut.u_hard.a``)."""
         return (module in self.inside and len(path) > 1
+                and path[0] not in self.declared.get(module or "", ())
                 and (path[0] not in self.instances.get(module or "", {})
                      or path[0] in self.rtl_instances))
 
@@ -208,7 +214,9 @@ class Hierarchy:
 
         if len(path) == 1:
             return module is not None and path[0] in driven(module)
-        if path[-1] in self.virtual_members:
+        if path[-1] in self.virtual_members and (
+                self.virtual_handles is None
+                or any(p in self.virtual_handles for p in path[:-1])):
             return True
         here = self.reaches(path[:-1])
         return bool(here & self.rtl_modules) or any(
@@ -536,6 +544,49 @@ def _units(tree: syntax.SyntaxTree) -> dict[str, dict[str, set[str]]]:
     return out
 
 
+def _declared(tree: syntax.SyntaxTree) -> dict[str, frozenset[str]]:
+    """Per module or checker of the tree, the variables, nets and ports it declares."""
+    found: dict[str, set[str]] = {}
+
+    def visit(node: object) -> bool:
+        unit = (node.header.name.valueText if isinstance(node, syntax.ModuleDeclarationSyntax)
+                else node.name.valueText if isinstance(node, syntax.CheckerDeclarationSyntax)
+                else None)
+        if unit is None:
+            return True
+        names = found.setdefault(unit, set())
+        if isinstance(node, syntax.ModuleDeclarationSyntax):
+            names.update(p for p, _ in _module_ports(node))
+        for decl in syntax_nodes(node, (SK.DataDeclaration, SK.NetDeclaration)):
+            names.update(d.name.valueText for d in decl.declarators
+                         if isinstance(d, syntax.DeclaratorSyntax))
+        for port in syntax_nodes(node, (SK.AssertionItemPort,)):
+            names.add(port.name.valueText)
+        return False
+
+    tree.root.visit(visit)
+    return {k: frozenset(v) for k, v in found.items()}
+
+
+def _virtual_handles(tree: syntax.SyntaxTree) -> frozenset[str] | None:
+    """The names declared with a virtual interface type (see
+    :attr:`Hierarchy.virtual_handles`), or None when one is declared in a form not read
+    here (a ``typedef`` of it: its users are not followed)."""
+    names: set[str] = set()
+    for vif in syntax_nodes(tree.root, (SK.VirtualInterfaceType,)):
+        decl = vif.parent
+        while decl is not None and not hasattr(decl, "declarators") and \
+                not hasattr(decl, "declarator"):
+            decl = decl.parent
+        if decl is None or isinstance(decl, syntax.TypedefDeclarationSyntax):
+            return None
+        many = getattr(decl, "declarators", None)
+        for d in (many if many is not None else [decl.declarator]):
+            if isinstance(d, syntax.DeclaratorSyntax):
+                names.add(d.name.valueText)
+    return frozenset(names)
+
+
 def _binds(tree: syntax.SyntaxTree) -> list[tuple[list[str], str]]:
     """``(target path, bound module type)`` of every ``bind`` of the tree."""
     out: list[tuple[list[str], str]] = []
@@ -805,14 +856,18 @@ def check(tb_text: str, tb_name: str, rtl_text: str, rtl_modules: Iterable[str],
         made = elaboration()
         members = dut_interface_members(made, dut_hier).values()
         hierarchy = dataclasses.replace(hierarchy,
-                                        virtual_members=frozenset().union(*members))
+                                        virtual_members=frozenset().union(*members),
+                                        virtual_handles=_virtual_handles(tree))
     reasons = dut_writes(tree, hierarchy)
     if reasons:
         return reasons
     made = made or elaboration()
-    reasons = driver_reasons(made, tb_name, dut_module, dut_hier)
+    reasons = driver_reasons(made, tb_name, dut_module, dut_hier) or \
+        unrecorded_writes(made, dut_hier)
     if reasons or not (task_parameters or _overrides(tree, dut_module)):
         return reasons
+    if unsure := unsure_overrides(tree, dut_module):
+        return unsure
     return parameter_changes(rtl_text, tb_text, tb_name, dut_module, dut_hier,
                              task_parameters, made)
 
@@ -829,3 +884,72 @@ def _overrides(tree: syntax.SyntaxTree, dut_module: str) -> bool:
 
     tree.root.visit(visit)
     return bool(found)
+
+
+#: System functions a parameter value may call: both tools compute them alike.
+_PLAIN_SYSTEM_CALLS = frozenset({
+    "$clog2", "$bits", "$size", "$left", "$right", "$high", "$low", "$increment",
+    "$dimensions", "$unpacked_dimensions", "$signed", "$unsigned", "$countones"})
+
+
+def unsure_overrides(tree: syntax.SyntaxTree, dut_module: str) -> list[str]:
+    """Reasons for each parameter value the testbench gives a ``dut_module`` instance
+    that is computed with a user function, an ``x``/``z`` value, a division or a select
+    (directly or through the testbench's parameters): pyslang and Verilator evaluate
+    those differently (a function returning ``c ? 2 : 1`` on an unset ``logic c`` was 0
+    to pyslang, the default, and 1 to Verilator, which pruned the DUT's hard branch:
+    84.49 -> 97.37 %, a twelfth red team), so the check cannot compare the value with
+    the task's. Empty when every value is plain."""
+    params: dict[str, Any] = {}
+    sites: list[Any] = []
+
+    def collect(node: object) -> bool:
+        if isinstance(node, syntax.ParameterDeclarationSyntax):
+            for d in node.declarators:
+                if getattr(d, "initializer", None) is not None:
+                    params.setdefault(d.name.valueText, d.initializer.expr)
+        elif isinstance(node, syntax.HierarchyInstantiationSyntax) and \
+                node.type.valueText == dut_module and node.parameters is not None:
+            sites.append(node)
+        return True
+
+    tree.root.visit(collect)
+    sm = tree.sourceManager
+    found = []
+    for site in sites:
+        for i, assign in enumerate(a for a in site.parameters.parameters
+                                   if isinstance(a, syntax.ParamAssignmentSyntax)):
+            expr = getattr(assign, "expr", None)
+            what = _unsure(expr, params, set()) if expr is not None else None
+            if what:
+                name = assign.name.valueText if hasattr(assign, "name") else f"#{i + 1}"
+                loc = assign.sourceRange.start
+                found.append(f"{sm.getFileName(loc).removeprefix(VIRTUAL_ROOT + '/')}:"
+                             f"{sm.getLineNumber(loc)}: the value of the DUT's parameter "
+                             f"`{name}` is computed with {what}, which Verilator and the "
+                             "check may evaluate differently: give it as a plain constant")
+    return found
+
+
+def _unsure(expr: Any, params: Mapping[str, Any], seen: set[str]) -> str | None:
+    """What makes a parameter value unsure (see :func:`unsure_overrides`), or None."""
+    for node in [expr, *syntax_nodes(expr, tuple(SK.__members__.values()))]:
+        kind = node.kind
+        if kind == SK.InvocationExpression:
+            left = node.left
+            if left.kind != SK.SystemName or \
+                    left.systemIdentifier.valueText not in _PLAIN_SYSTEM_CALLS:
+                return "a function call"
+        elif kind in (SK.UnbasedUnsizedLiteralExpression, SK.IntegerVectorExpression) and \
+                any(c in str(node).lower().split("'")[-1] for c in "xz?"):
+            return "an x or z value"
+        elif kind in (SK.DivideExpression, SK.ModExpression):
+            return "a division"
+        elif kind in (SK.ElementSelectExpression, SK.IdentifierSelectName):
+            return "a select"
+        elif kind == SK.IdentifierName and (name := node.identifier.valueText) in params \
+                and name not in seen:
+            seen.add(name)
+            if what := _unsure(params[name], params, seen):
+                return what
+    return None

@@ -23,6 +23,18 @@ from typing import Any
 
 from pyslang import syntax
 
+#: System tasks and the arguments they write: ``(first, last)`` indexes, None: to the end.
+OUTPUT_ARGUMENTS: Mapping[str, tuple[int, int | None]] = {
+    "$readmemh": (1, 1), "$readmemb": (1, 1), "$fread": (0, 0), "$fgets": (0, 0),
+    "$fscanf": (2, None), "$sscanf": (2, None), "$value$plusargs": (1, 1),
+    "$cast": (0, 0), "$sformat": (0, 0), "$swrite": (0, 0), "$swriteb": (0, 0),
+    "$swriteo": (0, 0), "$swriteh": (0, 0), "$random": (0, 0), "$urandom": (0, 0),
+    "$dist_uniform": (0, 0), "$dist_normal": (0, 0), "$dist_exponential": (0, 0),
+    "$dist_poisson": (0, 0), "$dist_chi_square": (0, 0), "$dist_t": (0, 0),
+    "$dist_erlang": (0, 0), "$ferror": (1, 1),
+}
+
+
 SK = syntax.SyntaxKind
 
 WRITING = frozenset({"output", "inout", "ref"})
