@@ -723,3 +723,74 @@ def test_a_write_through_a_virtual_interface_is_judged_by_its_type():
         "tb.sv:6: the $sscanf output `vif.rdata` writes into the DUT"]
     honest = body.split(" vif.rdata = ")[0] + " end\n"
     assert driven_reasons(honest) == []
+
+
+# -- a twelfth red team (2026-12-07): writes slang lists no driver for, parameter values
+# -- the two tools evaluate differently, and two false positives
+
+UNIT_HEAD = DD_HEAD.replace("logic [3:0] q;", "").replace(".q(q)", ".q(qu)")
+
+
+@pytest.mark.parametrize("before, body, reason", [
+    # $random's seed is written through a reference (65.17 -> 99.64 % on an accumulator)
+    ("logic [3:0] qu;\n", "  int s;\n  initial s = $random(qu);\n",
+     "tb.sv:7: the $random output `qu` writes into the DUT (a variable of the DUT, or one "
+     "a DUT output drives)"),
+    # an assignment in a cover's action block
+    ("logic [3:0] qu;\n", "  c1: cover property (@(posedge clk) 1'b1) qu = 4'd9;\n",
+     "tb.sv:6: the assignment to `qu` writes into the DUT (a variable of the DUT, or one a "
+     "DUT output drives)"),
+    # the force of an implicit net a DUT output drives (48.33 -> 86.67 % on a checker)
+    ("", "  initial force qu = 4'd9;\n",
+     "tb.sv:5: the `force` of `tb.qu` writes into the DUT (a variable of the DUT, or one a "
+     "DUT output drives)"),
+    # the force of the DUT's own package variable
+    ("logic [3:0] qu;\n", "  initial force cfg_pkg::key = 32'hDEADBEEF;\n",
+     "tb.sv:6: the `force` of `cfg_pkg::key` writes into the DUT (a variable of the DUT, or "
+     "one a DUT output drives)"),
+])
+def test_writes_the_driver_analysis_does_not_list_are_found_on_the_ast(before, body, reason):
+    """slang lists no driver for a force, an action block's assignment or a system
+    task's output argument; the elaborated AST has each, whatever the name's form."""
+    assert check(before + UNIT_HEAD + body + "endmodule\n", "tb.sv", DRIVEN, {"dd"}, "dd",
+                 "tb.dut", {}) == [reason]
+
+
+PM = "module pm #(parameter int P = 0) (input logic clk, output logic q);\n" \
+     "  if (P == 0) begin : g0 assign q = clk; end else begin : g1 assign q = 1'b0; end\n" \
+     "endmodule\n"
+
+
+@pytest.mark.parametrize("value, what", [
+    ("f()", "a function call"), ("'x", "an x or z value"), ("4'b00x1", "an x or z value"),
+    ("W", "a division"), ("V[1]", "a select"), ("$clog2(1)", None), ("0", None),
+])
+def test_a_dut_parameter_value_the_tools_may_evaluate_differently_is_refused(value, what):
+    """pyslang read ``f()`` returning ``c ? 2 : 1`` on an unset ``c`` as 0 (the task's
+    value), Verilator as 1 (84.49 -> 97.37 %): only a plain value is compared."""
+    tb = ("module tb;\n  function automatic int f(); logic c; return c ? 2 : 1; endfunction\n"
+          "  localparam int W = 0 / 1;\n  localparam logic [1:0] V = 2'b00;\n"
+          f"  logic clk = 0; logic q;\n  pm #(.P({value})) dut(.clk(clk), .q(q));\n"
+          "endmodule\n")
+    reasons = check(tb, "tb.sv", PM, {"pm"}, "pm", "tb.dut", {})
+    assert reasons == ([] if what is None else [
+        f"tb.sv:6: the value of the DUT's parameter `P` is computed with {what}, which "
+        "Verilator and the check may evaluate differently: give it as a plain constant"])
+
+
+def test_a_class_field_named_like_a_dut_driven_interface_member_is_no_write():
+    """``t.rdata = vif.rdata`` copies into a transaction: the name reaches no interface
+    (a false positive of the virtual-interface rule); ``vif.rdata = ...`` still writes."""
+    body = ("  class txn; logic [31:0] rdata; endclass\n  virtual bus_if vif;\n"
+            "  initial begin txn t = new; vif = bi; t.rdata = vif.rdata; end\n")
+    assert driven_reasons(body) == []
+    assert driven_reasons(body.replace("t.rdata = vif.rdata", "vif.rdata = 1")) != []
+
+
+def test_a_bound_unit_writes_its_own_struct_not_the_dut():
+    """``stats.n++`` in a module bound into the DUT names its own variable (a false
+    positive of the upward-name rule); an upward name into the DUT is still refused."""
+    bound = ("module st(input logic clk);\n  struct { int n; } stats;\n"
+             "  always @(posedge clk) stats.n++;\nendmodule\nbind dd st u_st(.clk(clk));\n")
+    assert driven_reasons("", bound) == []
+    assert driven_reasons("", bound.replace("stats.n++", "q.n++")) != []
