@@ -774,8 +774,14 @@ def test_a_dut_parameter_value_the_tools_may_evaluate_differently_is_refused(val
           "endmodule\n")
     reasons = check(tb, "tb.sv", PM, {"pm"}, "pm", "tb.dut", {})
     assert reasons == ([] if what is None else [
-        f"tb.sv:6: the value of the DUT's parameter `P` is computed with {what}, which "
-        "Verilator and the check may evaluate differently: give it as a plain constant"])
+        f"tb.sv:6: the value of the parameter `P` of `pm` (the DUT's module or one that "
+        f"holds it) is computed with {what}, which Verilator and the check may evaluate "
+        "differently: give it as a plain constant"])
+    wrapped = tb.replace(f"pm #(.P({value})) dut(.clk(clk), .q(q));",
+                         f"wrap #(.P({value})) w(.clk(clk));").replace(
+        "module tb;", "module wrap #(parameter int P = 0) (input logic clk);\n  logic q;\n"
+                      "  pm #(.P(P)) dut(.clk(clk), .q(q));\nendmodule\nmodule tb;")
+    assert bool(check(wrapped, "tb.sv", PM, {"pm"}, "pm", "tb.w.dut", {})) == (what is not None)
 
 
 def test_a_class_field_named_like_a_dut_driven_interface_member_is_no_write():

@@ -893,30 +893,37 @@ _PLAIN_SYSTEM_CALLS = frozenset({
 
 
 def unsure_overrides(tree: syntax.SyntaxTree, dut_module: str) -> list[str]:
-    """Reasons for each parameter value the testbench gives a ``dut_module`` instance
-    that is computed with a user function, an ``x``/``z`` value, a division or a select
+    """Reasons for each parameter value the testbench gives an instance of
+    ``dut_module``, or of a testbench module that holds one (a wrapper passes it on), that
+    is computed with a user function, an ``x``/``z`` value, a division or a select
     (directly or through the testbench's parameters): pyslang and Verilator evaluate
     those differently (a function returning ``c ? 2 : 1`` on an unset ``logic c`` was 0
     to pyslang, the default, and 1 to Verilator, which pruned the DUT's hard branch:
     84.49 -> 97.37 %, a twelfth red team), so the check cannot compare the value with
     the task's. Empty when every value is plain."""
     params: dict[str, Any] = {}
-    sites: list[Any] = []
+    sites: list[tuple[str, Any]] = []  # (the unit it lies in, an instantiation)
+    unit = [""]
 
     def collect(node: object) -> bool:
+        if isinstance(node, syntax.ModuleDeclarationSyntax):
+            unit[0] = node.header.name.valueText
         if isinstance(node, syntax.ParameterDeclarationSyntax):
             for d in node.declarators:
                 if getattr(d, "initializer", None) is not None:
                     params.setdefault(d.name.valueText, d.initializer.expr)
-        elif isinstance(node, syntax.HierarchyInstantiationSyntax) and \
-                node.type.valueText == dut_module and node.parameters is not None:
-            sites.append(node)
+        elif isinstance(node, syntax.HierarchyInstantiationSyntax):
+            sites.append((unit[0], node))
         return True
 
     tree.root.visit(collect)
+    above = {dut_module}  # the DUT module and the testbench units that hold it
+    while grown := {u for u, n in sites if n.type.valueText in above} - above:
+        above |= grown
+    sites = [(u, n) for u, n in sites if n.type.valueText in above and n.parameters is not None]
     sm = tree.sourceManager
     found = []
-    for site in sites:
+    for _, site in sites:
         for i, assign in enumerate(a for a in site.parameters.parameters
                                    if isinstance(a, syntax.ParamAssignmentSyntax)):
             expr = getattr(assign, "expr", None)
@@ -925,8 +932,9 @@ def unsure_overrides(tree: syntax.SyntaxTree, dut_module: str) -> list[str]:
                 name = assign.name.valueText if hasattr(assign, "name") else f"#{i + 1}"
                 loc = assign.sourceRange.start
                 found.append(f"{sm.getFileName(loc).removeprefix(VIRTUAL_ROOT + '/')}:"
-                             f"{sm.getLineNumber(loc)}: the value of the DUT's parameter "
-                             f"`{name}` is computed with {what}, which Verilator and the "
+                             f"{sm.getLineNumber(loc)}: the value of the parameter "
+                             f"`{name}` of `{site.type.valueText}` (the DUT's module or one "
+                             f"that holds it) is computed with {what}, which Verilator and the "
                              "check may evaluate differently: give it as a plain constant")
     return found
 
