@@ -24,6 +24,7 @@ from llm4cov.policies.random_stimulus import random_testbench
 from llm4cov.sim.model.observation import Observation, Status, UncoveredItem
 from llm4cov.tasks.hdl import task_ports
 from llm4cov.tasks.loaders import task_from_dir
+from llm4cov.tasks.model import SourceFile
 
 FIXTURES = Path(__file__).parent / "fixtures"
 LOCK = FIXTURES / "formal_lock"
@@ -121,6 +122,33 @@ def test_item_wordings_are_read():
     assert branch_condition(_item(
         "expr", 1, "`sel && en` never evaluated to 1 with sel=1, `en` false")
     ) == "((sel) == 1 && !(en))"
+
+
+LOOPED = """module lp(input logic clk, input logic [3:0] a, output logic [3:0] y);
+  always_comb begin
+    for (int i = 0; i < 4; i++) begin
+      if (a[i]) y[i] = 1'b1;
+      else y[i] = 1'b0;
+    end
+  end
+  always_ff @(posedge clk) if (a == 4'hF) y[0] <= 1'b0;
+endmodule
+"""
+
+
+def test_a_branch_in_a_procedural_loop_is_not_placed():
+    """A procedural loop is unrolled in the formal model, so a label in its body repeats
+    and Yosys refuses the model (an APB GPIO's per-pin loop: 365 of 400 goals failed);
+    the branch outside the loop is placed as before."""
+    rtl = SourceFile(name="lp.sv", content=LOOPED)
+    items = [UncoveredItem(kind="branch", file="lp.sv", line=4,
+                           detail="then branch of the if at lp.sv:4 never taken"),
+             UncoveredItem(kind="branch", file="lp.sv", line=8,
+                           detail="then branch of the if at lp.sv:8 never taken")]
+    placement = place_goals([rtl], items)
+    assert [g.item.line for g in placement.goals] == [8]
+    assert [(i.line, r.split(":")[0]) for i, r in placement.unplaced] == [
+        (4, "the statement lies in a procedural loop")]
 
 
 def test_unplaceable_items_say_why(lock_task):

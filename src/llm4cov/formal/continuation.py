@@ -317,15 +317,18 @@ class Continuation:
 
 
 def _list_state(runner: _Runner, items: list[UncoveredItem], workdir: Path,
-                config: FormalConfig) -> tuple[goal_mod.Placement, StateModel, str] | str:
+                config: FormalConfig, skip: frozenset[str] = frozenset()
+                ) -> tuple[goal_mod.Placement, StateModel, str, str] | str:
     """Place the goals (cover mode, no reset assumption), elaborate and flatten the
     marked RTL and list the model's state elements, with one Yosys run per frontend
-    until one reads the RTL: the placement, the state and the flattened model (RTLIL
-    text); a string says why not."""
+    (but those in ``skip``) until one reads the RTL: the placement, the state, the
+    flattened model (RTLIL text) and the frontend; a string says why not."""
     placement, compiled, incdirs = runner.place(items, "cover", None, workdir, False)
     task, tools = runner.task, runner.tools
     why = ""
     for frontend in dict.fromkeys((runner.frontend, "slang", "verilog")):
+        if frontend in skip:
+            continue
         script = [*read_script(compiled, task.dut_module_name, task.parameters,
                                task.defines, incdirs, frontend),
                   "flatten", "write_json state.json", "write_rtlil model.il"]
@@ -339,13 +342,13 @@ def _list_state(runner: _Runner, items: list[UncoveredItem], workdir: Path,
             rtlil = workdir / "model.il"
             if task.dut_module_name in design.get("modules", {}) and rtlil.exists():
                 return (placement, state_model(design, task.dut_module_name, placement.goals),
-                        rtlil.read_text(encoding="utf-8", errors="surrogateescape"))
+                        rtlil.read_text(encoding="utf-8", errors="surrogateescape"), frontend)
         first = next((ln for ln in proc.output.splitlines() if "ERROR" in ln),
                      "timed out" if proc.timed_out else f"exit {proc.returncode}")
         why = why or f"{frontend}: {first.strip()[:200]}"
         if proc.timed_out:
             break
-    return f"the model's state could not be listed ({why})"
+    return f"the model's state could not be listed ({why or 'no frontend left'})"
 
 
 @dataclass(frozen=True)
@@ -375,6 +378,9 @@ def _traces(job: JobResult, open_labels: set[str], workdir: Path, inputs: set[st
         found.append(((reset, -len(reached), -max(reached.values()), path),
                       _Trace(steps, reached, reset)))
     return [t for _, t in sorted(found, key=lambda f: f[0])]
+
+
+_COVER_ERROR = "continuation cover job:"
 
 
 def _search(runner: _Runner, rtlil: str, open_labels: set[str], workdir: Path,
@@ -477,13 +483,28 @@ def continue_closure(task: Task, testbench: str, items: list[UncoveredItem],
     inputs = {p.name for p in design.ports if p.direction == "input"}
     with tempfile.TemporaryDirectory(prefix="llm4cov-continue-") as tmp:
         workdir = Path(tmp)
-        listed = _list_state(runner, items, workdir, config)
-        if isinstance(listed, str):
-            out.notes.append(f"continuation: {listed}")
-            return out
-        placement, model, rtlil = listed
-        _run(out, runner, placement, model, rtlil, testbench, sim_config, config,
-             deadline, workdir, inputs, style)
+        skip: frozenset[str] = frozenset()
+        while True:
+            listed = _list_state(runner, items, workdir, config, skip)
+            if isinstance(listed, str):
+                out.notes.append(f"continuation: {listed}")
+                return out
+            placement, model, rtlil, frontend = listed
+            attempt = Continuation(testbench=testbench, notes=list(out.notes))
+            _run(attempt, runner, placement, model, rtlil, testbench, sim_config, config,
+                 deadline, workdir, inputs, style)
+            failed = [e for e in attempt.errors if e.startswith(_COVER_ERROR)]
+            if failed and not attempt.phases and frontend != "verilog":
+                # the frontend read the RTL into a model the solver refuses (read_slang
+                # gives a function's argument called from two processes one shared,
+                # multiply driven wire): the model again with the other frontend
+                out.notes.append(f"continuation: the {frontend} model failed "
+                                 f"({failed[0].removeprefix(_COVER_ERROR).strip()[:200]}); "
+                                 "listed again with the other frontend")
+                skip |= {frontend}
+                continue
+            out = attempt
+            break
     out.jobs = runner.jobs
     return out
 
@@ -604,7 +625,7 @@ def _run(out: Continuation, runner: _Runner, placement: goal_mod.Placement,
                              f"{config.continue_budget_s:g} s used up")
             break
         if not traces and job.status == "ERROR" and not job.cycles:
-            out.errors.append(f"continuation cover job: {job.error or 'failed'}")
+            out.errors.append(f"{_COVER_ERROR} {job.error or 'failed'}")
             break
         if not traces:
             out.notes.append(f"continuation {k + 1}: no goal reached from the simulated "

@@ -129,6 +129,21 @@ def read_term(cond: str) -> Term:
 
 
 _MACRO_TEXT = "the statement is not in the file's own text (a macro body)"
+_IN_LOOP = ("the statement lies in a procedural loop: its goal's label would repeat on "
+            "every iteration (Yosys refuses a repeated label)")
+_LOOPS = frozenset({K.ForLoopStatement, K.ForeachLoopStatement, K.ForeverStatement,
+                    K.LoopStatement, K.DoWhileStatement})
+
+
+def _in_loop(node) -> bool:
+    """Whether ``node`` lies in a loop statement of its procedural block (a procedural
+    loop is unrolled in the formal model: a label in its body repeats)."""
+    parent = node.parent
+    while parent is not None and parent.kind not in (K.ModuleDeclaration, K.GenerateBlock):
+        if parent.kind in _LOOPS:
+            return True
+        parent = parent.parent
+    return False
 
 
 _CHAINED = re.compile(r"\[\s*(?P<a>\d+)\s*:\s*(?P<b>\d+)\s*\]\s*\[\s*(?P<k>\d+)\s*\]")
@@ -238,6 +253,8 @@ class _Placer:
                 return f"no case item at {item.file}:{item.line}"
             if file.span(items[0].clause) is None:
                 return _MACRO_TEXT
+            if _in_loop(items[0]):
+                return _IN_LOOP
             label = self.new_goal(item, "case item", item.kind)
             self.wrap(file, items[0].clause, self.check(label, "1'b1"), label)
             return None
@@ -248,6 +265,8 @@ class _Placer:
                     cond_stmt.elseClause is not None
                     and file.span(cond_stmt.elseClause.clause) is None):
                 return _MACRO_TEXT
+            if _in_loop(cond_stmt):
+                return _IN_LOOP
             if wants_else:
                 return self.place_else(file, item, cond_stmt)
             label = self.new_goal(item, "then branch", item.kind)
@@ -258,6 +277,8 @@ class _Placer:
             return f"no statement at {item.file}:{item.line}"
         if file.span(stmts[0]) is None:
             return _MACRO_TEXT
+        if _in_loop(stmts[0]):
+            return _IN_LOOP
         label = self.new_goal(item, "block", item.kind)
         self.wrap(file, stmts[0], self.check(label, "1'b1"), label)
         return None
@@ -290,6 +311,8 @@ class _Placer:
         stmts = [s for s in file.ifs.get(item.line) or file.statements.get(item.line) or []
                  if file.span(s) is not None]
         if stmts:
+            if _in_loop(stmts[0]):
+                return _IN_LOOP
             label = self.new_goal(item, f"term {cond}", "expr")
             self.wrap(file, stmts[0], self.check(label, cond), label)
             return None
