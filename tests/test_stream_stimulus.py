@@ -141,6 +141,14 @@ def test_fifo_streams_from_names_and_rtl_use():
     assert [a.call for a in protocol_agents(s)] == ["tb_in0();", "tb_out1();"]
 
 
+def test_the_protocols_spoken_are_named_for_the_user():
+    """``close`` prints them: a user sees which bus or stream was recognised."""
+    from llm4cov.policies.random_stimulus import recognised_protocols
+
+    assert recognised_protocols(_task(FIFO)) == ["input stream in_valid/in_ready",
+                                                 "output stream out_valid/out_ready"]
+
+
 def test_fifo_testbench_drives_legal_transfers():
     tb = random_testbench(_task(FIFO), seed=0)
     feed = _block(tb, "task automatic tb_in0")

@@ -208,6 +208,9 @@ def _run(task: Task, out: Path, settings: CloseSettings, config, request, sandbo
         closer.formal_sandbox = sandbox
         if done := closer.resume():
             report_opts.say(f"resuming {out}: {done} steps already finished")
+        report_opts.say(f"{task.id}: random stimulus speaks "
+                        + (", ".join(_protocols(task)) or "no protocol (random inputs "
+                           "each cycle)"))
         with common.console.status(f"{task.id}: closing coverage ..."):
             regression = closer.run()
             if regression.state.rtl_error is not None:
@@ -220,6 +223,17 @@ def _run(task: Task, out: Path, settings: CloseSettings, config, request, sandbo
     report_opts.say(f"merged coverage {overall or 0:.2f}% of {len(final.names)} tests, "
                     f"closure {final.closure:.2f}% ({regression.ended}) -> {out / 'coverage.md'}")
     return 0 if final.names else 1
+
+
+def _protocols(task: Task) -> list[str]:
+    """The DUT's protocols the random testbenches speak (none when its ports cannot be
+    read: the run says why later)."""
+    from llm4cov.policies.random_stimulus import recognised_protocols
+
+    try:
+        return recognised_protocols(task)
+    except ValueError:
+        return []
 
 
 def _say_step(record: StepRecord) -> None:

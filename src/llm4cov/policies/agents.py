@@ -61,6 +61,8 @@ class Agent:
     inputs: frozenset[str]
     lines: tuple[str, ...]
     call: str
+    what: str = ""
+    """The protocol it speaks, in words (``input stream in_valid/in_ready``)."""
 
 
 def _port_draw(p: Port) -> str:
@@ -321,7 +323,8 @@ def responder(m: MasterPort, i: int, clk: str) -> Agent:
         calls = [call]
     else:
         lines, calls = w.axi()
-    return Agent(clk, frozenset(m.inputs()), tuple(lines), " ".join(calls))
+    return Agent(clk, frozenset(m.inputs()), tuple(lines), " ".join(calls),
+                 f"{m.kind} master port" + (f" {m.prefix}*" if m.prefix else ""))
 
 
 def protocol_agents(s: Stimulus, skip: set[str] | None = None) -> list[Agent]:
@@ -345,7 +348,8 @@ def protocol_agents(s: Stimulus, skip: set[str] | None = None) -> list[Agent]:
         i = len(agents)
         lines = _stream_in(st, i, clk) if st.direction == "in" else _stream_out(st, i, clk)
         call = f"tb_in{i}();" if st.direction == "in" else f"tb_out{i}();"
-        agents.append(Agent(clk, frozenset(st.inputs()), tuple(lines), call))
+        agents.append(Agent(clk, frozenset(st.inputs()), tuple(lines), call,
+                            f"{st.direction}put stream {st.valid.name}/{st.ready.name}"))
     return agents
 
 

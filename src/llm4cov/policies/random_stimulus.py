@@ -311,6 +311,20 @@ def random_testbench(
     return "\n".join(lines)
 
 
+def recognised_protocols(task: Task) -> list[str]:
+    """The protocols the compact random testbench speaks to ``task``'s DUT, in words
+    (``apb register bus (paddr)``, ``input stream in_valid/in_ready``, ``wishbone master
+    port wbm_*``); empty: per-cycle random inputs only.
+
+    Raises:
+        ValueError: as :func:`random_testbench`.
+    """
+    s = Stimulus(task, 0)
+    plan = register_bus_plan(task, s)
+    found = [f"{plan[0].kind} register bus ({plan[0].addr.name})"] if plan else []
+    return found + [a.what for a in protocol_agents(s, set(plan[0].ports()) if plan else set())]
+
+
 ROUND_SEED_STRIDE = 7919
 """Round r of one sample draws with seed ``seed + r * ROUND_SEED_STRIDE`` (a prime)."""
 
