@@ -208,9 +208,8 @@ def _run(task: Task, out: Path, settings: CloseSettings, config, request, sandbo
         closer.formal_sandbox = sandbox
         if done := closer.resume():
             report_opts.say(f"resuming {out}: {done} steps already finished")
-        report_opts.say(f"{task.id}: random stimulus speaks "
-                        + (", ".join(_protocols(task)) or "no protocol (random inputs "
-                           "each cycle)"))
+        if protocols := _protocols(task):
+            report_opts.say(f"{task.id}: random stimulus speaks {', '.join(protocols)}")
         with common.console.status(f"{task.id}: closing coverage ..."):
             regression = closer.run()
             if regression.state.rtl_error is not None:
