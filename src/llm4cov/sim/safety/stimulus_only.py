@@ -287,9 +287,9 @@ def dut_writes(tb_tree: syntax.SyntaxTree, hierarchy: Hierarchy) -> list[str]:
                     written(n, expr.left, "the continuous assignment to", procedural=False)
         elif kind in _ASSIGNMENTS:
             if n.sourceRange.start.offset not in inside_statement:
-                written(n, n.left, "the assignment to")
+                written(n, n.left, "the assignment to", forced=not _listed(n))
         elif kind in _INCREMENTS:
-            written(n, n.operand, "the increment of")
+            written(n, n.operand, "the increment of", forced=True)
         elif kind in (SK.ProceduralForceStatement, SK.ProceduralAssignStatement):
             inside_statement.add(n.expr.sourceRange.start.offset)
             written(n, n.expr.left if hasattr(n.expr, "left") else n.expr,
@@ -324,6 +324,28 @@ def dut_writes(tb_tree: syntax.SyntaxTree, hierarchy: Hierarchy) -> list[str]:
 
     tb_tree.root.visit(visit)
     return list(dict.fromkeys(reason for _, reason in sorted(found, key=lambda f: f[0])))
+
+
+_ACTION_SCOPES = frozenset({
+    SK.AssertPropertyStatement, SK.AssumePropertyStatement, SK.CoverPropertyStatement,
+    SK.CoverSequenceStatement, SK.ExpectPropertyStatement, SK.RestrictPropertyStatement})
+
+
+def _listed(assignment: Any) -> bool:
+    """Whether slang's driver analysis lists the assignment's write, so the elaboration
+    judges it bit by bit: a statement of its own (``x = ...;``, ``x <= ...;``) outside a
+    concurrent assertion's or cover's action block. Any other (in a timing control, a
+    condition, an action block) is judged here by its whole name, a part connection too
+    (an increment always is: it writes every bit it names)."""
+    parent = assignment.parent
+    if parent is None or parent.kind != SK.ExpressionStatement:
+        return False
+    while parent is not None and parent.kind not in (SK.ModuleDeclaration,
+                                                     SK.ClassDeclaration):
+        if parent.kind in _ACTION_SCOPES:
+            return False
+        parent = parent.parent
+    return True
 
 
 def _call(n: Any, hierarchy: Hierarchy, say, written, module: str | None) -> None:
@@ -548,7 +570,7 @@ def _declared(tree: syntax.SyntaxTree) -> dict[str, frozenset[str]]:
     """Per module or checker of the tree, the variables, nets and ports it declares."""
     found: dict[str, set[str]] = {}
 
-    def visit(node: object) -> bool:
+    def visit(node: Any) -> bool:
         unit = (node.header.name.valueText if isinstance(node, syntax.ModuleDeclarationSyntax)
                 else node.name.valueText if isinstance(node, syntax.CheckerDeclarationSyntax)
                 else None)
@@ -557,9 +579,10 @@ def _declared(tree: syntax.SyntaxTree) -> dict[str, frozenset[str]]:
         names = found.setdefault(unit, set())
         if isinstance(node, syntax.ModuleDeclarationSyntax):
             names.update(p for p, _ in _module_ports(node))
-        for decl in syntax_nodes(node, (SK.DataDeclaration, SK.NetDeclaration)):
-            names.update(d.name.valueText for d in decl.declarators
-                         if isinstance(d, syntax.DeclaratorSyntax))
+        for member in node.members:  # its own scope: not a function's or a block's
+            if member.kind in (SK.DataDeclaration, SK.NetDeclaration):
+                names.update(d.name.valueText for d in member.declarators
+                             if isinstance(d, syntax.DeclaratorSyntax))
         for port in syntax_nodes(node, (SK.AssertionItemPort,)):
             names.add(port.name.valueText)
         return False
@@ -901,17 +924,17 @@ def unsure_overrides(tree: syntax.SyntaxTree, dut_module: str) -> list[str]:
     to pyslang, the default, and 1 to Verilator, which pruned the DUT's hard branch:
     84.49 -> 97.37 %, a twelfth red team), so the check cannot compare the value with
     the task's. Empty when every value is plain."""
-    params: dict[str, Any] = {}
+    params: dict[str, list[Any]] = {}
     sites: list[tuple[str, Any]] = []  # (the unit it lies in, an instantiation)
     unit = [""]
 
     def collect(node: object) -> bool:
         if isinstance(node, syntax.ModuleDeclarationSyntax):
             unit[0] = node.header.name.valueText
-        if isinstance(node, syntax.ParameterDeclarationSyntax):
-            for d in node.declarators:
+        if isinstance(node, (syntax.ParameterDeclarationSyntax, syntax.EnumTypeSyntax)):
+            for d in (node.declarators if hasattr(node, "declarators") else node.members):
                 if getattr(d, "initializer", None) is not None:
-                    params.setdefault(d.name.valueText, d.initializer.expr)
+                    params.setdefault(d.name.valueText, []).append(d.initializer.expr)
         elif isinstance(node, syntax.HierarchyInstantiationSyntax):
             sites.append((unit[0], node))
         return True
@@ -939,8 +962,11 @@ def unsure_overrides(tree: syntax.SyntaxTree, dut_module: str) -> list[str]:
     return found
 
 
-def _unsure(expr: Any, params: Mapping[str, Any], seen: set[str]) -> str | None:
-    """What makes a parameter value unsure (see :func:`unsure_overrides`), or None."""
+def _unsure(expr: Any, params: Mapping[str, list[Any]], seen: set[str]) -> str | None:
+    """What makes a parameter value unsure (see :func:`unsure_overrides`), or None. A
+    name counts with every declaration of it in the text (an enum member's too: which
+    one Verilator binds is not read here); a division by a nonzero integer (a literal,
+    or a name all of whose declarations are one) is plain (``CLK_FREQ / BAUD_RATE``)."""
     for node in [expr, *syntax_nodes(expr, tuple(SK.__members__.values()))]:
         kind = node.kind
         if kind == SK.InvocationExpression:
@@ -951,13 +977,28 @@ def _unsure(expr: Any, params: Mapping[str, Any], seen: set[str]) -> str | None:
         elif kind in (SK.UnbasedUnsizedLiteralExpression, SK.IntegerVectorExpression) and \
                 any(c in str(node).lower().split("'")[-1] for c in "xz?"):
             return "an x or z value"
-        elif kind in (SK.DivideExpression, SK.ModExpression):
+        elif kind in (SK.DivideExpression, SK.ModExpression) and \
+                not _nonzero(node.right, params):
             return "a division"
         elif kind in (SK.ElementSelectExpression, SK.IdentifierSelectName):
             return "a select"
         elif kind == SK.IdentifierName and (name := node.identifier.valueText) in params \
                 and name not in seen:
             seen.add(name)
-            if what := _unsure(params[name], params, seen):
-                return what
+            for value in params[name]:
+                if what := _unsure(value, params, seen):
+                    return what
     return None
+
+
+def _nonzero(expr: Any, params: Mapping[str, list[Any]]) -> bool:
+    """Whether ``expr`` is a nonzero integer literal, or a name all of whose
+    declarations' values are (one level)."""
+    while expr.kind == SK.ParenthesizedExpression:
+        expr = expr.expression
+    if expr.kind == SK.IntegerLiteralExpression:
+        return str(expr).strip().replace("_", "").isdigit() and int(
+            str(expr).strip().replace("_", "")) != 0
+    if expr.kind == SK.IdentifierName and (values := params.get(expr.identifier.valueText)):
+        return all(_nonzero(v, {}) for v in values)
+    return False
