@@ -882,3 +882,16 @@ def test_a_testbench_generate_condition_the_tools_may_evaluate_differently_is_re
         "tb.sv:6: the testbench's generate condition is computed with a function call, "
         "which Verilator and the check may evaluate differently (a branch one tool drops, "
         "the other builds)"]
+
+
+def test_an_rtl_interface_with_other_parameters_is_a_parameter_change():
+    """The DUT reads its interface port's parameters (``filt_if #(.BYPASS(1))``: 85.42 ->
+    100 %); the defaults, or a value the task sets by name, are fine."""
+    rtl = ("interface pif #(parameter int P = 0) (input logic clk); logic q; endinterface\n"
+           "module pd(pif b); if (b.P == 0) begin : g0 assign b.q = b.clk; end "
+           "else begin : g1 assign b.q = 1'b0; end endmodule\n")
+    tb = "module tb;\n  logic clk = 0;\n  pif #(.P(1)) bus(clk);\n  pd dut(.b(bus));\nendmodule\n"
+    assert check(tb, "tb.sv", rtl, {"pd"}, "pd", "tb.dut", {}) == [
+        "tb.sv: `tb.bus`, an instance of the RTL's interface `pif`, has parameters other "
+        "than its defaults: P = 1 (its default: 0) (the DUT reads them through its port)"]
+    assert check(tb.replace("#(.P(1)) ", ""), "tb.sv", rtl, {"pd"}, "pd", "tb.dut", {}) == []

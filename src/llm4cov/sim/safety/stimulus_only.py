@@ -834,6 +834,44 @@ def parameter_changes(rtl_text: str, tb_text: str, tb_name: str, dut_module: str
             f"the task's: {'; '.join(changed)}; instantiate it with the task's parameters"]
 
 
+def interface_parameter_changes(elaboration: Elaboration, rtl_text: str, tb_name: str,
+                                task_parameters: Mapping[str, str]) -> list[str]:
+    """Reasons for each instance of an RTL interface (the DUT's interface ports take
+    them) elaborated with parameter values other than the interface's defaults (a
+    parameter the task sets by name may differ): the DUT reads them through its port
+    (``filt_if #(.BYPASS(1)) bus`` picked the DUT's easy generate branch: 85.42 -> 100 %,
+    a thirteenth red team; ``defparam bus.BYPASS`` too). Empty when none."""
+    found = []
+    for sym in elaboration.symbols():
+        if not (isinstance(sym, ast.InstanceSymbol) and sym.isInterface) or \
+                elaboration.in_tb(sym.definition.location) or \
+                not elaboration.in_tb(sym.location):  # the testbench's instance only
+            continue
+        name = sym.definition.name
+        expected = _interface_defaults(rtl_text, name)
+        if expected is None:
+            continue
+        changed = [f"{p.name} = {value} (its default: {expected[p.name]})"
+                   for p in sym.body.parameters
+                   if (value := _value(p)) != expected.get(p.name, value)
+                   and p.name not in task_parameters]
+        if changed:
+            found.append(f"{tb_name}: `{sym.hierarchicalPath}`, an instance of the RTL's "
+                         f"interface `{name}`, has parameters other than its defaults: "
+                         f"{'; '.join(changed)} (the DUT reads them through its port)")
+    return found
+
+
+@functools.lru_cache(maxsize=32)
+def _interface_defaults(rtl_text: str, name: str) -> dict[str, str] | None:
+    """``{parameter: value}`` of the RTL interface ``name`` instantiated alone with its
+    defaults (None: not found)."""
+    top = f"module llm4cov_interface_reference;\n  {name} u ();\nendmodule\n"
+    return _instance_parameters(
+        Elaboration.of(rtl_text, top, "reference.sv", "llm4cov_interface_reference"),
+        "llm4cov_interface_reference.u")
+
+
 def _instance_parameters(elaboration: Elaboration, hier: str) -> dict[str, str] | None:
     """``{parameter: value}`` of the instance at ``hier`` in the elaboration, None when
     not found."""
@@ -893,7 +931,8 @@ def check(tb_text: str, tb_name: str, rtl_text: str, rtl_modules: Iterable[str],
         return reasons
     made = made or elaboration()
     reasons = driver_reasons(made, tb_name, dut_module, dut_hier) or \
-        unrecorded_writes(made, dut_hier) or unsure_overrides(tree, dut_module)
+        unrecorded_writes(made, dut_hier) or unsure_overrides(tree, dut_module) or \
+        interface_parameter_changes(made, rtl_text, tb_name, task_parameters)
     if reasons or not (task_parameters or _overrides(tree, dut_module)):
         return reasons
     return parameter_changes(rtl_text, tb_text, tb_name, dut_module, dut_hier,
