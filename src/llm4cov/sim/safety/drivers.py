@@ -51,7 +51,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pyslang
-from pyslang import analysis, ast
+from pyslang import analysis, ast, syntax
 
 from llm4cov.sim.safety.precheck import code_name
 from llm4cov.sim.safety.subroutines import OUTPUT_ARGUMENTS
@@ -216,24 +216,35 @@ def unrecorded_writes(elab: Elaboration, dut_hier: str) -> list[str]:
                               "the DUT (a variable of the DUT, or one a DUT output drives)"))
 
     forces: set[int] = set()  # assignments of a force/assign, judged as such
+    rtl_names = {d.name for d in elab.compilation.getDefinitions()
+                 if not elab.in_tb(d.location)}
+
+    def tb_code(node: Any) -> bool:
+        """In the testbench's text, and not in a copy of an RTL module it includes
+        (`` `include "counter.sv"``: Verilator keeps the RTL's declaration)."""
+        if not elab.in_tb(node.sourceRange.start):
+            return False
+        syn = getattr(node, "syntax", None)
+        while syn is not None and syn.kind not in _UNITS:
+            syn = syn.parent
+        return syn is None or syn.header.name.valueText not in rtl_names
 
     def visit(node: Any) -> bool:
         if isinstance(node, ast.ProceduralAssignStatement):
-            if elab.in_tb(node.sourceRange.start):
+            if tb_code(node):
                 forces.add(origin(node.assignment.sourceRange.start).offset)
                 judge(node, getattr(node.assignment, "left", node.assignment),
                       "the `force` of" if node.isForce else "the procedural `assign` of")
         elif isinstance(node, ast.AssignmentExpression):
-            if elab.in_tb(node.sourceRange.start) and \
-                    origin(node.sourceRange.start).offset not in forces:
+            if origin(node.sourceRange.start).offset not in forces and tb_code(node):
                 judge(node, node.left, "the assignment to")
         elif isinstance(node, ast.UnaryExpression) and node.op in _STEPS:
-            if elab.in_tb(node.sourceRange.start):
+            if tb_code(node):
                 judge(node, node.operand, "the increment of")
         elif isinstance(node, ast.ProceduralDeassignStatement):
-            if elab.in_tb(node.sourceRange.start):
+            if tb_code(node):
                 judge(node, node.lvalue, "the `release`/`deassign` of")
-        elif isinstance(node, ast.CallExpression) and elab.in_tb(node.sourceRange.start):
+        elif isinstance(node, ast.CallExpression) and tb_code(node):
             for arg, what in _written_arguments(node):
                 judge(node, arg, what)
         return True
@@ -259,6 +270,8 @@ def _written_arguments(call: Any) -> list[tuple[Any, str]]:
                 "with") for a, f in zip(args, formals, strict=False) if f.direction in writing]
 
 
+_UNITS = frozenset({syntax.SyntaxKind.ModuleDeclaration, syntax.SyntaxKind.InterfaceDeclaration,
+                    syntax.SyntaxKind.ProgramDeclaration})
 _STEPS = frozenset({ast.UnaryOperator.Preincrement, ast.UnaryOperator.Predecrement,
                     ast.UnaryOperator.Postincrement, ast.UnaryOperator.Postdecrement})
 
