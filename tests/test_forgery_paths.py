@@ -776,9 +776,8 @@ def test_a_dut_parameter_value_the_tools_may_evaluate_differently_is_refused(val
           "endmodule\n")
     reasons = check(tb, "tb.sv", PM, {"pm"}, "pm", "tb.dut", {})
     assert reasons == ([] if what is None else [
-        f"tb.sv:7: the value of the parameter `P` of `pm` (the DUT's module or one that "
-        f"holds it) is computed with {what}, which Verilator and the check may evaluate "
-        "differently: give it as a plain constant"])
+        f"tb.sv:7: the value of the parameter `P` of `pm` is computed with {what}, which "
+        "Verilator and the check may evaluate differently: give it as a plain constant"])
     wrapped = tb.replace(f"pm #(.P({value})) dut(.clk(clk), .q(q));",
                          f"wrap #(.P({value})) w(.clk(clk));").replace(
         "module tb;", "module wrap #(parameter int P = 0) (input logic clk);\n  logic q;\n"
@@ -895,3 +894,33 @@ def test_an_rtl_interface_with_other_parameters_is_a_parameter_change():
         "tb.sv: `tb.bus`, an instance of the RTL's interface `pif`, has parameters other "
         "than its defaults: P = 1 (its default: 0) (the DUT reads them through its port)"]
     assert check(tb.replace("#(.P(1)) ", ""), "tb.sv", rtl, {"pd"}, "pd", "tb.dut", {}) == []
+
+
+# -- a fourteenth red team (2026-12-07): honest testbenches first
+
+@pytest.mark.parametrize("before, body", [
+    # a scoreboard's own `count` beside the module's DUT-driven `q` of the same name
+    ("", "  class sb; int q; function void hit(); q++; endfunction endclass\n"),
+    # a task that only waits on the DUT-driven signal it takes by reference
+    ("", "  task automatic wait_hit(ref logic h); @(posedge h); endtask\n"
+         "  initial wait_hit(hit);\n"),
+    # a start value written as a replication of zeros
+    ("", "  logic [3:0] z = {4{1'b0}};\n"),
+    # a file-scope name an RTL module declares for itself
+    ("typedef logic [3:0] q_t;\nlocalparam int key = 3;\n", ""),
+    # a typedef of a virtual interface: its users are handles, a transaction's field not
+    ("", "  typedef virtual bus_if vif_t;\n  class txn; logic [31:0] rdata; endclass\n"
+         "  vif_t v;\n  initial begin txn t = new; v = bi; t.rdata = v.rdata; end\n"),
+])
+def test_honest_testbenches_a_fourteenth_red_team_wrote_pass(before, body):
+    assert driven_reasons(body, before) == []
+
+
+def test_an_in_place_array_method_on_a_dut_driven_array_is_a_write():
+    rtl = "module ta(input logic clk, output logic [3:0] t [4]);\n" \
+          "  always_ff @(posedge clk) t[0] <= t[0] + 4'd1;\nendmodule\n"
+    tb = "module tb;\n  logic clk = 0; logic [3:0] t [4];\n  ta dut(.clk(clk), .t(t));\n" \
+         "  initial t.reverse();\nendmodule\n"
+    assert check(tb, "tb.sv", rtl, {"ta"}, "ta", "tb.dut", {}) == [
+        "tb.sv:4: the in-place `reverse` of `t` writes into the DUT (a DUT output port "
+        "drives it)"]

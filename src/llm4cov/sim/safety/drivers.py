@@ -54,7 +54,7 @@ import pyslang
 from pyslang import analysis, ast, syntax
 
 from llm4cov.sim.safety.precheck import code_name
-from llm4cov.sim.safety.subroutines import OUTPUT_ARGUMENTS
+from llm4cov.sim.safety.subroutines import IN_PLACE_METHODS, OUTPUT_ARGUMENTS
 from llm4cov.tasks.hdl import VIRTUAL_ROOT, bounded_symbols, isolated_source_manager, parse_unit
 
 #: The name of the RTL part's buffer in the compilation.
@@ -120,6 +120,33 @@ class Elaboration:
         return iter(self.all_symbols)
 
     @functools.cached_property
+    def read_only_refs(self) -> frozenset[int]:
+        """Source offsets of the actual arguments the testbench binds to a ``ref`` or
+        ``inout`` formal that its subroutine never writes: slang lists each as a driver
+        of the actual (``wait_high(wrap)``, a task that only waits on ``wrap``)."""
+        origin = self.sources.getFullyOriginalLoc
+        found: set[int] = set()
+
+        def visit(node: Any) -> bool:
+            if isinstance(node, ast.CallExpression) and not node.isSystemCall and \
+                    self.in_tb(node.sourceRange.start):
+                formals = list(getattr(node.subroutine, "arguments", None) or [])
+                for arg, formal in zip(node.arguments, formals, strict=False):
+                    if formal.direction in (ast.ArgumentDirection.Ref,
+                                            ast.ArgumentDirection.InOut) and \
+                            not _writes(formal, self.drivers):
+                        found.add(origin(arg.sourceRange.start).offset)
+            return True
+
+        self.compilation.getRoot().visit(visit)
+        return frozenset(found)
+
+    @functools.cached_property
+    def packages(self) -> frozenset[str]:
+        """The names of the compilation's packages."""
+        return frozenset(p.name for p in self.compilation.getPackages())
+
+    @functools.cached_property
     def drivers(self) -> Any:
         """slang's driver analysis of the compilation (``AnalysisManager``, run once)."""
         manager = analysis.AnalysisManager()
@@ -156,12 +183,15 @@ def driver_reasons(elab: Elaboration, tb_name: str, dut_module: str, dut_hier: s
     manager = elab.drivers
     side = _Sides(elab, dut_hier, manager)
     found: list[tuple[int, str]] = []
+    origin = elab.sources.getFullyOriginalLoc
+    read_only = elab.read_only_refs
     for sym in symbols:
         if not isinstance(sym, (ast.VariableSymbol, ast.NetSymbol)) or \
                 isinstance(sym, ast.ClockVarSymbol):
             continue
         drivers = list(manager.getDrivers(sym))
-        foreign = [d for d in drivers if side.foreign(d, sym)]
+        foreign = [d for d in drivers if side.foreign(d, sym)
+                   and origin(d.sourceRange.start).offset not in read_only]
         owned = side.owned(sym)
         if isinstance(sym, ast.NetSymbol) and not owned and not any(
                 side.dut(d) and int(d.flags) & int(analysis.DriverFlags.OutputPort)
@@ -245,7 +275,7 @@ def unrecorded_writes(elab: Elaboration, dut_hier: str) -> list[str]:
             if tb_code(node):
                 judge(node, node.lvalue, "the `release`/`deassign` of")
         elif isinstance(node, ast.CallExpression) and tb_code(node):
-            for arg, what in _written_arguments(node):
+            for arg, what in _written_arguments(node, manager):
                 judge(node, arg, what)
         return True
 
@@ -253,21 +283,33 @@ def unrecorded_writes(elab: Elaboration, dut_hier: str) -> list[str]:
     return list(dict.fromkeys(reason for _, reason in sorted(found)))
 
 
-def _written_arguments(call: Any) -> list[tuple[Any, str]]:
+def _written_arguments(call: Any, manager: Any) -> list[tuple[Any, str]]:
     """The arguments a call writes: a system task's output arguments, a subroutine's
     ``output``/``inout``/``ref`` ones."""
     args = list(call.arguments)
     if call.isSystemCall:
         name = call.subroutineName
+        if name in IN_PLACE_METHODS and args:  # the receiver, reordered in place
+            return [(args[0], f"the in-place `{name}` of")]
         if name not in OUTPUT_ARGUMENTS:
             return []
         first, last = OUTPUT_ARGUMENTS[name]
         return [(a, f"the {name} output") for a in args[first:None if last is None else last + 1]]
     sub = call.subroutine
     formals = list(getattr(sub, "arguments", None) or [])
-    writing = (ast.ArgumentDirection.Out, ast.ArgumentDirection.InOut, ast.ArgumentDirection.Ref)
     return [(a, f"the call of `{sub.name}` ({f.direction.name.lower()} argument `{f.name}`) "
-                "with") for a, f in zip(args, formals, strict=False) if f.direction in writing]
+                "with") for a, f in zip(args, formals, strict=False) if _writes(f, manager)]
+
+
+def _writes(formal: Any, manager: Any) -> bool:
+    """Whether a subroutine writes its formal argument: an ``output`` always; a ``ref``
+    or ``inout`` when its body drives it (``task wait_high(ref logic sig)`` only reads
+    the signal it waits on)."""
+    if formal.direction == ast.ArgumentDirection.Out:
+        return True
+    if formal.direction not in (ast.ArgumentDirection.InOut, ast.ArgumentDirection.Ref):
+        return False
+    return bool(list(manager.getDrivers(formal)))
 
 
 _UNITS = frozenset({syntax.SyntaxKind.ModuleDeclaration, syntax.SyntaxKind.InterfaceDeclaration,
@@ -339,10 +381,13 @@ class _Sides:
         unit's (declared in the RTL part, outside any instance)."""
         if self.below_dut(sym):
             return not self.elab.in_tb(sym.location)  # a testbench model the RTL holds
+        # declared in a package (`pkg::v`) or the compilation unit (`v`); not a class's
+        # copy of an interface through a virtual handle (`drv::bus_if.rst`, also of a
+        # class at file scope: the handle rule's)
         path = sym.hierarchicalPath
-        # a package's (`pkg::v`) or the compilation unit's (`v`); not a class's copy of
-        # an interface through a virtual handle (`tb.drv::bus_if.rst`: the handle rule's)
-        return not self.elab.in_tb(sym.location) and "." not in path.split("::", 1)[0]
+        head, sep, rest = path.partition("::")
+        return not self.elab.in_tb(sym.location) and (
+            "." not in path if not sep else head in self.elab.packages and "." not in rest)
 
     def _idle_clockvar(self, driver: Any) -> bool:
         """A clocking block's ``output`` that nothing drives through it: slang records a
@@ -395,10 +440,21 @@ def _plain_start(expr: Any) -> bool:
     """Whether an initial value is read as written: a literal or a fill (`'0`, `'x`),
     converted or not (a function's x-merged result was "unset" to slang and
     32'hC000_0000 to Verilator: 65.17 -> 80.65 %, a thirteenth red team)."""
-    if expr.kind == ast.ExpressionKind.Conversion:
+    kind = expr.kind
+    if kind == ast.ExpressionKind.Conversion:
         return _plain_start(expr.operand)
-    return expr.kind in (ast.ExpressionKind.IntegerLiteral,
-                         ast.ExpressionKind.UnbasedUnsizedIntegerLiteral)
+    if kind == ast.ExpressionKind.Replication:  # `{WIDTH{1'b0}}`: the count is no value
+        return _plain_start(expr.concat)
+    if kind == ast.ExpressionKind.Concatenation:
+        return all(_plain_start(op) for op in expr.operands)
+    if kind in (ast.ExpressionKind.SimpleAssignmentPattern,
+                ast.ExpressionKind.StructuredAssignmentPattern,
+                ast.ExpressionKind.ReplicatedAssignmentPattern):
+        default = getattr(expr, "defaultSetter", None)
+        return all(_plain_start(e) for e in expr.elements) and (
+            default is None or _plain_start(default))
+    return kind in (ast.ExpressionKind.IntegerLiteral,
+                    ast.ExpressionKind.UnbasedUnsizedIntegerLiteral)
 
 
 def _how(driver: Any) -> str:

@@ -55,6 +55,7 @@ from llm4cov.sim.safety.drivers import (
     unrecorded_writes,
 )
 from llm4cov.sim.safety.subroutines import (
+    IN_PLACE_METHODS,
     OUTPUT_ARGUMENTS,
     Signature,
     signatures,
@@ -262,6 +263,8 @@ def dut_writes(tb_tree: syntax.SyntaxTree, hierarchy: Hierarchy) -> list[str]:
                 say(node, f"{what} `{'.'.join(path)}` writes into the DUT (`{module[0]}` lies "
                           "in the DUT: the name resolves in its scope)")
                 continue
+            if len(path) == 1 and _declared_locally(node, path[0]):
+                continue  # a class's, function's or block's own name, not the module's
             if not hierarchy.writes_dut(path, module[0] if procedural else None, forced):
                 continue
             driven = " (a DUT output port drives it)" if len(path) == 1 else ""
@@ -308,8 +311,8 @@ def dut_writes(tb_tree: syntax.SyntaxTree, hierarchy: Hierarchy) -> list[str]:
         elif kind == SK.InvocationExpression:
             _call(n, hierarchy, say, written, module[0])
         elif kind == SK.NewClassExpression:
-            for arg, what in written_arguments(n, hierarchy.subroutines):
-                written(n, arg, what)
+            for arg, what, ref in written_arguments(n, hierarchy.subroutines):
+                written(n, _argument_paths(arg, ref), what)
         elif kind == SK.HierarchyInstantiation:
             if module[0] in hierarchy.inside and n.type.valueText in hierarchy.rtl_modules:
                 say(n, f"`{module[0]}` lies in the DUT (bound into it, or instantiated there) "
@@ -324,6 +327,40 @@ def dut_writes(tb_tree: syntax.SyntaxTree, hierarchy: Hierarchy) -> list[str]:
 
     tb_tree.root.visit(visit)
     return list(dict.fromkeys(reason for _, reason in sorted(found, key=lambda f: f[0])))
+
+
+_LOCAL_SCOPES = frozenset({SK.ClassDeclaration, SK.FunctionDeclaration, SK.TaskDeclaration,
+                           SK.SequentialBlockStatement, SK.ParallelBlockStatement})
+
+
+def _declared_locally(node: Any, name: str) -> bool:
+    """Whether ``name`` resolves in a scope around ``node`` inside its module (a class,
+    function, task or begin-end block that declares it: a property, argument or
+    local), so a write of it is no write of the module's variable of that name (a
+    scoreboard's own ``count++`` beside a DUT output ``count``)."""
+    scope = node.parent
+    while scope is not None and scope.kind not in (SK.ModuleDeclaration,
+                                                  SK.InterfaceDeclaration):
+        if scope.kind in _LOCAL_SCOPES and name in _scope_names(scope):
+            return True
+        scope = scope.parent
+    return False
+
+
+def _scope_names(scope: Any) -> set[str]:
+    """The names a class, subroutine or block declares directly (not in a nested one):
+    its properties, arguments and locals."""
+    names: set[str] = set()
+
+    def visit(node: Any) -> Any:
+        if node is not scope and getattr(node, "kind", None) in _LOCAL_SCOPES:
+            return ast.VisitAction.Skip
+        if isinstance(node, syntax.DeclaratorSyntax):
+            names.add(node.name.valueText)
+        return ast.VisitAction.Advance
+
+    scope.visit(visit)
+    return names
 
 
 _ACTION_SCOPES = frozenset({
@@ -357,13 +394,23 @@ def _call(n: Any, hierarchy: Hierarchy, say, written, module: str | None) -> Non
                                        or hierarchy.foreign(callee, module)):
         say(n, f"the call of `{'.'.join(callee)}` runs a subroutine of the DUT (it may "
                "write the DUT's state)")
+    if callee and len(callee) > 1 and callee[-1] in IN_PLACE_METHODS:
+        written(n, [callee[:-1]], f"the in-place `{callee[-1]}` of", forced=True)
     name = n.left.systemIdentifier.valueText if n.left.kind == SK.SystemName else ""
     if name in OUTPUT_ARGUMENTS:
         first, last = OUTPUT_ARGUMENTS[name]
         for arg in args[first:None if last is None else last + 1]:
             written(n, arg, f"the {name} output")
-    for arg, what in written_arguments(n, hierarchy.subroutines):
-        written(n, arg, what)
+    for arg, what, ref in written_arguments(n, hierarchy.subroutines):
+        written(n, _argument_paths(arg, ref), what)
+
+
+def _argument_paths(arg: Any, ref: bool) -> list[list[str]]:
+    """The names an argument of a writing formal writes; of a ``ref`` formal only the
+    hierarchical ones: whether a body writes a testbench name it takes by reference
+    the elaboration tells (``drivers.unrecorded_writes``), a ``ref`` only read is the
+    idiom of a task that waits on a signal."""
+    return [p for p in _lvalue_paths(arg) if not ref or len(p) > 1]
 
 
 def _instantiation(n: Any, hierarchy: Hierarchy, say, written, bound: bool) -> None:
@@ -570,7 +617,7 @@ def _declared(tree: syntax.SyntaxTree) -> dict[str, frozenset[str]]:
     """Per module or checker of the tree, the variables, nets and ports it declares."""
     found: dict[str, set[str]] = {}
 
-    def visit(node: Any) -> bool:
+    def visit(node: Any) -> Any:
         unit = (node.header.name.valueText if isinstance(node, syntax.ModuleDeclarationSyntax)
                 else node.name.valueText if isinstance(node, syntax.CheckerDeclarationSyntax)
                 else None)
@@ -585,7 +632,7 @@ def _declared(tree: syntax.SyntaxTree) -> dict[str, frozenset[str]]:
                              if isinstance(d, syntax.DeclaratorSyntax))
         for port in syntax_nodes(node, (SK.AssertionItemPort,)):
             names.add(port.name.valueText)
-        return False
+        return ast.VisitAction.Skip
 
     tree.root.visit(visit)
     return {k: frozenset(v) for k, v in found.items()}
@@ -598,6 +645,17 @@ def _virtual_handles(tree: syntax.SyntaxTree) -> frozenset[str] | None:
     names: set[str] = set()
     if syntax_nodes(tree.root, (SK.TypeReference,)):
         return None  # `var type(vif) h`: a handle's type through another name
+    aliases = {t.name.valueText for t in syntax_nodes(tree.root, (SK.TypedefDeclaration,))
+               if t.type.kind == SK.VirtualInterfaceType}
+    for decl in syntax_nodes(tree.root, (SK.DataDeclaration, SK.FunctionPort,
+                                         SK.ImplicitAnsiPort)):
+        kind_of = getattr(decl, "type", None) or getattr(getattr(decl, "header", None),
+                                                          "dataType", None)
+        if kind_of is not None and str(kind_of).strip() in aliases:
+            many = getattr(decl, "declarators", None)
+            names.update(d.name.valueText for d in (many if many is not None
+                                                    else [decl.declarator])
+                         if isinstance(d, syntax.DeclaratorSyntax))
     for vif in syntax_nodes(tree.root, (SK.VirtualInterfaceType,)):
         up = vif.parent
         while up is not None and up.kind != SK.ParameterValueAssignment:
@@ -608,7 +666,10 @@ def _virtual_handles(tree: syntax.SyntaxTree) -> frozenset[str] | None:
         while decl is not None and not hasattr(decl, "declarators") and \
                 not hasattr(decl, "declarator"):
             decl = decl.parent
-        if decl is None or isinstance(decl, syntax.TypedefDeclarationSyntax):
+        if isinstance(decl, syntax.TypedefDeclarationSyntax) or (
+                decl is None and vif.parent.kind == SK.TypedefDeclaration):
+            continue  # its users are read above
+        if decl is None:
             return None
         many = getattr(decl, "declarators", None)
         for d in (many if many is not None else [decl.declarator]):
@@ -974,18 +1035,17 @@ def unit_shadows(tree: syntax.SyntaxTree, rtl_text: str) -> list[str]:
         if member.kind in (SK.FunctionDeclaration, SK.TaskDeclaration):
             name = getattr(member.prototype.name, "identifier", None)
             declared += [(name.valueText, member)] if name is not None else []
-        elif member.kind == SK.TypedefDeclaration:
+            continue
+        if member.kind == SK.TypedefDeclaration:
             declared.append((member.name.valueText, member))
         elif member.kind == SK.LetDeclaration:
             declared.append((member.identifier.valueText, member))
-        else:
-            decls = member.parameter.declarators if member.kind == \
-                SK.ParameterDeclarationStatement else member.declarators
-            declared += [(d.name.valueText, member) for d in decls
-                         if isinstance(d, syntax.DeclaratorSyntax)]
+        # every name it declares: declarators, enum members, type parameters
+        declared += [(d.name.valueText, member)
+                     for d in syntax_nodes(member, (SK.Declarator, SK.TypeAssignment))]
     if not declared:
         return []
-    named = _rtl_identifiers(rtl_text)
+    named = _rtl_free_names(rtl_text)
     sm = tree.sourceManager
     return [f"{sm.getFileName(node.sourceRange.start).removeprefix(VIRTUAL_ROOT + '/')}:"
             f"{sm.getLineNumber(node.sourceRange.start)}: the testbench declares `{name}` "
@@ -994,17 +1054,43 @@ def unit_shadows(tree: syntax.SyntaxTree, rtl_text: str) -> list[str]:
 
 
 @functools.lru_cache(maxsize=16)
-def _rtl_identifiers(rtl_text: str) -> frozenset[str]:
-    """Every identifier of the RTL's text (its tokens, no macro expanded)."""
-    found: set[str] = set()
+def _rtl_free_names(rtl_text: str) -> frozenset[str]:
+    """The identifiers the RTL's modules, interfaces and programs use by a bare name
+    but do not declare themselves (a name a module declares, its parameter or typedef,
+    resolves there first; ``pkg::name`` names its package's): those resolve through a
+    wildcard import or the compilation unit, where a testbench declaration could take
+    them."""
+    free: set[str] = set()
 
-    def visit(node: object) -> bool:
-        if isinstance(node, parsing.Token) and node.kind == parsing.TokenKind.Identifier:
-            found.add(node.valueText)
-        return True
+    def used(unit: Any) -> set[str]:
+        names: set[str] = set()
+
+        def visit(node: Any) -> Any:
+            if isinstance(node, parsing.Token):
+                if node.kind == parsing.TokenKind.Identifier:
+                    names.add(node.valueText)
+                return True
+            scoped = node.kind == SK.ScopedName and node.separator.valueText == "::"
+            return ast.VisitAction.Skip if scoped else ast.VisitAction.Advance
+
+        unit.visit(visit)
+        return names
+
+    def visit(node: Any) -> Any:
+        if isinstance(node, parsing.Token):
+            return True
+        if node.kind not in (SK.ModuleDeclaration, SK.InterfaceDeclaration,
+                             SK.ProgramDeclaration):
+            return True
+        local = {d.name.valueText for d in syntax_nodes(node, (SK.Declarator,
+                                                               SK.TypeAssignment))}
+        local |= {t.name.valueText for t in syntax_nodes(node, (SK.TypedefDeclaration,))}
+        local |= {p for p, _ in _module_ports(node)}
+        free.update(used(node) - local)
+        return ast.VisitAction.Skip  # (a syntax visit descends past a plain False)
 
     parse_tree(rtl_text, "llm4cov_rtl_names.sv").root.visit(visit)
-    return frozenset(found)
+    return frozenset(free)
 
 
 #: System functions a parameter value may call: both tools compute them alike.
@@ -1038,10 +1124,9 @@ def unsure_overrides(tree: syntax.SyntaxTree, dut_module: str) -> list[str]:
         return True
 
     tree.root.visit(collect)
-    above = {dut_module}  # the DUT module and the testbench units that hold it
-    while grown := {u for u, n in sites if n.type.valueText in above} - above:
-        above |= grown
-    sites = [(u, n) for u, n in sites if n.type.valueText in above and n.parameters is not None]
+    # every instance's: the DUT's, a wrapper's that passes it on, an RTL interface's
+    # the DUT reads through its port, any module's a name may reach
+    sites = [(u, n) for u, n in sites if n.parameters is not None]
     if not sites and not syntax_nodes(tree.root, (SK.IfGenerate, SK.CaseGenerate,
                                                   SK.LoopGenerate)):
         return []
@@ -1055,6 +1140,9 @@ def unsure_overrides(tree: syntax.SyntaxTree, dut_module: str) -> list[str]:
     for gen in syntax_nodes(tree.root, (SK.IfGenerate, SK.CaseGenerate, SK.LoopGenerate)):
         exprs = ([gen.initialExpr, gen.stopExpr, gen.iterationExpr]
                  if gen.kind == SK.LoopGenerate else [gen.condition])
+        if gen.kind == SK.CaseGenerate:  # each item's expressions decide as much
+            exprs += [e for item in gen.items for e in getattr(item, "expressions", [])
+                      if isinstance(e, syntax.ExpressionSyntax)]
         what = next((w for e in exprs if e is not None
                      and (w := _unsure(e, params, set()))), None)
         if what:
@@ -1071,9 +1159,9 @@ def unsure_overrides(tree: syntax.SyntaxTree, dut_module: str) -> list[str]:
                 loc = assign.sourceRange.start
                 found.append(f"{sm.getFileName(loc).removeprefix(VIRTUAL_ROOT + '/')}:"
                              f"{sm.getLineNumber(loc)}: the value of the parameter "
-                             f"`{name}` of `{site.type.valueText}` (the DUT's module or one "
-                             f"that holds it) is computed with {what}, which Verilator and the "
-                             "check may evaluate differently: give it as a plain constant")
+                             f"`{name}` of `{site.type.valueText}` is computed with "
+                             f"{what}, which Verilator and the check may evaluate "
+                             "differently: give it as a plain constant")
     return found
 
 
