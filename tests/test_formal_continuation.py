@@ -214,7 +214,8 @@ def test_a_goal_too_deep_from_reset_is_reached_from_a_dumped_state(tmp_path):
     runner = _Runner(task, design_io(task), config, find_tools())
     listed = _list_state(runner, [OPEN], tmp_path, config)
     assert not isinstance(listed, str)
-    _placement, model, rtlil = listed
+    _placement, model, rtlil, frontend = listed
+    assert frontend == "slang"
     assert [r.read for r in model.registers] == ["armed", "cnt", "open"]
     values = {0: (1, 0), 1: (7, 95), 2: (1, 0)}
     job, cycles, traces = _search(runner, with_state(rtlil, model, values, {"llm4cov_g0": None}),
