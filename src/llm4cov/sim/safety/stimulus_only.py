@@ -270,7 +270,7 @@ def dut_writes(tb_tree: syntax.SyntaxTree, hierarchy: Hierarchy) -> list[str]:
             driven = " (a DUT output port drives it)" if len(path) == 1 else ""
             say(node, f"{what} `{'.'.join(path)}` writes into the DUT{driven}")
 
-    def visit(node: object) -> bool:
+    def visit(node: object) -> Any:
         if not isinstance(node, syntax.SyntaxNode):
             return True
         kind: Any = node.kind
@@ -282,7 +282,7 @@ def dut_writes(tb_tree: syntax.SyntaxTree, hierarchy: Hierarchy) -> list[str]:
             outer, module[0] = module[0], unit
             n.visit(visit)
             module[0] = outer
-            return False
+            return ast.VisitAction.Skip  # (a plain False would walk it again, out of scope)
         if kind == SK.ContinuousAssign:  # a second driver of a port: Verilator's own check
             for expr in n.assignments:
                 if isinstance(expr, syntax.ExpressionSyntax) and hasattr(expr, "left"):
@@ -322,7 +322,7 @@ def dut_writes(tb_tree: syntax.SyntaxTree, hierarchy: Hierarchy) -> list[str]:
         elif kind == SK.BindDirective:
             if hierarchy.in_dut(_path(n.target) or []):
                 _instantiation(n.instantiation, hierarchy, say, written, bound=True)
-            return False
+            return True  # its instantiation is read as a plain one too (conservative)
         return True
 
     tb_tree.root.visit(visit)
