@@ -106,7 +106,7 @@ def isolated_source_manager() -> pyslang.SourceManager:
     return sm
 
 
-def syntax_nodes(root, kinds: tuple) -> list:
+def syntax_nodes(root, kinds: tuple | frozenset) -> list:
     """Every node of one of ``kinds`` at or below ``root`` (pyslang syntax), in order."""
     found = []
 

@@ -184,14 +184,12 @@ def driver_reasons(elab: Elaboration, tb_name: str, dut_module: str, dut_hier: s
     side = _Sides(elab, dut_hier, manager)
     found: list[tuple[int, str]] = []
     origin = elab.sources.getFullyOriginalLoc
-    read_only = elab.read_only_refs
     for sym in symbols:
         if not isinstance(sym, (ast.VariableSymbol, ast.NetSymbol)) or \
                 isinstance(sym, ast.ClockVarSymbol):
             continue
         drivers = list(manager.getDrivers(sym))
-        foreign = [d for d in drivers if side.foreign(d, sym)
-                   and origin(d.sourceRange.start).offset not in read_only]
+        foreign = [d for d in drivers if side.foreign(d, sym)]
         owned = side.owned(sym)
         if isinstance(sym, ast.NetSymbol) and not owned and not any(
                 side.dut(d) and int(d.flags) & int(analysis.DriverFlags.OutputPort)
@@ -201,6 +199,9 @@ def driver_reasons(elab: Elaboration, tb_name: str, dut_module: str, dut_hier: s
         if not owned:  # only the bits the DUT drives (IEEE 1800 6.5: per longest static prefix)
             bits = [d.bounds for d in drivers if side.dut(d)]
             foreign = [d for d in foreign if any(_overlap(d.bounds, b) for b in bits)]
+        if foreign:  # a ref actual its subroutine only reads is no write (walked if needed)
+            foreign = [d for d in foreign
+                       if origin(d.sourceRange.start).offset not in elab.read_only_refs]
         if not foreign:
             continue
         noun = "net" if isinstance(sym, ast.NetSymbol) else "variable"

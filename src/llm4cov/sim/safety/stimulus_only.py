@@ -1093,6 +1093,8 @@ def _rtl_free_names(rtl_text: str) -> frozenset[str]:
     return frozenset(free)
 
 
+#: Every syntax kind: :func:`syntax_nodes` with it lists every node (a set: one lookup).
+_ALL_KINDS = frozenset(SK.__members__.values())
 #: System functions a parameter value may call: both tools compute them alike.
 _PLAIN_SYSTEM_CALLS = frozenset({
     "$clog2", "$bits", "$size", "$left", "$right", "$high", "$low", "$increment",
@@ -1170,7 +1172,7 @@ def _unsure(expr: Any, params: Mapping[str, list[Any]], seen: set[str]) -> str |
     name counts with every declaration of it in the text (an enum member's too: which
     one Verilator binds is not read here); a division by a nonzero integer (a literal,
     or a name all of whose declarations are one) is plain (``CLK_FREQ / BAUD_RATE``)."""
-    for node in [expr, *syntax_nodes(expr, tuple(SK.__members__.values()))]:
+    for node in syntax_nodes(expr, _ALL_KINDS):
         kind = node.kind
         if kind == SK.InvocationExpression:
             left = node.left
