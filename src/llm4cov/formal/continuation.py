@@ -380,9 +380,6 @@ def _traces(job: JobResult, open_labels: set[str], workdir: Path, inputs: set[st
     return [t for _, t in sorted(found, key=lambda f: f[0])]
 
 
-_COVER_ERROR = "continuation cover job:"
-
-
 def _search(runner: _Runner, rtlil: str, open_labels: set[str], workdir: Path,
             config: FormalConfig, deadline: float, inputs: set[str]
             ) -> tuple[JobResult | None, int, list[_Trace]]:
@@ -491,16 +488,15 @@ def continue_closure(task: Task, testbench: str, items: list[UncoveredItem],
                 return out
             placement, model, rtlil, frontend = listed
             attempt = Continuation(testbench=testbench, notes=list(out.notes))
-            _run(attempt, runner, placement, model, rtlil, testbench, sim_config, config,
-                 deadline, workdir, inputs, style)
-            failed = [e for e in attempt.errors if e.startswith(_COVER_ERROR)]
-            if failed and not attempt.phases and frontend != "verilog":
+            refused = _run(attempt, runner, placement, model, rtlil, testbench, sim_config,
+                           config, deadline, workdir, inputs, style)
+            if refused is not None and frontend != "verilog":
                 # the frontend read the RTL into a model the solver refuses (read_slang
                 # gives a function's argument called from two processes one shared,
                 # multiply driven wire): the model again with the other frontend
                 out.notes.append(f"continuation: the {frontend} model failed "
-                                 f"({failed[0].removeprefix(_COVER_ERROR).strip()[:200]}); "
-                                 "listed again with the other frontend")
+                                 f"({refused.strip()[:200]}); listed again with the other "
+                                 "frontend")
                 skip |= {frontend}
                 continue
             out = attempt
@@ -512,8 +508,11 @@ def continue_closure(task: Task, testbench: str, items: list[UncoveredItem],
 def _run(out: Continuation, runner: _Runner, placement: goal_mod.Placement,
          model: StateModel, rtlil: str, testbench: str,
          sim_config: SimConfig, config: FormalConfig, deadline: float, workdir: Path,
-         inputs: set[str], style: Style) -> None:
-    """The loop of :func:`continue_closure` (steps 1-3 of the module docstring)."""
+         inputs: set[str], style: Style) -> str | None:
+    """The loop of :func:`continue_closure` (steps 1-3 of the module docstring). Returns
+    the error of a cover job that refused the model before any phase was kept (None:
+    none did)."""
+    refused: str | None = None
     task, design = runner.task, runner.design
     if model.unnamed_bits or model.free_memories:
         out.notes.append(
@@ -625,7 +624,8 @@ def _run(out: Continuation, runner: _Runner, placement: goal_mod.Placement,
                              f"{config.continue_budget_s:g} s used up")
             break
         if not traces and job.status == "ERROR" and not job.cycles:
-            out.errors.append(f"{_COVER_ERROR} {job.error or 'failed'}")
+            out.errors.append(f"continuation cover job: {job.error or 'failed'}")
+            refused = None if out.phases else (job.error or "failed")
             break
         if not traces:
             out.notes.append(f"continuation {k + 1}: no goal reached from the simulated "
@@ -672,6 +672,7 @@ def _run(out: Continuation, runner: _Runner, placement: goal_mod.Placement,
         out.testbench = merged if merged is not None else testbench
         if merged is None:
             out.phases = []
+    return refused
 
 
 def goal_key(goal: GoalResult) -> tuple[ItemKey, str]:
