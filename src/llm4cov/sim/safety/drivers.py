@@ -142,6 +142,11 @@ class Elaboration:
         return frozenset(found)
 
     @functools.cached_property
+    def writes(self) -> list[Write]:
+        """:func:`tb_writes` of this elaboration (walked once)."""
+        return tb_writes(self)
+
+    @functools.cached_property
     def packages(self) -> frozenset[str]:
         """The names of the compilation's packages."""
         return frozenset(p.name for p in self.compilation.getPackages())
@@ -163,12 +168,13 @@ class Elaboration:
                 and self.in_tb(d.location)]
 
 
-def driver_reasons(elab: Elaboration, tb_name: str, dut_module: str, dut_hier: str
-                   ) -> list[str]:
+def driver_reasons(elab: Elaboration, tb_name: str, dut_module: str, dut_hier: str,
+                   idle: frozenset[str] = frozenset()) -> list[str]:
     """Reasons (``file:line: ...``, in source order, one per written variable) the
     testbench's coverage is not its stimulus's own, on the elaboration of the view (see
     the module docstring); empty when none. ``dut_hier``: where the DUT instance is
-    measured (``tb.dut``)."""
+    measured (``tb.dut``); ``idle``: paths of subroutines no call runs, whose drivers
+    are none (:func:`~llm4cov.sim.safety.handles.idle_subroutines`)."""
     symbols = list(elab.symbols())
     if unchecked := elab.unchecked():
         return [f"{where}; the design past it is not elaborated, so what the testbench "
@@ -189,7 +195,8 @@ def driver_reasons(elab: Elaboration, tb_name: str, dut_module: str, dut_hier: s
                 isinstance(sym, ast.ClockVarSymbol):
             continue
         drivers = list(manager.getDrivers(sym))
-        foreign = [d for d in drivers if side.foreign(d, sym)]
+        foreign = [d for d in drivers if side.foreign(d, sym)
+                   and getattr(d.containingSymbol, "hierarchicalPath", None) not in idle]
         owned = side.owned(sym)
         if isinstance(sym, ast.NetSymbol) and not owned and not any(
                 side.dut(d) and int(d.flags) & int(analysis.DriverFlags.OutputPort)
@@ -218,7 +225,8 @@ def driver_reasons(elab: Elaboration, tb_name: str, dut_module: str, dut_hier: s
     return [reason for _, reason in sorted(found)]
 
 
-def unrecorded_writes(elab: Elaboration, dut_hier: str) -> list[str]:
+def unrecorded_writes(elab: Elaboration, dut_hier: str,
+                      idle: frozenset[str] = frozenset()) -> list[str]:
     """Reasons (``file:line: ...``, in source order) for the testbench's writes that
     slang's driver analysis does not list, each judged by its whole variable: a
     ``force``/``release``/procedural ``assign``/``deassign``, an assignment in a
@@ -227,7 +235,9 @@ def unrecorded_writes(elab: Elaboration, dut_hier: str) -> list[str]:
     and a subroutine's ``output``/``inout``/``ref`` argument, found on the elaborated
     AST whatever the name's form (a ``$unit`` or package variable, an implicit net, a
     full-width select: a twelfth red team, 48.33 -> 86.67 % and 65.17 -> 99.64 %).
-    Rejected when the variable is the DUT's or a DUT driver drives any of its bits."""
+    Rejected when the variable is the DUT's or a DUT driver drives any of its bits.
+    ``idle``: paths of subroutines no call runs (an interface instance's task the
+    testbench calls on another instance only), whose writes are none."""
     manager = elab.drivers
     side = _Sides(elab, dut_hier, manager)
     origin = elab.sources.getFullyOriginalLoc
@@ -246,6 +256,33 @@ def unrecorded_writes(elab: Elaboration, dut_hier: str) -> list[str]:
                               f"{elab.where(loc)}: {what} `{sym.hierarchicalPath}` writes into "
                               "the DUT (a variable of the DUT, or one a DUT output drives)"))
 
+    for w in elab.writes:
+        if w.within not in idle:
+            judge(w.node, w.target, w.what)
+    return list(dict.fromkeys(reason for _, reason in sorted(found)))
+
+
+@dataclass(frozen=True)
+class Write:
+    """One write in the testbench's code: the construct, its lvalue, what it is (for a
+    reason's words) and the hierarchical path of the subroutine it lies in (None: a
+    process, a declaration)."""
+
+    node: Any
+    target: Any
+    what: str
+    within: str | None
+
+
+def tb_writes(elab: Elaboration) -> list[Write]:
+    """Every write in the testbench's code, in visit order: a ``force``/``release``/
+    procedural ``assign``/``deassign``, an assignment (not a force's own), an increment,
+    and a call's written arguments (see :func:`unrecorded_writes`). The code of an RTL
+    module the testbench includes is left out (Verilator keeps the RTL's declaration)."""
+    manager = elab.drivers
+    origin = elab.sources.getFullyOriginalLoc
+    out: list[Write] = []
+    within: list[str | None] = [None]
     forces: set[int] = set()  # assignments of a force/assign, judged as such
     rtl_names = {d.name for d in elab.compilation.getDefinitions()
                  if not elab.in_tb(d.location)}
@@ -260,28 +297,36 @@ def unrecorded_writes(elab: Elaboration, dut_hier: str) -> list[str]:
             syn = syn.parent
         return syn is None or syn.header.name.valueText not in rtl_names
 
-    def visit(node: Any) -> bool:
+    def add(node: Any, target: Any, what: str) -> None:
+        out.append(Write(node, target, what, within[0]))
+
+    def visit(node: Any) -> Any:
+        if isinstance(node, ast.SubroutineSymbol) and within[0] != node.hierarchicalPath:
+            outer, within[0] = within[0], node.hierarchicalPath
+            node.visit(visit)  # (entered again with its path set: its body)
+            within[0] = outer
+            return ast.VisitAction.Skip
         if isinstance(node, ast.ProceduralAssignStatement):
             if tb_code(node):
                 forces.add(origin(node.assignment.sourceRange.start).offset)
-                judge(node, getattr(node.assignment, "left", node.assignment),
-                      "the `force` of" if node.isForce else "the procedural `assign` of")
+                add(node, getattr(node.assignment, "left", node.assignment),
+                    "the `force` of" if node.isForce else "the procedural `assign` of")
         elif isinstance(node, ast.AssignmentExpression):
             if origin(node.sourceRange.start).offset not in forces and tb_code(node):
-                judge(node, node.left, "the assignment to")
+                add(node, node.left, "the assignment to")
         elif isinstance(node, ast.UnaryExpression) and node.op in _STEPS:
             if tb_code(node):
-                judge(node, node.operand, "the increment of")
+                add(node, node.operand, "the increment of")
         elif isinstance(node, ast.ProceduralDeassignStatement):
             if tb_code(node):
-                judge(node, node.lvalue, "the `release`/`deassign` of")
+                add(node, node.lvalue, "the `release`/`deassign` of")
         elif isinstance(node, ast.CallExpression) and tb_code(node):
             for arg, what in _written_arguments(node, manager):
-                judge(node, arg, what)
+                add(node, arg, what)
         return True
 
     elab.compilation.getRoot().visit(visit)
-    return list(dict.fromkeys(reason for _, reason in sorted(found)))
+    return out
 
 
 def _written_arguments(call: Any, manager: Any) -> list[tuple[Any, str]]:

@@ -54,6 +54,7 @@ from llm4cov.sim.safety.drivers import (
     dut_interface_members,
     unrecorded_writes,
 )
+from llm4cov.sim.safety.handles import HandleWrites, handle_writes, idle_subroutines
 from llm4cov.sim.safety.subroutines import (
     IN_PLACE_METHODS,
     OUTPUT_ARGUMENTS,
@@ -112,6 +113,12 @@ class Hierarchy:
     #: one of them (``t.rdata = vif.rdata`` writes a transaction's field). None: not
     #: known (a typedef of one, an unread declaration form): every name counts.
     virtual_handles: frozenset[str] | None = None
+    #: Testbench-text offsets of names written through a virtual interface handle that
+    #: the elaboration's points-to analysis shows land outside the DUT
+    #: (:func:`~llm4cov.sim.safety.handles.handle_writes`): the name rule above is
+    #: lifted there (a stream testbench's driver writing ``vif.data`` of the input side,
+    #: the output side's ``data`` being the DUT's).
+    virtual_cleared: frozenset[int] = frozenset()
     #: Per testbench unit, the names it declares itself (variables, nets, ports): a
     #: name that starts at one of them resolves there, never upward into the DUT.
     declared: Mapping[str, frozenset[str]] = dataclasses.field(default_factory=dict)
@@ -204,18 +211,21 @@ class Hierarchy:
             here = below or here
         return here
 
-    def writes_dut(self, path: list[str], module: str | None, forced: bool = False) -> bool:
+    def writes_dut(self, path: list[str], module: str | None, forced: bool = False,
+                   at: int | None = None) -> bool:
         """Whether writing the name ``path`` from ``module`` writes into the DUT: it lies
         inside an RTL instance, it is a testbench name an RTL output drives (a net too
         when ``forced``: a ``force``/``release``), or a port of a testbench module inside
-        the DUT (a bound module's port is the DUT's signal)."""
+        the DUT (a bound module's port is the DUT's signal). ``at``: the name's offset in
+        the testbench's text (:attr:`virtual_cleared`)."""
         def driven(unit: str | None) -> frozenset[str]:
             names = self.driven.get(unit or "", frozenset())
             return self.force_driven.get(unit or "", frozenset()) if forced else names
 
         if len(path) == 1:
             return module is not None and path[0] in driven(module)
-        if any(p in self.virtual_members for p in path[1:]) and (
+        if at not in self.virtual_cleared and any(
+                p in self.virtual_members for p in path[1:]) and (
                 self.virtual_handles is None
                 or any(p in self.virtual_handles for p in path[:-1])):
             return True
@@ -253,7 +263,9 @@ def dut_writes(tb_tree: syntax.SyntaxTree, hierarchy: Hierarchy) -> list[str]:
                 forced: bool = False) -> None:
         """Report the names the lvalue ``target`` writes (or the ``target`` paths, a
         list) that lie in the DUT."""
-        for path in target if isinstance(target, list) else _lvalue_paths(target):
+        named = [(p, None) for p in target] if isinstance(target, list) \
+            else _lvalue_names(target)
+        for path, at in named:
             if len(path) == 1 and path[0] in hierarchy.inputs(module[0]):
                 say(node, f"{what} `{path[0]}` writes an input port of `{module[0]}` "
                           "(an input is driven from outside; bound into the DUT, it is the "
@@ -265,7 +277,7 @@ def dut_writes(tb_tree: syntax.SyntaxTree, hierarchy: Hierarchy) -> list[str]:
                 continue
             if len(path) == 1 and _declared_locally(node, path[0]):
                 continue  # a class's, function's or block's own name, not the module's
-            if not hierarchy.writes_dut(path, module[0] if procedural else None, forced):
+            if not hierarchy.writes_dut(path, module[0] if procedural else None, forced, at):
                 continue
             driven = " (a DUT output port drives it)" if len(path) == 1 else ""
             say(node, f"{what} `{'.'.join(path)}` writes into the DUT{driven}")
@@ -479,35 +491,40 @@ def _arguments(n: Any) -> list[Any]:
 def _lvalue_paths(expr: Any) -> list[list[str]]:
     """The names an lvalue expression writes: its base names through selects,
     concatenations and parentheses, each as its path components."""
+    return [path for path, _ in _lvalue_names(expr)]
+
+
+def _lvalue_names(expr: Any) -> list[tuple[list[str], int | None]]:
+    """:func:`_lvalue_paths`, each with the offset where its name starts (None where
+    the name is a doubt's, not the lvalue's own)."""
     if expr is None:
         return []
     kind = expr.kind
     if kind in (SK.ElementSelectExpression, SK.MemberAccessExpression):
         base = expr.left
         if kind == SK.MemberAccessExpression:
-            inner = _lvalue_paths(base)
-            return [[*p, expr.name.valueText] for p in inner]
-        return _lvalue_paths(base)
+            return [([*p, expr.name.valueText], at) for p, at in _lvalue_names(base)]
+        return _lvalue_names(base)
     if kind == SK.ParenthesizedExpression:
-        return _lvalue_paths(expr.expression)
+        return _lvalue_names(expr.expression)
     if kind in (SK.SimplePropertyExpr, SK.SimpleSequenceExpr):  # a call's argument
-        return _lvalue_paths(expr.expr)
+        return _lvalue_names(expr.expr)
     if kind in (SK.ConcatenationExpression, SK.StreamingConcatenationExpression):
         out = []
         for item in expr.expressions:
             if isinstance(item, syntax.ExpressionSyntax):
-                out += _lvalue_paths(item)
+                out += _lvalue_names(item)
             elif hasattr(item, "expression"):
-                out += _lvalue_paths(item.expression)
+                out += _lvalue_names(item.expression)
         return out
     path = _path(expr)
     if path:
-        return [path]
+        return [(path, expr.sourceRange.start.offset)]
     if kind in _LEAVES:
         return []
     # any other form (an assignment pattern `'{dut.a, x} = ...`, a cast): a doubt is a
     # write of every name in it
-    return [p for name in syntax_nodes(expr, _NAMES)
+    return [(p, None) for name in syntax_nodes(expr, _NAMES)
             if (p := _path(name)) and not (isinstance(name.parent, syntax.NameSyntax)
                                            and _path(name.parent))]
 
@@ -534,6 +551,8 @@ def _path(name: Any) -> list[str] | None:
     if kind == SK.ScopedName:
         if name.separator.valueText != ".":
             return None
+        if name.left.kind in (SK.ThisHandle, SK.SuperHandle):  # `this.vif.q`: a member
+            return _path(name.right)
         left, right = _path(name.left), _path(name.right)
         return [*left, *right] if left is not None and right is not None else None
     return None
@@ -980,19 +999,23 @@ def check(tb_text: str, tb_name: str, rtl_text: str, rtl_modules: Iterable[str],
                              rtl_declarations(rtl_text))
     elaboration = functools.partial(Elaboration.of, rtl_text, tb_text, tb_name,
                                     dut_hier.split(".")[0])
-    made = None
+    made, through = None, None
     if syntax_nodes(tree.root, (SK.VirtualInterfaceType,)):
         made = elaboration()
         members = dut_interface_members(made, dut_hier).values()
+        through = handle_writes(made, dut_hier)
         hierarchy = dataclasses.replace(hierarchy,
                                         virtual_members=frozenset().union(*members),
-                                        virtual_handles=_virtual_handles(tree))
+                                        virtual_handles=_virtual_handles(tree),
+                                        virtual_cleared=through.cleared)
     reasons = dut_writes(tree, hierarchy) or unit_shadows(tree, rtl_text)
     if reasons:
         return reasons
     made = made or elaboration()
-    reasons = driver_reasons(made, tb_name, dut_module, dut_hier) or \
-        unrecorded_writes(made, dut_hier) or unsure_overrides(tree, dut_module) or \
+    through = through or HandleWrites([], frozenset(), idle_subroutines(made, None))
+    reasons = driver_reasons(made, tb_name, dut_module, dut_hier, through.idle) or \
+        unrecorded_writes(made, dut_hier, through.idle) or through.reasons or \
+        unsure_overrides(tree, dut_module) or \
         interface_parameter_changes(made, rtl_text, tb_name, task_parameters)
     if reasons or not (task_parameters or _overrides(tree, dut_module)):
         return reasons
