@@ -71,6 +71,7 @@ from llm4cov.tasks.hdl import (
     COMPILED_SUFFIXES,
     ElaborationLimitError,
     ParseLimitError,
+    module_parameters,
     search_dirs,
 )
 from llm4cov.tasks.model import SourceFile, Task
@@ -353,14 +354,44 @@ class Evaluator:
             tb.content, "\n".join(f.content for f in task.rtl_files))
         rtl = plan.modules.rtl if plan.modules else frozenset()
         try:  # elaborated in a bounded child (sim/safety/forked.py)
-            return bounded_call(stimulus_only.check, tb_text, tb.name, rtl_text, sorted(rtl),
-                                task.dut_module_name, plan.dut_hier, dict(task.parameters),
-                                raises=(ParseLimitError, ElaborationLimitError))
+            found = stimulus_only.CheckResult(*bounded_call(
+                stimulus_only.judge, tb_text, tb.name, rtl_text, sorted(rtl),
+                task.dut_module_name, plan.dut_hier, dict(task.parameters),
+                raises=(ParseLimitError, ElaborationLimitError)))
         except ParseLimitError as exc:
             return [str(exc)]
         except BoundExceeded as exc:
             return [f"{tb.name}: elaborating the testbench with the RTL {exc}, more than "
                     "llm4cov spends to check it: what it writes cannot be checked"]
+        if found.reasons or not found.dut_values or view is None:
+            return found.reasons or list(found.dut_values)
+        return self._simulator_parameters(task, tb, plan, view, list(found.dut_values))
+
+    def _simulator_parameters(self, task: Task, tb: SourceFile, plan: TestbenchPlan,
+                              view: Preprocessed, unsure: list[str]) -> list[str]:
+        """Reasons when the simulator's own elaboration of the view gives the DUT
+        instance other parameter values than the DUT module alone with the task's
+        (:meth:`~llm4cov.sim.backends.base.SimBackend.elaborated_parameters`): a value
+        pyslang may evaluate otherwise (``unsure``: a user function, an ``x``) is settled
+        by the tool that runs it; ``unsure`` itself when the simulator cannot say."""
+        declared = module_parameters(tb, plan.tb_top) if task.parameters else set()
+        actual = self.backend.elaborated_parameters(
+            view.text, plan.tb_top, plan.dut_hier,
+            {k: v for k, v in task.parameters.items() if k in declared})
+        overrides = ", ".join(f".{k}({v})" for k, v in task.parameters.items())
+        top = "llm4cov_parameter_reference"
+        reference = self.backend.elaborated_parameters(
+            f"{view.rtl_part()}\nmodule {top};\n  {task.dut_module_name} "
+            f"{'#(' + overrides + ') ' if overrides else ''}u ();\nendmodule\n",
+            top, f"{top}.u", {})
+        if actual is None or reference is None:
+            return unsure
+        changed = [f"{name} = {value} (the task's: {reference[name]})"
+                   for name, value in actual.items()
+                   if name in reference and value != reference[name]]
+        return [f"{tb.name}: the simulator elaborates the DUT `{plan.dut_hier}` with "
+                f"parameters other than the task's: {'; '.join(changed)}; instantiate it "
+                "with the task's parameters"] if changed else []
 
     # -- fidelity notes (issue 45; sim/analysis/fidelity.py, docs/fidelity.md) ------------------
 

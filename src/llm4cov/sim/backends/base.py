@@ -18,7 +18,7 @@ file name can reach.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -142,6 +142,14 @@ class SimBackend(Protocol):
 
     def stage(self, workdir: Path) -> None:
         """Put the backend's own files (a driver, say) into ``workdir``."""
+        ...
+
+    def elaborated_parameters(self, text: str, top: str, instance: str,
+                              overrides: Mapping[str, str]) -> dict[str, str] | None:
+        """The parameter values (the simulator's own notation) the simulator elaborates
+        the instance ``instance`` (a dotted path from ``top``) with, in ``text`` (one
+        preprocessed Verilog text) with ``top`` as its top and the top's ``overrides``;
+        None when it cannot say (an error, a bound)."""
         ...
 
     def build(self, task: Task, tb: SourceFile, plan: TestbenchPlan, workdir: Path,

@@ -42,9 +42,9 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from pyslang import ast, parsing, syntax
 
@@ -983,8 +983,27 @@ def _value(param: Any) -> str:
         return text
 
 
+class CheckResult(NamedTuple):
+    """What :func:`judge` found: ``reasons`` the testbench's score would not be its
+    stimulus's own, and ``dut_values``: reasons for DUT parameter values pyslang and
+    Verilator may evaluate differently (a user function, an ``x``), when nothing else
+    is wrong; the caller asks the simulator's own elaboration for those
+    (:meth:`~llm4cov.sim.backends.base.SimBackend.elaborated_parameters`), or refuses."""
+
+    reasons: list[str]
+    dut_values: Sequence[str] = ()
+
+
 def check(tb_text: str, tb_name: str, rtl_text: str, rtl_modules: Iterable[str],
           dut_module: str, dut_hier: str, task_parameters: Mapping[str, str]) -> list[str]:
+    """:func:`judge`'s reasons, a DUT parameter value it cannot be sure of refused."""
+    found = judge(tb_text, tb_name, rtl_text, rtl_modules, dut_module, dut_hier,
+                  task_parameters)
+    return found.reasons or list(found.dut_values)
+
+
+def judge(tb_text: str, tb_name: str, rtl_text: str, rtl_modules: Iterable[str],
+          dut_module: str, dut_hier: str, task_parameters: Mapping[str, str]) -> CheckResult:
     """Every reason the testbench's score would not be its stimulus's own (empty: none):
     :func:`dut_writes` on the testbench's part ``tb_text`` of Verilator's view, then
     :func:`~llm4cov.sim.safety.drivers.driver_reasons` on the elaboration of the view
@@ -1010,17 +1029,21 @@ def check(tb_text: str, tb_name: str, rtl_text: str, rtl_modules: Iterable[str],
                                         virtual_cleared=through.cleared)
     reasons = dut_writes(tree, hierarchy) or unit_shadows(tree, rtl_text)
     if reasons:
-        return reasons
+        return CheckResult(reasons)
     made = made or elaboration()
     through = through or HandleWrites([], frozenset(), idle_subroutines(made, None))
+    elsewhere, at_dut = unsure_overrides(tree, dut_module)
     reasons = driver_reasons(made, tb_name, dut_module, dut_hier, through.idle) or \
         unrecorded_writes(made, dut_hier, through.idle) or through.reasons or \
-        unsure_overrides(tree, dut_module) or \
-        interface_parameter_changes(made, rtl_text, tb_name, task_parameters)
-    if reasons or not (task_parameters or _overrides(tree, dut_module)):
-        return reasons
-    return parameter_changes(rtl_text, tb_text, tb_name, dut_module, dut_hier,
-                             task_parameters, made)
+        elsewhere or interface_parameter_changes(made, rtl_text, tb_name, task_parameters)
+    if reasons:
+        return CheckResult(reasons)
+    if at_dut:  # pyslang's values are not Verilator's: the simulator's elaboration decides
+        return CheckResult([], at_dut)
+    if not (task_parameters or _overrides(tree, dut_module)):
+        return CheckResult([])
+    return CheckResult(parameter_changes(rtl_text, tb_text, tb_name, dut_module, dut_hier,
+                                         task_parameters, made))
 
 
 def _overrides(tree: syntax.SyntaxTree, dut_module: str) -> bool:
@@ -1124,7 +1147,8 @@ _PLAIN_SYSTEM_CALLS = frozenset({
     "$dimensions", "$unpacked_dimensions", "$signed", "$unsigned", "$countones"})
 
 
-def unsure_overrides(tree: syntax.SyntaxTree, dut_module: str) -> list[str]:
+def unsure_overrides(tree: syntax.SyntaxTree, dut_module: str
+                     ) -> tuple[list[str], list[str]]:
     """Reasons for each parameter value the testbench gives an instance of
     ``dut_module``, or of a testbench module that holds one (a wrapper passes it on), that
     is computed with a user function, an ``x``/``z`` value, a division or a select
@@ -1132,7 +1156,10 @@ def unsure_overrides(tree: syntax.SyntaxTree, dut_module: str) -> list[str]:
     those differently (a function returning ``c ? 2 : 1`` on an unset ``logic c`` was 0
     to pyslang, the default, and 1 to Verilator, which pruned the DUT's hard branch:
     84.49 -> 97.37 %, a twelfth red team), so the check cannot compare the value with
-    the task's. Empty when every value is plain."""
+    the task's. Two lists: the reasons elsewhere (a wrapper's, an interface's, another
+    module's value, a generate condition), and those of values given to an instance of
+    ``dut_module`` itself (Verilator's own elaboration can settle those: the caller's).
+    Both empty when every value is plain."""
     params: dict[str, list[Any]] = {}
     sites: list[tuple[str, Any]] = []  # (the unit it lies in, an instantiation)
     unit = [""]
@@ -1154,9 +1181,10 @@ def unsure_overrides(tree: syntax.SyntaxTree, dut_module: str) -> list[str]:
     sites = [(u, n) for u, n in sites if n.parameters is not None]
     if not sites and not syntax_nodes(tree.root, (SK.IfGenerate, SK.CaseGenerate,
                                                   SK.LoopGenerate)):
-        return []
+        return [], []
     sm = tree.sourceManager
-    found = []
+    found: list[str] = []
+    at_dut: list[str] = []
 
     def where(node: Any) -> str:
         loc = node.sourceRange.start
@@ -1182,12 +1210,13 @@ def unsure_overrides(tree: syntax.SyntaxTree, dut_module: str) -> list[str]:
             if what:
                 name = assign.name.valueText if hasattr(assign, "name") else f"#{i + 1}"
                 loc = assign.sourceRange.start
-                found.append(f"{sm.getFileName(loc).removeprefix(VIRTUAL_ROOT + '/')}:"
+                into = at_dut if site.type.valueText == dut_module else found
+                into.append(f"{sm.getFileName(loc).removeprefix(VIRTUAL_ROOT + '/')}:"
                              f"{sm.getLineNumber(loc)}: the value of the parameter "
                              f"`{name}` of `{site.type.valueText}` is computed with "
                              f"{what}, which Verilator and the check may evaluate "
                              "differently: give it as a plain constant")
-    return found
+    return found, at_dut
 
 
 def _unsure(expr: Any, params: Mapping[str, list[Any]], seen: set[str]) -> str | None:

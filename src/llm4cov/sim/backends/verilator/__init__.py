@@ -11,10 +11,12 @@ Both steps run in the OS sandbox unless ``SimConfig.sandbox`` is off.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import secrets
 import shutil
+from collections.abc import Mapping
 from pathlib import Path
 
 from llm4cov.sim.analysis.structure import TestbenchPlan, always_without_timing, stop_sites
@@ -26,6 +28,7 @@ from llm4cov.sim.backends.verilator.build import (
     DRIVER_HOOKS,
     INCLUDER,
     OBJ_DIR,
+    PROCESS_MEMORY_BYTES,
     TOP_PREFIX,
     build_sandbox,
     cflags,
@@ -33,6 +36,7 @@ from llm4cov.sim.backends.verilator.build import (
     run_sandbox,
 )
 from llm4cov.sim.backends.verilator.coverage_dat import COVERAGE_FORMAT, parse_coverage_dat
+from llm4cov.sim.backends.verilator.elaborated import instance_parameters
 from llm4cov.sim.backends.verilator.toolchain import Toolchain
 from llm4cov.sim.backends.verilator.versions import PINNED, VerilatorBuild
 from llm4cov.sim.cache import BUILD_DIR, cache_root, evict_build_store
@@ -41,6 +45,8 @@ from llm4cov.sim.logs import scrub_paths
 from llm4cov.sim.model import coverage as cov
 from llm4cov.sim.model.metrics import opt_in_flags, verilator_flags
 from llm4cov.sim.model.observation import EndReason, Status
+from llm4cov.sim.safety import workdirs
+from llm4cov.sim.safety.forked import BoundExceeded, bounded_call
 from llm4cov.sim.safety.host import ToolchainError
 from llm4cov.sim.safety.isolation import SANDBOX_PATH
 from llm4cov.sim.safety.process import Limits, ProcessResult, Sandbox, run_limited
@@ -68,6 +74,11 @@ COVERAGE_MAX_BYTES = COVERAGE_FORMAT.max_bytes
 TRACE_FLAGS = {"vcd": "--trace", "fst": "--trace-fst"}
 #: The run's coverage file in a kept work dir (``Evaluator.evaluate_kept``, ``keep_workdir``).
 KEPT_COVERAGE = COVERAGE_FORMAT.kept_name
+#: The file :meth:`VerilatorBackend.elaborated_parameters` hands Verilator, and the most
+#: its ``--json-only`` tree may take (bytes).
+VIEW_FILE = "llm4cov_view.sv"
+TREE_BYTES = 64 * 1024**2
+log = logging.getLogger(__name__)
 
 
 def check_compiler(config: SimConfig) -> None:
@@ -169,6 +180,42 @@ class VerilatorBackend:
         plain = task.model_copy(update={"parameters": {}})
         stand_in = TestbenchPlan(tb_top=task.dut_module_name, dut_hier="")
         return self.verilate_command(plain, tb, stand_in, self.config.fsm_coverage)
+
+    def elaborated_parameters(self, text: str, top: str, instance: str,
+                              overrides: Mapping[str, str]) -> dict[str, str] | None:
+        """The parameter values Verilator elaborates ``instance`` with (its constants,
+        ``32'h4``): ``--json-only`` on ``text`` with ``top`` as the top and ``overrides``
+        as ``-G``s, the build's flags, in the build's sandbox and bounds
+        (:mod:`~llm4cov.sim.backends.verilator.elaborated`; the tree is read in a bounded
+        child). None when Verilator fails or a bound is passed."""
+        scratch = workdirs.create(self.config.workdir_root)
+        try:
+            src = sources(scratch)
+            src.mkdir()
+            (src / VIEW_FILE).write_text(text, encoding="utf-8", errors="surrogateescape")
+            cmd = [*self.toolchain.command(), "--json-only", "--timing", "-Wno-fatal",
+                   "--top-module", top, "-Mdir", "../obj",
+                   *(f"-G{k}={v}" for k, v in overrides.items()),
+                   *self.build_spec.verilate_flags, *self.config.extra_verilator_args,
+                   VIEW_FILE]
+            cpu = int(self.config.build_cpu_limit_s)
+            run = run_limited(
+                cmd, cwd=str(src), workdir=str(scratch), env=self.env(),
+                timeout_s=self.config.compile_timeout_s,
+                limits=Limits(cpu_s=cpu, memory_bytes=PROCESS_MEMORY_BYTES,
+                              file_bytes=TREE_BYTES, dir_bytes=2 * TREE_BYTES,
+                              tree_cpu_s=cpu),
+                output_cap=64 * 1024,
+                sandbox=build_sandbox(self.toolchain) if self.config.sandbox else None)
+            tree = scratch / "obj" / f"V{top}.tree.json"
+            if run.returncode != 0 or run.timed_out or run.exceeded or not tree.is_file():
+                return None
+            return bounded_call(instance_parameters, str(tree), instance)
+        except (OSError, BoundExceeded, RuntimeError) as exc:
+            log.info("Verilator's elaboration could not be read (%s)", exc)
+            return None
+        finally:
+            workdirs.release(scratch)
 
     def stage(self, workdir: Path) -> None:
         """Copy the C++ driver, its hooks header and the includer into ``workdir``."""
