@@ -135,6 +135,14 @@ _LOOPS = frozenset({K.ForLoopStatement, K.ForeachLoopStatement, K.ForeverStateme
                     K.LoopStatement, K.DoWhileStatement})
 
 
+def _unplaceable(file: RtlFile, at, *spanned) -> str | None:
+    """Why no goal can go at the statement ``at``: a node of ``spanned`` is not in the
+    file's own text (a macro body), or ``at`` lies in a procedural loop; None: it can."""
+    if any(file.span(node) is None for node in spanned):
+        return _MACRO_TEXT
+    return _IN_LOOP if _in_loop(at) else None
+
+
 def _in_loop(node) -> bool:
     """Whether ``node`` lies in a loop statement of its procedural block (a procedural
     loop is unrolled in the formal model: a label in its body repeats)."""
@@ -251,22 +259,17 @@ class _Placer:
             items = file.case_items.get(item.line)
             if not items:
                 return f"no case item at {item.file}:{item.line}"
-            if file.span(items[0].clause) is None:
-                return _MACRO_TEXT
-            if _in_loop(items[0]):
-                return _IN_LOOP
+            if why := _unplaceable(file, items[0], items[0].clause):
+                return why
             label = self.new_goal(item, "case item", item.kind)
             self.wrap(file, items[0].clause, self.check(label, "1'b1"), label)
             return None
         cands = file.ifs.get(if_line) or (file.elses.get(item.line) if wants_else else None)
         if cands:
             cond_stmt = cands[0]
-            if file.span(cond_stmt) is None or file.span(cond_stmt.statement) is None or (
-                    cond_stmt.elseClause is not None
-                    and file.span(cond_stmt.elseClause.clause) is None):
-                return _MACRO_TEXT
-            if _in_loop(cond_stmt):
-                return _IN_LOOP
+            orelse = () if cond_stmt.elseClause is None else (cond_stmt.elseClause.clause,)
+            if why := _unplaceable(file, cond_stmt, cond_stmt, cond_stmt.statement, *orelse):
+                return why
             if wants_else:
                 return self.place_else(file, item, cond_stmt)
             label = self.new_goal(item, "then branch", item.kind)
@@ -275,10 +278,8 @@ class _Placer:
         stmts = file.statements.get(item.line)
         if not stmts:
             return f"no statement at {item.file}:{item.line}"
-        if file.span(stmts[0]) is None:
-            return _MACRO_TEXT
-        if _in_loop(stmts[0]):
-            return _IN_LOOP
+        if why := _unplaceable(file, stmts[0], stmts[0]):
+            return why
         label = self.new_goal(item, "block", item.kind)
         self.wrap(file, stmts[0], self.check(label, "1'b1"), label)
         return None
@@ -311,8 +312,8 @@ class _Placer:
         stmts = [s for s in file.ifs.get(item.line) or file.statements.get(item.line) or []
                  if file.span(s) is not None]
         if stmts:
-            if _in_loop(stmts[0]):
-                return _IN_LOOP
+            if why := _unplaceable(file, stmts[0]):
+                return why
             label = self.new_goal(item, f"term {cond}", "expr")
             self.wrap(file, stmts[0], self.check(label, cond), label)
             return None
