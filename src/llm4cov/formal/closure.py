@@ -183,7 +183,15 @@ class DesignIO:
 
 
 def design_io(task: Task) -> DesignIO:
+    """The DUT's ports, clock and resets for a formal harness.
+
+    Raises:
+        ValueError: the DUT has an interface port (no harness drives one).
+    """
     stim = Stimulus(task, 0)
+    if stim.interfaces:
+        raise ValueError(f"port {stim.interfaces[0].name!r} of {task.dut_module_name!r} is "
+                         "an interface port")
     clock = stim.clocks[0].name if stim.clocks else None
     return DesignIO(stim.ports, clock, {r.name: stim.low[r.name] for r in stim.resets})
 

@@ -106,8 +106,15 @@ def _header(task: Task, s: Stimulus) -> list[str]:
             lines.append(f"  {p.declaration()} = {init};")
         else:
             lines.append(f"  {p.declaration()};")
+    for iface in s.interfaces:  # an interface port's instance, joined to its members'
+        lines.append(f"  {iface.instantiation()}")
+    for p in s.ports:
+        if p.via:
+            lines.append(f"  assign {p.via} = {p.name};" if p.direction == "input"
+                         else f"  assign {p.name} = {p.via};")
     overrides = ", ".join(f".{k}({k})" for k in task.parameters)
-    conns = ",\n".join(f"    .{p.name}({p.name})" for p in s.ports)
+    conns = ",\n".join([f"    .{p.name}({p.name})" for p in s.ports if not p.via]
+                       + [f"    .{f.name}({f.instance})" for f in s.interfaces])
     inst = f"{task.dut_module_name} #({overrides})" if overrides else task.dut_module_name
     lines.append(f"  {inst} {task.dut_instance_name} (\n{conns}\n  );")
     for i, clk in enumerate(s.clocks):

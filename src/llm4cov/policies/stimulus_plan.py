@@ -249,7 +249,7 @@ class Stimulus:
     def __init__(self, task: Task, seed: int):
         design = task_design(task)
         self.design = design
-        self.ports = design.ports(task.dut_module_name, task.parameters)
+        self.ports, self.interfaces = design.flat_ports(task.dut_module_name, task.parameters)
         usage = signal_usage(design, task.dut_module_name)
         inputs = [p for p in self.ports if p.direction == "input"]
         scalar = [p for p in inputs if p.width == 1 and not p.unpacked and not p.cast]

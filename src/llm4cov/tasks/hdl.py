@@ -35,6 +35,7 @@ from pyslang import ast, parsing, syntax
 
 from llm4cov.tasks import includes
 from llm4cov.tasks.includes import UnsafeIncludeError
+from llm4cov.tasks.interface_ports import InterfacePort, interface_ports
 from llm4cov.tasks.model import SourceFile, Task, TaskError
 
 __all__ = ["UnsafeIncludeError"]
@@ -78,6 +79,9 @@ class Port:
     type_text: str = ""
     cast: bool = False
     unpacked: tuple[tuple[int, int], ...] = ()
+    via: str = ""
+    """A member of a DUT interface port: its name in the testbench's instance of the
+    interface (``in_if.data``; :mod:`llm4cov.tasks.interface_ports`); "" for a port."""
 
     def declaration(self) -> str:
         """``<type> <name> [<dims>]``: a testbench variable that connects to the port."""
@@ -418,6 +422,22 @@ class Design:
         return ports
 
 
+    def flat_ports(self, module: str, parameters: Mapping[str, str] | None = None
+                   ) -> tuple[list[Port], list[InterfacePort]]:
+        """:meth:`ports`, with each interface port's members as ports of their own
+        (:func:`~llm4cov.tasks.interface_ports.interface_ports`), and those interface
+        ports.
+
+        Raises:
+            ValueError: the module is not declared, or an interface port is not one
+                that reading flattens.
+        """
+        comp, top = self._top(module, parameters)
+        ports = [_port(p) for p in top.body.portList if p.kind == ast.SymbolKind.Port]
+        interfaces, members = interface_ports(comp, top, _typed_port,
+                                              {p.name for p in ports})
+        return ports + members, interfaces
+
     def parameters(self, module: str) -> list[str]:
         """Names of the parameters of ``module`` an instance may override (``parameter``
         and type parameters, not ``localparam``; a body ``parameter`` is local when the
@@ -476,7 +496,10 @@ def _instances(module: syntax.SyntaxNode) -> tuple[tuple[str, str], ...]:
 def _port(p: ast.PortSymbol) -> Port:
     direction = {"In": "input", "Out": "output", "InOut": "inout"}.get(
         p.direction.name, p.direction.name.lower())
-    ty = p.type
+    return _typed_port(p.type, p.name, direction)
+
+
+def _typed_port(ty: Any, name: str, direction: str, via: str = "") -> Port:
     dims: list[tuple[int, int]] = []
     while isinstance(ty, ast.FixedSizeUnpackedArrayType):  # the unpacked arrays with a range
         dims.append((ty.range.left, ty.range.right))
@@ -489,7 +512,7 @@ def _port(p: ast.PortSymbol) -> Port:
         type_text, cast = _vector(width, ty.isSigned), False
     else:
         type_text, cast = text, False  # real, string, ...
-    return Port(p.name, direction, width, bool(ty.isSigned), type_text, cast, tuple(dims))
+    return Port(name, direction, width, bool(ty.isSigned), type_text, cast, tuple(dims), via)
 
 
 def parse_design(
