@@ -150,11 +150,15 @@ def test_verilator_rejects_the_same_line(case):
 
 
 @pytest.mark.requires_verilator
-def test_a_testbench_only_pyslang_rejects_still_simulates():
-    # The session's build store (conftest's cache dir); the pre-check is on.
+def test_a_testbench_only_pyslang_rejects_is_built_then_refused():
+    """Verilator builds it (no compile error, so no pre-check verdict), but slang left
+    the statement out of the elaboration every write check reads: refused after the
+    build, naming the line (a fifteenth red team wrote the DUT's register that way).
+    The session's build store (conftest's cache dir); the pre-check is on."""
     config = SimConfig(result_cache=False)
     obs = Evaluator(config).evaluate(TASK, USED_BEFORE_DECLARED.content)
-    assert obs.status is Status.SUCCESS, obs.log
+    assert obs.status is Status.REJECTED, obs.log
+    assert obs.log.endswith("tb.sv:4: identifier 'n' used before its declaration")
 
 
 def test_dumpvars_naming_a_missing_scope_is_left_to_verilator():

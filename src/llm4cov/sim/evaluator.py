@@ -33,7 +33,7 @@ import hashlib
 import logging
 import time
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 
@@ -311,7 +311,8 @@ class Evaluator:
                                   view=inspection.view)
         except StructureError as exc:
             return KeptRun(Observation(status=Status.COMPILE_ERROR, log=str(exc), **base))
-        forged = self._dut_writes(task, tb, plan, inspection.view)
+        judged = self._stimulus_check(task, tb, plan, inspection.view)
+        forged = judged.reasons
         if forged:
             return KeptRun(Observation(
                 status=Status.REJECTED,
@@ -324,7 +325,7 @@ class Evaluator:
         workdir = workdirs.create(str(keep_in) if keep_in else self.config.workdir_root)
         try:
             obs = self._simulate(task, tb, aux, plan, workdir, base, inspection.view,
-                                 extend(plan) if extend else "")
+                                 extend(plan) if extend else "", judged.unelaborated)
             obs = self._fidelity_noted(obs, task, tb, plan, inspection.view)
         except OSError as exc:  # fork/exec failure, disk full: infrastructure, not the TB
             log.warning("evaluator infrastructure error: %s", exc)
@@ -340,16 +341,24 @@ class Evaluator:
 
     def _dut_writes(self, task: Task, tb: SourceFile, plan: TestbenchPlan,
                     view: Preprocessed | None) -> list[str]:
+        """Why the testbench's coverage would not be its stimulus's own, before any build
+        (:meth:`_stimulus_check`'s reasons); empty when it is."""
+        return list(self._stimulus_check(task, tb, plan, view).reasons)
+
+    def _stimulus_check(self, task: Task, tb: SourceFile, plan: TestbenchPlan,
+                        view: Preprocessed | None) -> stimulus_only.CheckResult:
         """Why the testbench's coverage would not be its stimulus's own
-        (:func:`~llm4cov.sim.safety.stimulus_only.check`, on Verilator's view of the sources);
-        empty when it is, or when ``SimConfig.stimulus_only`` is off."""
+        (:func:`~llm4cov.sim.safety.stimulus_only.judge`, on Verilator's view of the
+        sources; a DUT parameter value pyslang may evaluate otherwise settled by the
+        simulator), and the testbench code pyslang could not elaborate (refused after a
+        build that passes); nothing when ``SimConfig.stimulus_only`` is off."""
         if not self.config.stimulus_only:
-            return []
+            return stimulus_only.CheckResult([])
         if plan.redeclared:
-            return [f"{tb.name}: the testbench declares `{m}`, a name of the RTL's (a module, "
-                    "a package, or Verilator's name for a copy of a module): the compiled "
-                    "design could be the testbench's, not the RTL's"
-                    for m in plan.redeclared]
+            return stimulus_only.CheckResult([
+                f"{tb.name}: the testbench declares `{m}`, a name of the RTL's (a module, "
+                "a package, or Verilator's name for a copy of a module): the compiled "
+                "design could be the testbench's, not the RTL's" for m in plan.redeclared])
         tb_text, rtl_text = (view.tb_part(), view.rtl_part()) if view else (
             tb.content, "\n".join(f.content for f in task.rtl_files))
         rtl = plan.modules.rtl if plan.modules else frozenset()
@@ -359,13 +368,16 @@ class Evaluator:
                 task.dut_module_name, plan.dut_hier, dict(task.parameters),
                 raises=(ParseLimitError, ElaborationLimitError)))
         except ParseLimitError as exc:
-            return [str(exc)]
+            return stimulus_only.CheckResult([str(exc)])
         except BoundExceeded as exc:
-            return [f"{tb.name}: elaborating the testbench with the RTL {exc}, more than "
-                    "llm4cov spends to check it: what it writes cannot be checked"]
-        if found.reasons or not found.dut_values or view is None:
-            return found.reasons or list(found.dut_values)
-        return self._simulator_parameters(task, tb, plan, view, list(found.dut_values))
+            return stimulus_only.CheckResult([
+                f"{tb.name}: elaborating the testbench with the RTL {exc}, more than "
+                "llm4cov spends to check it: what it writes cannot be checked"])
+        if found.reasons or not found.dut_values:
+            return found
+        reasons = self._simulator_parameters(task, tb, plan, view, list(found.dut_values)) \
+            if view is not None else list(found.dut_values)
+        return stimulus_only.CheckResult(reasons, (), found.unelaborated)
 
     def _simulator_parameters(self, task: Task, tb: SourceFile, plan: TestbenchPlan,
                               view: Preprocessed, unsure: list[str]) -> list[str]:
@@ -463,9 +475,12 @@ class Evaluator:
 
     def _simulate(self, task: Task, tb: SourceFile, aux: list[SourceFile],
                   plan: TestbenchPlan, workdir: Path, base: dict,
-                  view: Preprocessed | None, generated: str) -> Observation:
+                  view: Preprocessed | None, generated: str,
+                  unelaborated: Sequence[str] = ()) -> Observation:
         """The steps in the work dir: sources, pre-check, rewrites, then
-        :meth:`_build`, :meth:`_judge_build` and :meth:`_run`."""
+        :meth:`_build`, :meth:`_judge_build` and :meth:`_run`; ``unelaborated``: the
+        testbench code the stimulus check could not elaborate (``rejected`` once
+        Verilator builds it: a compile error keeps its own feedback)."""
         src = workdirs.sources(workdir)
         for f in [*task.rtl_files, *aux, tb]:
             _write(src / f.name, f.content)
@@ -498,6 +513,13 @@ class Evaluator:
         judged = self._judge_build(staged, build, base, notes)
         if judged is not None:
             return judged
+        if unelaborated:
+            return Observation(
+                status=Status.REJECTED,
+                log="Rejected after building: Verilator builds testbench code that pyslang "
+                    "cannot elaborate, so what it writes into the DUT cannot be checked "
+                    "(rewrite it as plain SystemVerilog):\n" + "\n".join(unelaborated),
+                notes=[STIMULUS_ONLY_NOTE], **base)
         return self._run(staged, build, base, notes)
 
     def _build(self, staged: _Staged, base: dict, notes: list[str]) -> _Build:

@@ -48,13 +48,14 @@ from typing import Any, NamedTuple
 
 from pyslang import ast, parsing, syntax
 
+from llm4cov.sim.safety.declaration_order import forward_references
 from llm4cov.sim.safety.drivers import (
     Elaboration,
     driver_reasons,
     dut_interface_members,
     unrecorded_writes,
 )
-from llm4cov.sim.safety.handles import HandleWrites, handle_writes, idle_subroutines
+from llm4cov.sim.safety.handles import HandleWrites, handle_writes, subroutine_calls
 from llm4cov.sim.safety.subroutines import (
     IN_PLACE_METHODS,
     OUTPUT_ARGUMENTS,
@@ -992,6 +993,9 @@ class CheckResult(NamedTuple):
 
     reasons: list[str]
     dut_values: Sequence[str] = ()
+    #: pyslang's errors in the testbench's text (``Elaboration.unelaborated``): code no
+    #: check saw; the caller refuses the testbench when Verilator builds it.
+    unelaborated: Sequence[str] = ()
 
 
 def check(tb_text: str, tb_name: str, rtl_text: str, rtl_modules: Iterable[str],
@@ -1031,19 +1035,21 @@ def judge(tb_text: str, tb_name: str, rtl_text: str, rtl_modules: Iterable[str],
     if reasons:
         return CheckResult(reasons)
     made = made or elaboration()
-    through = through or HandleWrites([], frozenset(), idle_subroutines(made, None))
+    through = through or HandleWrites([], frozenset(), subroutine_calls(made, None))
     elsewhere, at_dut = unsure_overrides(tree, dut_module)
-    reasons = driver_reasons(made, tb_name, dut_module, dut_hier, through.idle) or \
-        unrecorded_writes(made, dut_hier, through.idle) or through.reasons or \
+    reasons = forward_references(tree, made) or \
+        driver_reasons(made, tb_name, dut_module, dut_hier, through.calls) or \
+        unrecorded_writes(made, dut_hier, through.calls) or through.reasons or \
         elsewhere or interface_parameter_changes(made, rtl_text, tb_name, task_parameters)
     if reasons:
         return CheckResult(reasons)
+    unelaborated = made.unelaborated()
     if at_dut:  # pyslang's values are not Verilator's: the simulator's elaboration decides
-        return CheckResult([], at_dut)
+        return CheckResult([], at_dut, unelaborated)
     if not (task_parameters or _overrides(tree, dut_module)):
-        return CheckResult([])
+        return CheckResult([], (), unelaborated)
     return CheckResult(parameter_changes(rtl_text, tb_text, tb_name, dut_module, dut_hier,
-                                         task_parameters, made))
+                                         task_parameters, made), (), unelaborated)
 
 
 def _overrides(tree: syntax.SyntaxTree, dut_module: str) -> bool:

@@ -1,0 +1,83 @@
+"""A name used above its declaration: pyslang binds it to an outer declaration, Verilator
+to the scope's own (``sim/safety/declaration_order.py``)."""
+
+from __future__ import annotations
+
+import pytest
+
+from llm4cov.sim.model.observation import Status
+from llm4cov.sim.safety.stimulus_only import judge
+from llm4cov.tasks.model import SourceFile, Task
+
+CNT = """interface cnt_if (input logic clk);
+  logic [7:0] count;
+  modport dut (input clk, output count);
+endinterface
+module cnt (cnt_if.dut b);
+  always_ff @(posedge b.clk) b.count <= b.count + 8'd1;
+endmodule
+"""
+
+
+def found(tb: str) -> list[str]:
+    return judge(tb, "tb.sv", CNT, {"cnt"}, "cnt", "tb.dut", {}).reasons
+
+
+def test_a_handle_used_above_its_declaration_binds_elsewhere_in_pyslang():
+    """The task's ``h`` is the file-level handle to pyslang (never set: its write looked
+    harmless) and ``tb.h`` to Verilator, which holds the DUT's interface."""
+    tb = ("virtual cnt_if h;\nmodule tb;\n  logic clk = 0;\n  cnt_if bus(clk);\n"
+          "  cnt dut(.b(bus));\n  task automatic poke(input logic [7:0] x); h.count = x; "
+          "endtask\n  virtual cnt_if h = bus;\nendmodule\n")
+    assert found(tb) == ["tb.sv:6: `h` is used above its declaration, where pyslang and "
+                         "Verilator bind it to different declarations: declare it first"]
+    moved = tb.replace("  virtual cnt_if h = bus;\n", "").replace(
+        "  task automatic", "  virtual cnt_if h = bus;\n  task automatic")
+    assert all("above its declaration" not in r for r in found(moved))
+
+
+def test_an_instance_used_above_it_binds_to_a_package_object_in_pyslang():
+    tb = ("package p; class C; logic [7:0] count; endclass C bus = new; endpackage\n"
+          "import p::*;\nmodule tb;\n  logic clk = 0;\n"
+          "  task automatic poke(input logic [7:0] x); bus.count = x; endtask\n"
+          "  cnt_if bus(clk);\n  cnt dut(.b(bus));\nendmodule\n")
+    assert found(tb) == ["tb.sv:5: `bus` is used above its declaration, where pyslang and "
+                         "Verilator bind it to different declarations: declare it first"]
+
+
+def test_forward_references_both_tools_bind_alike_pass():
+    """A hierarchical name above its instance (``$display(dut.count)``), a call above its
+    task, loop variables beside a module variable of the same name."""
+    tb = ("module tb;\n  logic clk = 0;\n  initial $display(dut.b.count);\n"
+          "  initial run();\n  task run(); endtask\n  cnt_if bus(clk);\n  cnt dut(.b(bus));\n"
+          "  int arr[4];\n  initial for (int i = 0; i < 2; i++) arr[i] = i;\n"
+          "  initial foreach (arr[k]) arr[k] = k;\n  int i, k;\nendmodule\n")
+    assert found(tb) == []
+
+
+def test_code_pyslang_cannot_elaborate_is_named():
+    """``$clog2`` of a real: slang leaves the statement out of its AST (so no check saw
+    the write); the evaluator refuses it once Verilator builds it."""
+    tb = ("module tb;\n  logic clk = 0;\n  cnt_if bus(clk);\n  cnt dut(.b(bus));\n"
+          "  initial bus.count = 8'd5 + 8'($clog2(1.0));\nendmodule\n")
+    result = judge(tb, "tb.sv", CNT, {"cnt"}, "cnt", "tb.dut", {})
+    assert result.reasons == []
+    assert result.unelaborated == ["tb.sv:5: invalid argument type 'real' to system function"]
+
+
+@pytest.mark.requires_verilator
+@pytest.mark.heavy
+def test_the_evaluator_refuses_unelaborated_code_once_verilator_builds_it(evaluator):
+    """A fifteenth red team: the write rode on a statement slang dropped (53.57 -> 75.00 %).
+    A compile error in such code would keep Verilator's own feedback."""
+    task = Task(id="probe/cnt", rtl_files=[SourceFile(name="cnt.sv", content=CNT)],
+                dut_module_name="cnt", dut_instance_name="dut")
+    tb = ("module tb;\n  logic clk = 0;\n  always #5 clk = ~clk;\n  cnt_if bus(clk);\n"
+          "  cnt dut(.b(bus));\n  initial begin #20 bus.count = 8'd5 + 8'($clog2(1.0)); "
+          "#20 $finish; end\nendmodule\n")
+    obs = evaluator.evaluate(task, tb)
+    assert obs.status is Status.REJECTED
+    assert obs.log.startswith("Rejected after building: Verilator builds testbench code "
+                              "that pyslang cannot elaborate")
+    broken = evaluator.evaluate(task, tb.replace("#20 $finish;", "#20 $finish(;"))
+    assert broken.status is Status.COMPILE_ERROR
