@@ -200,3 +200,22 @@ def test_handles_as_associative_array_keys_are_not_followed():
             "  initial begin driver d = new(in_if); a[\"o\"] = out_if; void'(a.first(key)); "
             "d.vif = a[key]; d.send(1); end\n")
     assert reasons(body) != []
+
+
+@pytest.mark.parametrize("body, refused", [
+    # the config-db idiom: a string-keyed array, each side under its own key
+    ("  virtual stream_if db[string];\n  initial begin db[\"in\"] = in_if; "
+     "db[\"out\"] = out_if; begin driver d = new(db[\"in\"]); d.send(1); end end\n", False),
+    ("  virtual stream_if db[string];\n  initial begin db[\"in\"] = in_if; "
+     "db[\"out\"] = out_if; begin driver d = new(db[\"out\"]); d.send(1); end end\n", True),
+    # a key is its value in the index type: 8'd1 is 1, "A" is 65 in an int-indexed array
+    ("  virtual stream_if a[int];\n  initial begin a[8'd1] = out_if; a[2] = in_if; "
+     "begin driver d = new(a[1]); d.send(1); end end\n", True),
+    ("  virtual stream_if a[int];\n  initial begin a[\"A\"] = out_if; a[2] = in_if; "
+     "begin driver d = new(a[65]); d.send(1); end end\n", True),
+    # a key no constant: any element
+    ("  virtual stream_if a[int];\n  int j = 1;\n  initial begin a[j] = out_if; a[2] = in_if; "
+     "begin driver d = new(a[2]); d.send(1); end end\n", True),
+])
+def test_constant_keys_of_a_handle_array_are_elements_of_their_own(body, refused):
+    assert bool(reasons(body)) is refused

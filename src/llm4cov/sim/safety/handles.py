@@ -94,8 +94,11 @@ class PointsTo:
 
     def __post_init__(self) -> None:
         self.origin = self.elab.sources.getFullyOriginalLoc
-        self.flows: list[tuple[Any, Callable[[], Targets]]] = []  # (handle key, source)
-        self.held: dict[Any, Targets] = {}
+        self.flows: list[tuple[Any, Callable[[], Targets]]] = []  # (handle slot, source)
+        self.held: dict[Any, Targets] = {}  # (handle key, element or None) -> instances
+        #: Per handle array, the constant indices written (``db["in"] = in_if``): each
+        #: is a slot of its own, read by the same constant; None: any other element.
+        self.slots: dict[Any, set[Any]] = {}
         self.instances: dict[str, Any] = {}  # path -> InstanceSymbol
         self.methods: dict[str, list[Any]] = {}  # name -> subroutines of that name
 
@@ -104,8 +107,32 @@ class PointsTo:
         return (sym.name, str(sym.kind), loc.offset, loc.buffer.id)
 
     def ref(self, sym: Any) -> Callable[[], Targets]:
+        """Every instance the handle (all of its elements) may hold."""
         k = self.key(sym)
-        return lambda: self.held.get(k, frozenset())
+
+        def whole() -> Targets:
+            return _union([self.slot_ref((k, i)) for i in {None, *self.slots.get(k, ())}])()
+        return whole
+
+    def slot_ref(self, slot: Any) -> Callable[[], Targets]:
+        return lambda: self.held.get(slot, frozenset())
+
+    def slot(self, expr: Any) -> Any:
+        """``(handle key, constant index)`` for a constant select of a handle array
+        (``db["in"]``), else None."""
+        if expr.kind != EK.ElementSelect:
+            return None
+        base = expr.value
+        sym = base.symbol if base.kind in (EK.NamedValue, EK.HierarchicalValue) else \
+            base.member if base.kind == EK.MemberAccess else None
+        if not isinstance(sym, ast.VariableSymbol):
+            return None
+        # its value in the index type (`8'd1` and `1` are one element; "A" is 65 in an
+        # int-indexed array); a select slang cannot evaluate is no constant
+        value = expr.selector.eval(ast.EvalContext(sym))
+        if value.value is None or value.hasUnknown():
+            return None  # (an x index: Verilator reads it as it likes)
+        return (self.key(sym), str(value))
 
     # values
 
@@ -133,6 +160,8 @@ class PointsTo:
                 return self.ref(expr.member)
             return lambda: ANY
         if kind in (EK.ElementSelect, EK.RangeSelect):
+            if (slot := self.slot(expr)) is not None:  # its own element, or any element
+                return _union([self.slot_ref(slot), self.slot_ref((slot[0], None))])
             return self.value(expr.value)
         if kind == EK.ConditionalOp:
             return _union([self.value(expr.left), self.value(expr.right)])
@@ -180,11 +209,15 @@ class PointsTo:
 
     def flow(self, into: Any, source: Callable[[], Targets]) -> None:
         """``source`` may move into the lvalue ``into`` (an expression)."""
+        if (slot := self.slot(into)) is not None:
+            self.slots.setdefault(slot[0], set()).add(slot[1])
+            self.flows.append((slot, source))
+            return
         sym = self.target(into)
         if sym is None:
             self.gave_up = True
         else:
-            self.flows.append((self.key(sym), source))
+            self.flows.append(((self.key(sym), None), source))
 
     def collect(self) -> None:
         """Every flow of a handle value in the design."""
@@ -203,7 +236,7 @@ class PointsTo:
                 if isinstance(node, ast.FormalArgumentSymbol):
                     init = node.defaultValue
                 if init is not None and isinstance(node, ast.VariableSymbol):
-                    self.flows.append((self.key(node), self.value(init)))
+                    self.flows.append(((self.key(node), None), self.value(init)))
             elif isinstance(node, ast.AssignmentExpression):
                 if _holds(node.left.type) and \
                         node.right.kind != EK.EmptyArgument:  # (an output argument's)
@@ -241,7 +274,7 @@ class PointsTo:
                         offset = self.origin(n.sourceRange.start).offset
                         if offset in at:
                             found.add(offset)
-                            self.flows.append((self.key(result), self.value(n.expr)))
+                            self.flows.append(((self.key(result), None), self.value(n.expr)))
                     return True
 
                 if node.body is not None:
@@ -281,7 +314,7 @@ class PointsTo:
                 if direction in (ast.ArgumentDirection.In, ast.ArgumentDirection.Ref,
                                  ast.ArgumentDirection.InOut):
                     source = arg.left if arg.kind == EK.Assignment else arg
-                    self.flows.append((self.key(formal), self.value(source)))
+                    self.flows.append(((self.key(formal), None), self.value(source)))
                 if direction != ast.ArgumentDirection.In:
                     into = arg.left if arg.kind == EK.Assignment else arg
                     self.flow(into, (lambda: ANY) if _opaque(sub) else self.ref(formal))
