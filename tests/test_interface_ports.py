@@ -95,3 +95,38 @@ def test_the_random_testbench_reaches_the_dut_through_the_interface(evaluator):
     assert obs.status.value == "success", obs.log[-2000:]
     branch = obs.coverage.metrics["branch"]
     assert (branch.covered, branch.total) == (4, 4)
+
+
+@pytest.mark.requires_verilator
+@pytest.mark.heavy
+def test_close_says_formal_cannot_take_an_interface_port(tmp_path):
+    """The random steps close what they can; the formal step refuses the design (its
+    harness instantiates the DUT alone), and the residual says so, not "did not get to
+    it". ``in.ready`` is tied to 1, so ``in.valid && in.ready`` is never false with
+    ready 0: one expression row stays."""
+    import json
+
+    from llm4cov.cli.app import main
+    from llm4cov.formal import FormalToolError, find_tools
+    from llm4cov.formal.tools import yowasp_cache_dir
+
+    try:
+        find_tools()
+    except FormalToolError:
+        pytest.skip("formal tools missing (pip install -e '.[formal]')")
+    if not (yowasp_cache_dir().is_dir() and any(yowasp_cache_dir().iterdir())):
+        pytest.skip("formal tools not warmed up (llm4cov formal warmup)")
+    rtl = tmp_path / "rtl"
+    rtl.mkdir()
+    (rtl / "bus_if.sv").write_text(BUS_IF)
+    (rtl / "acc.sv").write_text(ACC)
+    out = tmp_path / "out"
+    assert main(["close", str(rtl), "--top", "acc", "--out", str(out), "--no-html",
+                 "--lengths", "200"]) == 0
+    run = json.loads((out / "run.json").read_text())
+    rows = run["residual"]
+    assert ("expr", 6) in {(r["metric"], r["line"]) for r in rows}
+    for r in rows:  # (200 cycles leave some high toggles of `sum` too)
+        assert r["cause"] == "not_reached"
+        assert r["reason"].endswith("formal: not analyzed: the formal tools cannot take the "
+                                    "design (port 'in' of 'acc' is an interface port)")

@@ -55,6 +55,7 @@ def analysis_step(closer: Closer, plan: Plan) -> tuple[StepRecord, str | None]:
         result = analyze(task, items, config)
     except ValueError as exc:
         record.note = f"formal: {exc}"
+        record.formal_refused = str(exc)
         return record, None
     # items left without a goal (the analysis' goal budget ran out) stay for the next
     budget = f"goal budget of {config.max_goals}"

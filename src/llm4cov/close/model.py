@@ -89,6 +89,9 @@ class StepRecord(BaseModel):
     match."""
     wall_s: float = 0.0
     note: str = ""
+    formal_refused: str = ""
+    """Why the formal tools could not take the design at all (a DUT interface port): its
+    analysis did not run, and the residual says so."""
     verdicts: list[GoalVerdict] = Field(default_factory=list)
     analyzed: list[str] = Field(default_factory=list)
 

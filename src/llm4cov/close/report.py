@@ -169,6 +169,9 @@ def _formal_note(closer: Closer, regression: Regression) -> str:
     if not regression.state.formal_ready:
         return ("not analyzed: the formal tools are not installed or not warmed up "
                 "(pip install -e '.[formal]'; llm4cov formal warmup)")
+    if refused := next((r.formal_refused for r in regression.state.records
+                        if r.formal_refused), ""):
+        return f"not analyzed: the formal tools cannot take the design ({refused})"
     if not any(r.analyzed for r in regression.state.records):
         return "not analyzed: the budget was spent before the formal phase"
     runs = sum(1 for r in regression.state.records if r.analyzed)
