@@ -123,6 +123,30 @@ def test_residual_classification_by_cause():
     assert closure_percent(rep.metrics, proven_counts(residual)) == pytest.approx(58.3333)
 
 
+def test_an_expression_row_that_needs_another_parameter_value_is_parameter_constant():
+    """``rst = arst_i ^ ARST_LVL`` built with ARST_LVL = 0 (an active-low build of a core
+    whose reset polarity is a parameter): Verilator's rows with ``ARST_LVL==1`` cannot
+    be hit; the rows with ``ARST_LVL==0`` are the stimulus's (opencores' i2c left such
+    rows not_reached)."""
+    from llm4cov.close.residual import parameter_row
+
+    rtl = ("module ctr #(parameter ARST_LVL = 1'b0) (input clk, input arst_i);\n"
+           "  wire rst = arst_i ^ ARST_LVL;\nendmodule\n")
+    rows = [Point("expr", "ctr.v", 2, f"(arst_i=={a} && ARST_LVL=={lvl}) => {a ^ lvl}",
+                  "tb.dut", 0, col=21) for a in (0, 1) for lvl in (0, 1)]
+    params = {"": {"ARST_LVL": 0}}
+    dead = "the row needs ARST_LVL=1; the design is elaborated with ARST_LVL = 0"
+    assert [parameter_row(p, params, "tb.dut") for p in rows] == [None, dead, None, dead]
+    residual = classify(rows, [], {"ctr.v": rtl}, [], "not hit", "not analyzed", 4, params,
+                        "tb.dut")
+    assert [r.cause for r in residual] == [Cause.NOT_REACHED, Cause.CONSTANT,
+                                           Cause.NOT_REACHED, Cause.CONSTANT]
+    # a submodule's own parameters, by its instance path
+    sub = Point("expr", "ctr.v", 2, "(u_arst==0 && ARST_LVL==1) => 1", "tb.dut.u", 0)
+    assert parameter_row(sub, {"u": {"ARST_LVL": 0}}, "tb.dut") == dead
+    assert parameter_row(sub, {"": {"ARST_LVL": 0}}, "tb.dut") is None
+
+
 def test_schedule_is_a_function_of_the_finished_steps():
     """Random lengths in turn (a length is left at its first test that adds nothing),
     then formal analyses until one has nothing to analyze, with one continuation after

@@ -265,3 +265,27 @@ def test_later_rounds_of_the_policy_draw_new_stimulus():
     assert texts[0] == HIER_ACC_COMPACT
     assert "void'($urandom(7926));" in texts[1] and "n < 58;" in texts[1]
     assert "void'($urandom(15845));" in texts[2] and "n < 118;" in texts[2]
+
+
+@pytest.mark.parametrize("level, asserted", [("1'b0", "1'b0"), ("1'b1", "1'b1")])
+def test_reset_polarity_through_a_parameter_xor(level, asserted):
+    """``wire rst = arst_i ^ ARST_LVL`` with ``negedge rst``: the input is active-low
+    when ARST_LVL is 0, active-high when it is 1 (opencores' i2c; its name alone says
+    active-high)."""
+    rtl = (f"module ctr #(parameter ARST_LVL = {level}) (input clk, input arst_i, "
+           "output reg [3:0] q);\n  wire rst = arst_i ^ ARST_LVL;\n"
+           "  always @(posedge clk or negedge rst) if (!rst) q <= 0; else q <= q + 1;\n"
+           "endmodule\n")
+    task = Task(id="t", rtl_files=[SourceFile(name="ctr.v", content=rtl)],
+                dut_module_name="ctr")
+    assert _first_reset(random_testbench(task, length=4)) == f"arst_i = {asserted};"
+
+
+def test_reset_aliases_carry_their_inversion():
+    from llm4cov.policies.stimulus_plan import reset_aliases
+
+    text = ("assign rst = ~rst_ni; wire r2 = rst ^ 1'b1; wire r3 = rst ^ MODE;\n"
+            "sub u(.reset(r2));\n")
+    assert reset_aliases(text, "rst_ni", {"MODE": 0}) == {
+        "rst_ni": 0, "rst": 1, "r2": 0, "r3": 1, "reset": 0}
+    assert "r3" not in reset_aliases(text, "rst_ni", {})  # MODE unknown: the chain ends

@@ -7,6 +7,7 @@ tests again and compares the merged figure.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 from collections import Counter, defaultdict
@@ -31,10 +32,13 @@ from llm4cov.sim.backends.verilator.coverage_dat import decode_key, metric_name
 from llm4cov.sim.model.coverage import DesignModules, Point, summarize, uncovered_items
 from llm4cov.sim.model.exclusions import Rule, split_points
 from llm4cov.sim.model.observation import CoverageReport, EndReason, Observation, Status
+from llm4cov.tasks.hdl import task_design
 from llm4cov.tasks.model import Task
 from llm4cov.util.escape import md_code, md_text
 from llm4cov.util.files import write_text_atomic
 from llm4cov.util.rundir import RunDirForged, refuse_links
+
+log = logging.getLogger(__name__)
 
 PRUNED = "pruned"
 RUN_JSON = "run.json"
@@ -115,7 +119,7 @@ def finalize(closer: Closer, regression: Regression) -> Final:
     report = summarize(list(kept_points), state.root, closer.sources) if kept_points else None
     residual = classify(kept_points, excluded, closer.sources, state.verdicts,
                         _tried(state.records, settings), _formal_note(closer, regression),
-                        settings.prove_depth)
+                        settings.prove_depth, _parameters(closer.task), state.root)
     unreachable = proven_counts(residual)
     closure = closure_percent(report.metrics, unreachable) if report else 0.0
     by_name = {r.name: r for r in kept}
@@ -129,6 +133,16 @@ def finalize(closer: Closer, regression: Regression) -> Final:
             added=record.added, scored_overall=record.scored_overall))
     return Final(names, pruned, merged, points, report, closure, unreachable, residual,
                  contributions, state.root)
+
+
+def _parameters(task: Task) -> dict[str, dict[str, int]]:
+    """The DUT's elaborated integer parameters per instance (none when pyslang cannot
+    elaborate it: the residual then names no parameter row)."""
+    try:
+        return task_design(task).parameter_values(task.dut_module_name, task.parameters)
+    except Exception as exc:  # an explanation only: it never breaks the report
+        log.info("parameters not elaborated (%s: %s)", type(exc).__name__, exc)
+        return {}
 
 
 def counted_keys(counts: Mapping[str, int], rules: Sequence[Rule]) -> frozenset[str]:

@@ -5,7 +5,8 @@ A missed point is, in this order of precedence:
 
 1. ``parameter_constant``: :func:`llm4cov.sim.model.coverage.constant_dead` (the condition
    reads only parameters and the other outcome was seen in the same instance; the more
-   useful explanation: other parameters reach it), also when formal proved it;
+   useful explanation: other parameters reach it), or an expression row that needs a
+   parameter at the other value (:func:`parameter_row`), also when formal proved it;
 2. ``proven_unreachable``: a formal goal standing for it was proven by k-induction
    (depth ``k``) in any analysis of the run (a proof is about the module's source, so
    it holds in every instance and for every test);
@@ -24,6 +25,7 @@ headline stays the plain merged coverage.
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import fields
@@ -81,13 +83,40 @@ def _in_item(v: GoalVerdict, p: Point, construct: Construct) -> bool:
             and construct.direction in toggle_directions(item))
 
 
+#: A term of an expression-coverage row, as Verilator writes it: ``(a==0 && P==1) => 1``.
+_TERM = re.compile(r"(?<![\w.\[$])([A-Za-z_]\w*)==([01])\b")
+
+
+def parameter_row(p: Point, parameters: Mapping[str, Mapping[str, int]], root: str
+                  ) -> str | None:
+    """Why an expression-coverage row cannot be hit under the elaborated parameters: it
+    needs a parameter term at the other value (``(arst_i==0 && ARST_LVL==1)`` with
+    ``ARST_LVL`` 0: an active-high reset build of an active-low core); None when none.
+    ``parameters``: per instance path relative to ``root`` (the DUT), its integer
+    parameters (:meth:`~llm4cov.tasks.hdl.Design.parameter_values`); a term is the
+    parameter's truth (nonzero)."""
+    if p.metric != "expr" or "=>" not in p.comment:
+        return None
+    rel = "" if p.hier == root else p.hier.removeprefix(root + ".")
+    mine = parameters.get(rel)
+    if not mine:
+        return None
+    for name, want in _TERM.findall(p.comment.split("=>")[0]):
+        if name in mine and int(mine[name] != 0) != int(want):
+            return (f"the row needs {name}={want}; the design is elaborated with {name} = "
+                    f"{mine[name]}")
+    return None
+
+
 def classify(kept: Sequence[Point], excluded: Sequence[Point], sources: Mapping[str, str],
              verdicts: Sequence[GoalVerdict], tried: str, formal_note: str,
-             prove_depth: int) -> list[ResidualPoint]:
+             prove_depth: int, parameters: Mapping[str, Mapping[str, int]] | None = None,
+             root: str = "") -> list[ResidualPoint]:
     """The residual: one :class:`ResidualPoint` per missed point of ``kept`` (the
     counted DUT points of the merged regression) and of ``excluded``. ``tried``: what
     the tests tried, in words; ``formal_note``: why formal did not analyze a point it
-    has no verdict for."""
+    has no verdict for; ``parameters``: the design's elaborated parameters per
+    instance below ``root``, the DUT (:func:`parameter_row`)."""
     verdict = verdict_for(kept, verdicts, sources)
     dead = constant_dead(kept, sources)
     words = SourceIndex(sources)
@@ -99,9 +128,10 @@ def classify(kept: Sequence[Point], excluded: Sequence[Point], sources: Mapping[
         v = verdict.get(p)
         proven = v is not None and v.status == "unreachable"
         proof = f"proven by {prove_depth}-induction (formal)"
-        if p in dead:
-            cause, reason = Cause.CONSTANT, "condition depends only on parameters; the " \
-                                            "other outcome was seen" + (
+        row = parameter_row(p, parameters or {}, root)
+        if p in dead or row:
+            cause, reason = Cause.CONSTANT, (row or "condition depends only on parameters; "
+                                             "the other outcome was seen") + (
                                                 f"; also {proof}" if proven else "")
         elif proven:
             cause, reason = Cause.UNREACHABLE, proof

@@ -183,18 +183,61 @@ def signal_usage(design: Design, dut: str | None = None) -> SignalUsage:
 
 
 def reset_active_low(name: str, edges: dict[str, Counter], levels: dict[str, Counter],
-                     aliases: set[str] | None = None) -> bool:
+                     aliases: set[str] | dict[str, int] | None = None) -> bool:
     """The reset's polarity: from its edge events, else its ``if`` tests, else those of
-    the submodule ports it is connected to (``aliases``: ``.rst(rst_i)`` and
-    ``negedge rst`` inside), else its name."""
-    for names in ([name], sorted((aliases or set()) - {name})):
-        edge = sum((edges.get(n, Counter()) for n in names), Counter())
+    its aliases (``aliases``: the submodule ports it is connected to, ``.rst(rst_i)``
+    and ``negedge rst`` inside; with a parity, also the nets assigned from it, 1 where
+    inverted: ``wire rst = arst_i ^ ARST_LVL`` with ``ARST_LVL`` 1), else its name."""
+    parity = aliases if isinstance(aliases, dict) else dict.fromkeys(aliases or (), 0)
+    for names in ([name], sorted(set(parity) - {name})):
+        edge: Counter[str] = Counter()
+        level: Counter[str] = Counter()
+        for n in names:
+            flip = parity.get(n, 0) if n != name else 0
+            for k, c in edges.get(n, Counter()).items():
+                edge[{"negedge": "posedge", "posedge": "negedge"}[k] if flip else k] += c
+            for k, c in levels.get(n, Counter()).items():
+                level[{"low": "high", "high": "low"}.get(k, k) if flip else k] += c
         if edge["negedge"] != edge["posedge"]:
             return edge["negedge"] > edge["posedge"]
-        level = sum((levels.get(n, Counter()) for n in names), Counter())
         if level["low"] != level["high"]:
             return level["low"] > level["high"]
     return bool(_ACTIVE_LOW.search(name))
+
+
+#: A net assigned from a name, maybe inverted (``~``, ``!``) or XORed with a constant:
+#: ``assign rst = ~rst_ni;``, ``wire rst = arst_i ^ ARST_LVL;``.
+_ASSIGNED = r"(?:assign\s+|wire\s+(?:logic\s+)?)(\w+)\s*=\s*([~!]?)\s*\(?\s*{name}\s*" \
+            r"(?:\^\s*([\w']+))?\s*\)?\s*;"
+
+
+def reset_aliases(text: str, name: str, values: dict[str, int], limit: int = 16
+                  ) -> dict[str, int]:
+    """``name``'s aliases in ``text`` (the RTL) with their parity: the submodule ports
+    connected to it (0) and the nets assigned from it (1 when inverted, or XORed with a
+    constant that is 1: a literal or a parameter of ``values``), transitively; an XOR
+    with a name of unknown value ends the chain."""
+    found, todo = {name: 0}, [name]
+    while todo and len(found) < limit:
+        current = todo.pop()
+        for alias in connected_names(text, current, limit) - set(found):
+            found[alias] = found[current]
+            todo.append(alias)
+        for m in re.finditer(_ASSIGNED.format(name=re.escape(current)), text):
+            alias, invert, xor = m.group(1), m.group(2), m.group(3)
+            if alias in found:
+                continue
+            flip = 1 if invert else 0
+            if xor is not None:
+                digits = xor.split("'")[-1].lstrip("bBdDhHoO")
+                value = values.get(xor) if xor in values else (
+                    int(digits, 10) if digits.isdigit() else None)
+                if value is None:
+                    continue
+                flip ^= int(value != 0)
+            found[alias] = found[current] ^ flip
+            todo.append(alias)
+    return found
 
 
 _CONNECT = r"\.\s*(\w+)\s*\(\s*{name}\s*(?:\[[^\]]*\])?\s*\)"
@@ -259,8 +302,9 @@ class Stimulus:
             edged = [p for p in scalar if p not in self.resets and p.name in usage.edges]
             self.clocks = edged[:1]
         text = str(design.tree.root) if self.resets else ""
+        values = self._values(design, task) if self.resets else {}
         self.low = {r.name: reset_active_low(r.name, usage.edges, usage.levels,
-                                             connected_names(text, r.name))
+                                             reset_aliases(text, r.name, values))
                     for r in self.resets}
         self.data = [p for p in inputs
                      if p not in self.clocks and p not in self.resets and drivable(p)]
@@ -274,6 +318,20 @@ class Stimulus:
                            if self.drives[p.name] in (Drive.RARE_CLEAR, Drive.RARE_PULSE)}
         self.domains = self._domains(usage)
         self.rng = random.Random(seed)
+
+    @staticmethod
+    def _values(design: Design, task: Task) -> dict[str, int]:
+        """The design's integer parameters by name (one value in every instance; a
+        name with two values is left out), for the reset's inversions."""
+        try:
+            per = design.parameter_values(task.dut_module_name, task.parameters)
+        except ValueError:
+            return {}
+        seen: dict[str, set[int]] = {}
+        for values in per.values():
+            for k, v in values.items():
+                seen.setdefault(k, set()).add(v)
+        return {k: next(iter(v)) for k, v in seen.items() if len(v) == 1}
 
     def _domains(self, usage: SignalUsage) -> list[Domain]:
         domains = [Domain(c) for c in self.clocks] or [Domain(None)]

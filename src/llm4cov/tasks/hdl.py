@@ -438,6 +438,35 @@ class Design:
                                               {p.name for p in ports})
         return ports + members, interfaces
 
+    def parameter_values(self, module: str, parameters: Mapping[str, str] | None = None
+                         ) -> dict[str, dict[str, int]]:
+        """The integer parameters (local ones too) of ``module`` elaborated as the top
+        with ``parameters``, and of every instance below it, by instance path relative
+        to it ("" for the top, ``u_sub``, ``g[0].u``); a value with an unknown bit, a
+        real, a string or a type is left out.
+
+        Raises:
+            ValueError: the module is not declared.
+        """
+        _comp, top = self._top(module, parameters)
+        out: dict[str, dict[str, int]] = {}
+        prefix = top.hierarchicalPath + "."
+
+        def visit(sym: Any) -> bool:
+            if isinstance(sym, ast.InstanceSymbol):
+                rel = "" if sym is top or sym.hierarchicalPath == top.hierarchicalPath \
+                    else sym.hierarchicalPath.removeprefix(prefix)
+                values = out.setdefault(rel, {})
+                for p in sym.body.parameters:
+                    value = getattr(p, "value", None)
+                    v = getattr(value, "value", None)
+                    if isinstance(v, pyslang.SVInt) and not v.hasUnknown:
+                        values[p.name] = int(v.toString(pyslang.LiteralBase.Decimal, False))
+            return True
+
+        top.visit(visit)
+        return out
+
     def parameters(self, module: str) -> list[str]:
         """Names of the parameters of ``module`` an instance may override (``parameter``
         and type parameters, not ``localparam``; a body ``parameter`` is local when the
