@@ -191,8 +191,8 @@ def test_helper_module_twice_in_the_testbench_never_counts(evaluator):
     tb = (FIXTURES / "mux2_partial_tb.sv").read_text().replace("module tb;", (
         "module helper(input logic [1:0] x, output logic [1:0] q);\n"
         "  always_comb if (x[0]) q = x; else q = ~x;\nendmodule\n"
-        "module tb;\n  logic [1:0] q1, q2;\n"
-        "  helper h1 (.x(a), .q(q1));\n  helper h2 (.x(b), .q(q2));"), 1)
+        "module tb;\n  logic [1:0] q1, q2;"), 1).replace("  mux2 dut", (
+        "  helper h1 (.x(a), .q(q1));\n  helper h2 (.x(b), .q(q2));\n  mux2 dut"), 1)
     obs = evaluator.evaluate(fixture_task("mux2"), tb)
     assert obs.status is Status.SUCCESS, obs.log
     got = {m: (c.covered, c.total) for m, c in obs.coverage.metrics.items()}

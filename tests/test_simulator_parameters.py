@@ -90,3 +90,15 @@ def test_verilator_names_the_instance_values_through_generate_blocks(evaluator):
         "P": "32'h4", "W": "32'sh8", "L": "32'h8"}
     assert backend.elaborated_parameters(text, "tb", "tb.w.g[2].dut", {}) is None
     assert backend.elaborated_parameters(text + "syntax error", "tb", "tb.w", {}) is None
+
+
+def test_a_type_query_of_a_name_reads_the_name_s_declaration():
+    """``$bits(w)`` of ``logic [(f() === 1):0] w`` is f()'s value: the width is followed
+    (a sixteenth red team: 81.41 -> 100 %), to the simulator's elaboration."""
+    text = tb(".P($bits(w) - 1)").replace("  logic clk = 0;",
+                                          "  logic [(f() === 1):0] w;\n  logic clk = 0;")
+    found = judge(text, "tb.sv", PM, {"pm"}, "pm", "tb.dut", {})
+    assert found.reasons == [] and len(found.dut_values) == 1
+    assert "computed with a function call" in found.dut_values[0]
+    plain = text.replace("(f() === 1)", "1")
+    assert judge(plain, "tb.sv", PM, {"pm"}, "pm", "tb.dut", {}).dut_values == ()

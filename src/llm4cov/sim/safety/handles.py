@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+import pyslang
 from pyslang import ast
 
 from llm4cov.sim.safety.drivers import Calls, Elaboration, _Sides, dut_interface_members
@@ -44,6 +45,9 @@ _ELEMENT_METHODS = frozenset({"pop_front", "pop_back", "find", "find_first", "fi
                               "unique", "min", "max"})
 #: Array methods that put their other arguments in their receiver.
 _INSERT_METHODS = frozenset({"push_back", "push_front", "insert"})
+#: Array methods after which an element may sit at another index.
+_MOVING_METHODS = frozenset({"pop_front", "pop_back", "push_front", "insert", "delete",
+                             "reverse", "sort", "rsort", "shuffle"})
 #: Array methods that put nothing new in their receiver (they read, remove or reorder).
 _KEEPING_METHODS = _ELEMENT_METHODS | frozenset({
     "size", "num", "exists", "delete", "find_index", "find_first_index", "find_last_index",
@@ -99,6 +103,9 @@ class PointsTo:
         #: Per handle array, the constant indices written (``db["in"] = in_if``): each
         #: is a slot of its own, read by the same constant; None: any other element.
         self.slots: dict[Any, set[Any]] = {}
+        #: Handle arrays a method reorders, shifts or shrinks (``pop_front``, ``delete``,
+        #: ``reverse``): an element may sit at any index, so a read is of them all.
+        self.moved: set[Any] = set()
         self.instances: dict[str, Any] = {}  # path -> InstanceSymbol
         self.methods: dict[str, list[Any]] = {}  # name -> subroutines of that name
 
@@ -127,12 +134,15 @@ class PointsTo:
             base.member if base.kind == EK.MemberAccess else None
         if not isinstance(sym, ast.VariableSymbol):
             return None
-        # its value in the index type (`8'd1` and `1` are one element; "A" is 65 in an
-        # int-indexed array); a select slang cannot evaluate is no constant
+        # its value as a number or a string ("A" is 65 in an int-indexed array; `1'b1`,
+        # `8'd1` and `1` are one element); a select slang cannot evaluate is no constant
         value = expr.selector.eval(ast.EvalContext(sym))
-        if value.value is None or value.hasUnknown():
+        v = value.value
+        if v is None or value.hasUnknown():
             return None  # (an x index: Verilator reads it as it likes)
-        return (self.key(sym), str(value))
+        if isinstance(v, pyslang.SVInt):
+            return (self.key(sym), int(v.toString(pyslang.LiteralBase.Decimal, False)))
+        return (self.key(sym), v) if isinstance(v, str) else None
 
     # values
 
@@ -161,7 +171,13 @@ class PointsTo:
             return lambda: ANY
         if kind in (EK.ElementSelect, EK.RangeSelect):
             if (slot := self.slot(expr)) is not None:  # its own element, or any element
-                return _union([self.slot_ref(slot), self.slot_ref((slot[0], None))])
+                whole, key = self.value(expr.value), slot[0]
+
+                def element() -> Targets:  # (every element once a method moved them)
+                    if key in self.moved:
+                        return whole()
+                    return _union([self.slot_ref(slot), self.slot_ref((key, None))])()
+                return element
             return self.value(expr.value)
         if kind == EK.ConditionalOp:
             return _union([self.value(expr.left), self.value(expr.right)])
@@ -293,6 +309,8 @@ class PointsTo:
                 a.kind == EK.Assignment and _holds(a.left.type))]
             if not held:
                 return
+            if args and name in _MOVING_METHODS and (sym := self.target(args[0])) is not None:
+                self.moved.add(self.key(sym))
             if name == "$cast" and len(args) == 2:
                 self.flow(args[0], self.value(args[1]))
             elif name in _INSERT_METHODS and args:
