@@ -20,7 +20,10 @@ from llm4cov.sim.model.observation import CoverageReport, MetricCoverage, Observ
 from llm4cov.util.progress import Phase, TerminalConsole, TokenMeter
 
 
-def test_a_phase_in_a_log_is_a_line_per_step():
+def test_a_phase_in_a_log_is_a_line_per_step(monkeypatch):
+    from llm4cov.util import progress
+
+    monkeypatch.setattr(progress.time, "monotonic", lambda: 100.0)  # no machine speed
     out = io.StringIO()
     with Phase(Console(file=out, width=200), "model get tiny") as phase:
         phase.update("downloading tiny==1 with pip")
