@@ -102,3 +102,20 @@ def test_a_type_query_of_a_name_reads_the_name_s_declaration():
     assert "computed with a function call" in found.dut_values[0]
     plain = text.replace("(f() === 1)", "1")
     assert judge(plain, "tb.sv", PM, {"pm"}, "pm", "tb.dut", {}).dut_values == ()
+
+
+@pytest.mark.parametrize("before, value", [
+    ("  let L = f();\n", ".P(L)"),  # a let's body (a seventeenth red team: 50 -> 75 %)
+    ("", ".P(Q)"),  # a name the text does not declare: left to the simulator too
+])
+def test_a_let_or_an_undeclared_name_is_left_to_the_simulator(before, value):
+    text = tb(value).replace("  logic clk = 0;", before + "  logic clk = 0;")
+    found = judge(text, "tb.sv", PM, {"pm"}, "pm", "tb.dut", {})
+    assert found.reasons == [] and len(found.dut_values) == 1
+
+
+def test_a_type_parameter_default_is_followed():
+    text = tb(".P($bits(T) - 1)").replace(
+        "module tb;", "module tb #(parameter type T = logic [tb.f():0]);")
+    found = judge(text, "tb.sv", PM, {"pm"}, "pm", "tb.dut", {})
+    assert "computed with a function call" in found.dut_values[0]
