@@ -55,7 +55,12 @@ from llm4cov.sim.safety.drivers import (
     dut_interface_members,
     unrecorded_writes,
 )
-from llm4cov.sim.safety.handles import HandleWrites, handle_writes, subroutine_calls
+from llm4cov.sim.safety.handles import (
+    HandleWrites,
+    dut_subroutine_calls,
+    handle_writes,
+    subroutine_calls,
+)
 from llm4cov.sim.safety.subroutines import (
     IN_PLACE_METHODS,
     OUTPUT_ARGUMENTS,
@@ -1069,6 +1074,7 @@ def judge(tb_text: str, tb_name: str, rtl_text: str, rtl_modules: Iterable[str],
     through = through or HandleWrites([], frozenset(), subroutine_calls(made, None))
     elsewhere, at_dut = unsure_overrides(tree, dut_module)
     reasons = dead_binds(tree, made) or forward_references(tree, made) or \
+        dut_subroutine_calls(made, dut_hier) or \
         driver_reasons(made, tb_name, dut_module, dut_hier, through.calls) or \
         unrecorded_writes(made, dut_hier, through.calls) or through.reasons or \
         elsewhere or interface_parameter_changes(made, rtl_text, tb_name, task_parameters)
