@@ -113,3 +113,15 @@ def test_a_dut_function_called_from_a_bind_connection_is_refused():
         "the DUT's)"]
     honest = tb.replace("enc(a | 8'h03)", "z")
     assert judge(honest, "tb.sv", rtl, {"fdut"}, "fdut", "tb.dut", {}).reasons == []
+
+
+def test_a_checker_bound_into_the_dut_may_count_its_own_changes():
+    """Two assignments of its own variable in one block: slang lists one driver, below
+    the DUT's path, and the other looked like a write to a DUT-driven variable (a
+    nineteenth red team's false positive); its drivers are the testbench's text."""
+    tb = ("module chk(input logic clk, input logic [7:0] v);\n  int changes;\n"
+          "  logic [7:0] prev;\n  always @(posedge clk) begin\n"
+          "    if (prev != v) changes <= changes + 1; else changes <= changes;\n"
+          "    prev <= v;\n  end\nendmodule\nmodule tb;\n  logic clk = 0;\n  cnt_if bus(clk);\n"
+          "  cnt dut(.b(bus));\n  bind cnt chk c(.clk(b.clk), .v(b.count));\nendmodule\n")
+    assert found(tb) == []

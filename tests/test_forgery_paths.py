@@ -924,3 +924,14 @@ def test_an_in_place_array_method_on_a_dut_driven_array_is_a_write():
     assert check(tb, "tb.sv", rtl, {"ta"}, "ta", "tb.dut", {}) == [
         "tb.sv:4: the in-place `reverse` of `t` writes into the DUT (a DUT output port "
         "drives it)"]
+
+
+def test_a_testbench_interface_named_like_a_copy_of_an_rtl_module_is_refused(evaluator):
+    """Verilator names a point's module after interfaces too: ``hdut__mon`` owned the
+    DUT's name by its prefix and its bound points counted (71.60 -> 86.24 %, a
+    nineteenth red team)."""
+    tb = HEAD + "  bind hdut hdut__mon mon(.clk(clk));\n" + TAIL.replace(
+        "endmodule\n", "endmodule\ninterface hdut__mon(input logic clk);\nendinterface\n", 1)
+    obs = evaluator.evaluate(TASK, tb)
+    assert obs.status is Status.REJECTED
+    assert "the testbench declares `hdut__mon`, a name of the RTL's" in obs.log

@@ -30,6 +30,7 @@ from llm4cov.tasks.hdl import (
     module_decls,
     packages_of,
     parse_tree,
+    syntax_nodes,
     text_decls,
     top_modules,
 )
@@ -177,7 +178,8 @@ def _declarations(
         tb_decls = text_decls(tb.content, tb.name)  # untrusted: never its includes
         own = {d.name for d in tb_decls}
         rtl = module_decls(rtl_files)
-        again = _again(own, {d.name for d in rtl}, packages)
+        again = _again(own | _other_units(tb.content, tb.name), {d.name for d in rtl},
+                       packages)
         return [d for d in rtl if d.name not in own], tb_decls, tb.content, again
     rtl_part = Design(parse_tree(view.rtl_part(), "llm4cov_rtl.sv"), VIRTUAL_ROOT).decls()
     tb_part = Design(parse_tree(view.tb_part(), tb.name), VIRTUAL_ROOT).decls()
@@ -186,8 +188,24 @@ def _declarations(
     own = {d.name for d in tb_part
            if d.name not in in_rtl or d.file not in rtl_files_named}
     tb_decls = [d for d in tb_part if d.name in own]
-    again = _again(own, in_rtl, packages)
+    again = _again(own | _other_units(view.tb_part(), tb.name), in_rtl, packages)
     return [d for d in rtl_part if d.name not in own], tb_decls, view.tb_part(), again
+
+
+def _other_units(text: str, name: str) -> set[str]:
+    """The interfaces, programs and checkers a testbench text declares: Verilator names
+    a point's module after them too, so one named like an RTL module's copy
+    (``dutmod__mon``) would own the DUT's name (an interface bound into the DUT: 71.60
+    -> 86.24 %, a nineteenth red team)."""
+    kinds = (syntax.SyntaxKind.InterfaceDeclaration, syntax.SyntaxKind.ProgramDeclaration,
+             syntax.SyntaxKind.CheckerDeclaration)
+    found: set[str] = set()
+    for node in syntax_nodes(parse_tree(text, name).root, kinds):
+        named = getattr(node, "header", None) or node
+        ident = getattr(named, "name", None)
+        if ident is not None:
+            found.add(ident.valueText)
+    return found
 
 
 def _again(own: set[str], rtl: set[str], packages: frozenset[str]) -> tuple[str, ...]:

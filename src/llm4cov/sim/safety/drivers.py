@@ -451,7 +451,13 @@ class _Sides:
         return path == self.dut_hier or path.startswith(self.dut_hier + ".")
 
     def dut(self, driver: Any) -> bool:
-        return self.below_dut(driver.containingSymbol)
+        """The DUT's: below the DUT instance, and its RTL code or an output port of it
+        (the port's connection lies in the testbench's text); the code of a testbench
+        unit bound into the DUT is not (a checker that counts its own changes had its
+        variable read as DUT-driven, a nineteenth red team's false positive)."""
+        return self.below_dut(driver.containingSymbol) and (
+            not self.elab.in_tb(driver.sourceRange.start)
+            or bool(int(driver.flags) & int(analysis.DriverFlags.OutputPort)))
 
     def foreign(self, driver: Any, sym: Any) -> bool:
         if self.dut(driver) or _starts_unset(driver, sym) or self._idle_clockvar(driver) \
