@@ -935,3 +935,17 @@ def test_a_testbench_interface_named_like_a_copy_of_an_rtl_module_is_refused(eva
     obs = evaluator.evaluate(TASK, tb)
     assert obs.status is Status.REJECTED
     assert "the testbench declares `hdut__mon`, a name of the RTL's" in obs.log
+
+
+@pytest.mark.parametrize("net", ["supply1", "tri0", "trireg"])
+def test_a_self_driving_net_on_a_dut_output_is_a_second_driver(net):
+    """slang lists no driver for a supply or pulled net; Verilator merges it with the DUT's
+    output (a nineteenth red team); a supply net of its own (``vdd``) is fine."""
+    rtl = ("module od(input logic clk, output wire u);\n  logic r = 0;\n"
+           "  always_ff @(posedge clk) r <= ~r;\n  assign u = r;\nendmodule\n")
+    tb = (f"module tb;\n  logic clk = 0;\n  {net} u;\n  od dut(.clk(clk), .u(u));\n"
+          "endmodule\n")
+    assert check(tb, "tb.sv", rtl, {"od"}, "od", "tb.dut", {}) == [
+        f"tb.sv:3: the `{net}` net `u` writes into the DUT (a DUT output port drives it)"]
+    own = tb.replace(f"  {net} u;\n", f"  wire u;\n  {net} vdd;\n")
+    assert check(own, "tb.sv", rtl, {"od"}, "od", "tb.dut", {}) == []

@@ -317,6 +317,13 @@ def dut_writes(tb_tree: syntax.SyntaxTree, hierarchy: Hierarchy) -> list[str]:
                     f"`{n.keyword.valueText}` of", forced=True)
         elif kind in (SK.ProceduralReleaseStatement, SK.ProceduralDeassignStatement):
             written(n, n.variable, f"`{n.keyword.valueText}` of", forced=True)
+        elif kind == SK.NetDeclaration and n.netType.valueText in _DRIVING_NETS:
+            # a supply or pulled net drives itself: on a net a DUT output drives, it is a
+            # second driver slang lists none for (a nineteenth red team)
+            for d in n.declarators:
+                if isinstance(d, syntax.DeclaratorSyntax):
+                    written(n, [[d.name.valueText]], f"the `{n.netType.valueText}` net",
+                            forced=True)
         elif kind == SK.NetAlias:  # one net under several names: any member is written
             for expr in n.nets:
                 if isinstance(expr, syntax.ExpressionSyntax):
@@ -346,6 +353,9 @@ def dut_writes(tb_tree: syntax.SyntaxTree, hierarchy: Hierarchy) -> list[str]:
     tb_tree.root.visit(visit)
     return list(dict.fromkeys(reason for _, reason in sorted(found, key=lambda f: f[0])))
 
+
+#: Net types that drive their net by themselves (IEEE 1800 6.6.6-6.6.8).
+_DRIVING_NETS = frozenset({"supply0", "supply1", "tri0", "tri1", "trireg"})
 
 _LOCAL_SCOPES = frozenset({SK.ClassDeclaration, SK.FunctionDeclaration, SK.TaskDeclaration,
                            SK.SequentialBlockStatement, SK.ParallelBlockStatement})
