@@ -9,10 +9,11 @@
 # else) and the train reports of its SFTs into experiments/smollm2_cpu/carry/ (commit
 # it). restore unpacks the bench folder into runs/ before `phase1.sh SEED ARM` runs
 # again: the SFTs are redone (same data, same seed) and the bench resumes its
-# results.jsonl (same identity). Its answers were made by the first training: compare
-# the new train reports with the carried ones (`carry.sh compare SEED ARM`: the final
-# weights' fingerprints equal); if they differ, delete the restored bench folder and
-# bench anew.
+# results.jsonl (same identity). Its answers were made by the first training: as soon
+# as the last SFT's train report exists (the bench starts right after it), compare the
+# new train reports with the carried ones (`carry.sh compare SEED ARM`: the final
+# weights' fingerprints equal, exit 0); if they differ, stop phase1.sh, delete the
+# restored bench folder and run phase1.sh again (the bench starts anew).
 set -euo pipefail
 what=${1:?usage: carry.sh save|restore|compare SEED ARM}
 S=${2:?seed}
