@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import NEEDS_SOLVER
 from llm4cov.close.loop import STEPS, Closer, State
 from llm4cov.close.merge import RunScope, encode_key, merge_all, minimize, run_points
 from llm4cov.close.model import Cause, CloseSettings, GoalVerdict, StepRecord
@@ -324,21 +325,13 @@ def test_kill_9_mid_run_then_rerun_gives_the_same_regression(tmp_path):
     assert regression(killed) == regression(clean)
 
 
+@NEEDS_SOLVER
 @pytest.mark.requires_verilator
 @pytest.mark.slow
 def test_residual_fixture_end_to_end(tmp_path):
     """close_residual.v through the whole command: the default item proven
     unreachable, the MODE else arm parameter-constant, the alarm branch not reached."""
     from llm4cov.cli.app import main
-    from llm4cov.formal import FormalToolError, find_tools
-    from llm4cov.formal.tools import yowasp_cache_dir
-
-    try:
-        find_tools()
-    except FormalToolError:
-        pytest.skip("formal tools missing (pip install -e '.[formal]')")
-    if not (yowasp_cache_dir().is_dir() and any(yowasp_cache_dir().iterdir())):
-        pytest.skip("formal tools not warmed up (llm4cov formal warmup)")
     out = tmp_path / "res"
     assert main(["close", str(RESIDUAL), "--out", str(out), "--lengths", "50,200",
                  "--cover-depth", "12", "--prove-depth", "4", "--prove-budget", "20"]) == 0

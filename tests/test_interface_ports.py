@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from conftest import NEEDS_SOLVER
 from llm4cov.policies.random_stimulus import random_testbench
 from llm4cov.tasks.hdl import parse_design
 from llm4cov.tasks.model import SourceFile, Task
@@ -97,6 +98,7 @@ def test_the_random_testbench_reaches_the_dut_through_the_interface(evaluator):
     assert (branch.covered, branch.total) == (4, 4)
 
 
+@NEEDS_SOLVER
 @pytest.mark.requires_verilator
 @pytest.mark.heavy
 def test_close_says_formal_cannot_take_an_interface_port(tmp_path):
@@ -107,15 +109,6 @@ def test_close_says_formal_cannot_take_an_interface_port(tmp_path):
     import json
 
     from llm4cov.cli.app import main
-    from llm4cov.formal import FormalToolError, find_tools
-    from llm4cov.formal.tools import yowasp_cache_dir
-
-    try:
-        find_tools()
-    except FormalToolError:
-        pytest.skip("formal tools missing (pip install -e '.[formal]')")
-    if not (yowasp_cache_dir().is_dir() and any(yowasp_cache_dir().iterdir())):
-        pytest.skip("formal tools not warmed up (llm4cov formal warmup)")
     rtl = tmp_path / "rtl"
     rtl.mkdir()
     (rtl / "bus_if.sv").write_text(BUS_IF)

@@ -46,7 +46,7 @@ one analysis per testbench.
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -336,12 +336,8 @@ def tb_writes(elab: Elaboration) -> list[Write]:
         mine[0] = tb_code(node)
         return mine[0] or within[0] is not None
 
-    def visit(node: Any) -> Any:
-        if isinstance(node, ast.SubroutineSymbol) and within[0] != node.hierarchicalPath:
-            outer, within[0] = within[0], node.hierarchicalPath
-            node.visit(visit)  # (entered again with its path set: its body)
-            within[0] = outer
-            return ast.VisitAction.Skip
+    def visit(node: Any, sub: str | None) -> Any:
+        within[0] = sub
         if isinstance(node, ast.ProceduralAssignStatement):
             if ours(node):
                 forces.add(origin(node.assignment.sourceRange.start).offset)
@@ -361,8 +357,27 @@ def tb_writes(elab: Elaboration) -> list[Write]:
                 add(node, arg, what)
         return True
 
-    elab.compilation.getRoot().visit(visit)
+    visit_by_subroutine(elab.compilation.getRoot(), visit)
     return out
+
+
+def visit_by_subroutine(root: Any, on_node: Callable[[Any, str | None], Any]) -> None:
+    """Visit every node below ``root`` (a pyslang symbol) in pyslang's order, calling
+    ``on_node(node, within)``: ``within`` is the hierarchical path of the innermost
+    subroutine whose declaration holds the node (None: a process, a declaration). As in
+    pyslang's ``visit``, ``on_node`` returns True to go on into the node's children or
+    ``ast.VisitAction.Skip`` not to."""
+    within: list[str | None] = [None]
+
+    def visit(node: Any) -> Any:
+        if isinstance(node, ast.SubroutineSymbol) and within[0] != node.hierarchicalPath:
+            outer, within[0] = within[0], node.hierarchicalPath
+            node.visit(visit)  # (entered again with its path set: its body)
+            within[0] = outer
+            return ast.VisitAction.Skip
+        return on_node(node, within[0])
+
+    root.visit(visit)
 
 
 def _written_arguments(call: Any, manager: Any) -> list[tuple[Any, str]]:

@@ -33,7 +33,13 @@ from typing import Any
 import pyslang
 from pyslang import ast
 
-from llm4cov.sim.safety.drivers import Calls, Elaboration, _Sides, dut_interface_members
+from llm4cov.sim.safety.drivers import (
+    Calls,
+    Elaboration,
+    _Sides,
+    dut_interface_members,
+    visit_by_subroutine,
+)
 
 EK = ast.ExpressionKind
 #: A value no rule here follows: it may be any instance.
@@ -405,7 +411,6 @@ def subroutine_calls(elab: Elaboration, pts: PointsTo | None) -> Calls:
         by_name.setdefault(name, set()).add(path)
     runs: dict[str | None, set[str]] = {}  # caller subroutine (None: a process) -> callees
     from_tb: set[str] = set()
-    within: list[str | None] = [None]
 
     def callees(call: Any) -> set[str]:
         sub: Any = call.subroutine
@@ -417,20 +422,15 @@ def subroutine_calls(elab: Elaboration, pts: PointsTo | None) -> Calls:
             return {f"{t}.{sub.name}" for t in targets}
         return {sub.hierarchicalPath}
 
-    def visit(node: Any) -> Any:
-        if isinstance(node, ast.SubroutineSymbol) and within[0] != node.hierarchicalPath:
-            outer, within[0] = within[0], node.hierarchicalPath
-            node.visit(visit)  # (entered again with its path set: its body)
-            within[0] = outer
-            return ast.VisitAction.Skip
+    def visit(node: Any, within: str | None) -> Any:
         if isinstance(node, ast.CallExpression) and not node.isSystemCall:
             found = callees(node)
-            runs.setdefault(within[0], set()).update(found)
+            runs.setdefault(within, set()).update(found)
             if elab.in_tb(node.sourceRange.start):
                 from_tb.update(found)
         return True
 
-    elab.compilation.getRoot().visit(visit)
+    visit_by_subroutine(elab.compilation.getRoot(), visit)
     called = set().union(*runs.values())
     reached, todo = set(from_tb), list(from_tb)
     while todo:  # what the testbench's calls run, through every call they make
