@@ -1,13 +1,16 @@
 """A DUT parameter value pyslang and Verilator may evaluate differently (a user function,
 an ``x``) is settled by Verilator's own elaboration (``--json-only``,
 ``sim/backends/verilator/elaborated.py``): the task's value passes, another is refused
-with Verilator's values. ``pm``'s ``P`` picks its easy generate branch when nonzero."""
+with Verilator's values. Such a value elsewhere (a wrapper's, a generate condition) stands
+where Verilator builds the testbench's text as pyslang does (``sim/safety/shape.py``).
+``pm``'s ``P`` picks its easy generate branch when nonzero."""
 
 from __future__ import annotations
 
 import pytest
 
 from llm4cov.sim.analysis.structure import plan_testbench
+from llm4cov.sim.safety.shape import ElaboratedShape, _same, disagreements
 from llm4cov.sim.safety.stimulus_only import judge
 from llm4cov.tasks.model import SourceFile, Task
 
@@ -33,11 +36,12 @@ def tb(values: str, wrapper: bool = False) -> str:
     return f"module tb;\n{FUNCTIONS}  logic clk = 0; logic q;\n  {inst}\nendmodule\n"
 
 
-def simulator_says(evaluator, text: str) -> list[str]:
+def simulator_says(evaluator, text: str, dut: str = "tb.dut") -> list[str]:
     src = SourceFile(name="tb.sv", content=text)
     inspection = evaluator.inspect(TASK, src)
     assert inspection.reasons == []
     plan = plan_testbench(TASK.rtl_files, src, "pm", "dut", view=inspection.view)
+    assert plan.dut_hier == dut
     return evaluator._dut_writes(TASK, src, plan, inspection.view)
 
 
@@ -66,18 +70,85 @@ def test_a_function_verilator_evaluates_to_another_value_is_refused(evaluator):
         "instantiate it with the task's parameters"]
 
 
-def test_a_value_passed_on_by_a_wrapper_stays_refused(evaluator):
-    """The wrapper's own generate conditions could read it: only a value given to the
-    DUT module itself is settled by the simulator."""
-    text = tb(".W(clog2(16))", wrapper=True).replace("pm #(.W(clog2(16)))", "pm #(.W(W))")
-    text = text.replace("module wrap(", "module wrap #(parameter int W = 4) (").replace(
-        "wrap w(", "wrap #(.W(clog2(16))) w(")
-    src = SourceFile(name="tb.sv", content=text)
-    inspection = evaluator.inspect(TASK, src)
-    plan = plan_testbench(TASK.rtl_files, src, "pm", "dut", view=inspection.view)
-    assert plan.dut_hier == "tb.w.dut"
-    found = evaluator._dut_writes(TASK, src, plan, inspection.view)
-    assert len(found) == 1 and "the parameter `W` of `wrap`" in found[0]
+WRAP = ("module wrap #(parameter int W = 4) (input logic clk);\n  logic q;\n"
+        "  pm #(.W(W)) dut(.clk(clk), .q(q));\nendmodule\n")
+
+
+def wrapped(value: str) -> str:
+    return (WRAP + f"module tb;\n{FUNCTIONS}  logic clk = 0;\n"
+            f"  wrap #(.W({value})) w(.clk(clk));\nendmodule\n")
+
+
+def generate(condition: str, one_line: bool = False) -> str:
+    """An if/else generate construct whose two branches share the name ``g``."""
+    sep = " " if one_line else "\n  "
+    return (f"module tb;\n{FUNCTIONS}  localparam logic [3:0] C = 4'b0101;\n"
+            "  logic clk = 0; logic q;\n  pm dut(.clk(clk), .q(q));\n"
+            f"  if ({condition}) begin : g{sep}initial clk = 1;{sep}end "
+            f"else begin : g{sep}initial clk = 0;{sep}end\nendmodule\n")
+
+
+def test_pyslang_alone_refuses_a_value_given_elsewhere():
+    """Without a simulator (``check``) a wrapper's value stays refused; ``judge`` hands
+    it on with pyslang's elaboration of the testbench's text."""
+    found = judge(wrapped("clog2(16)"), "tb.sv", PM + WRAP, {"pm"}, "pm", "tb.w.dut", {})
+    assert found.reasons == [] and found.dut_values == ()
+    assert found.elsewhere == [
+        "tb.sv:11: the value of the parameter `W` of `wrap` is computed with a function "
+        "call, which Verilator and the check may evaluate differently: give it as a plain "
+        "constant"]
+    assert found.shape["instances"] == {"tb.w": {"W": "4"}, "tb.w.dut": {"P": "0", "W": "4",
+                                                                         "L": "0"}}
+
+
+@pytest.mark.parametrize("text", [
+    wrapped("clog2(16)"),  # a Verilog-2001 user function, through a wrapper
+    generate("C[0]"),  # a bit select in a generate condition
+    generate("clog2(16) == 4", one_line=True),  # both branches on one line
+    generate("clog2(16) == 4 /* a comment */", one_line=True),
+    generate("C[0]").replace("  if (C[0])", "  for (genvar i = 0; i < C[2:0]; i++) begin : l"
+                             "\n    initial clk = 1;\n  end\n  if (1)"),  # a loop bound
+])
+def test_a_value_elsewhere_stands_where_verilator_builds_the_same(evaluator, text):
+    """Refused before, whatever the value (false positives of the plain-value rule):
+    Verilator's own elaboration builds the same blocks with the same values."""
+    dut = "tb.w.dut" if "wrap #" in text else "tb.dut"
+    assert simulator_says(evaluator, text, dut) == []
+
+
+def test_a_wrapper_value_verilator_evaluates_otherwise_is_refused(evaluator):
+    """``f() + 4``: 4 to pyslang (the DUT's default passes its parameter check), 5 to
+    Verilator, in the wrapper and the DUT it passes it to."""
+    assert simulator_says(evaluator, wrapped("f() + 4"), "tb.w.dut")[1:] == [
+        "tb.sv: Verilator elaborates `tb.w` with other parameter values than the check: "
+        "W = 32'h5 (the check's: 4)",
+        "tb.sv: Verilator elaborates `tb.w.dut` with other parameter values than the check: "
+        "W = 32'h5 (the check's: 4)"]
+
+
+@pytest.mark.parametrize("text, block", [
+    (generate("f() == 1"), "tb.g"),
+    (generate("f() == 1", one_line=True), "tb.g"),
+    (tb("").replace("pm #() dut", "pm dut").replace(
+        "endmodule", "  if (f() == 1) initial clk = 1; else initial clk = 0;\nendmodule"),
+     "tb.genblk1"),
+])
+def test_a_branch_verilator_builds_in_place_of_another_is_refused(evaluator, text, block):
+    """The two branches of one ``if`` share their name: the place tells them apart."""
+    assert simulator_says(evaluator, text)[1:] == [
+        f"tb.sv: Verilator builds the generate block `{block}` the check's elaboration "
+        "leaves out",
+        f"tb.sv: the check's elaboration builds the generate block `{block}` Verilator "
+        "leaves out"]
+
+
+def test_a_loop_verilator_runs_more_often_is_refused(evaluator):
+    text = tb("").replace("pm #() dut", "pm dut").replace(
+        "endmodule", "  for (genvar i = 0; i < f(); i++) begin : l\n    initial clk = 1;\n"
+        "  end\nendmodule")
+    assert simulator_says(evaluator, text)[1:] == [
+        "tb.sv: Verilator builds the generate block `tb.l[0]` the check's elaboration "
+        "leaves out"]
 
 
 def test_verilator_names_the_instance_values_through_generate_blocks(evaluator):
@@ -119,3 +190,46 @@ def test_a_type_parameter_default_is_followed():
         "module tb;", "module tb #(parameter type T = logic [tb.f():0]);")
     found = judge(text, "tb.sv", PM, {"pm"}, "pm", "tb.dut", {})
     assert "computed with a function call" in found.dut_values[0]
+
+
+def test_verilator_places_each_generate_block_and_instance(evaluator):
+    """``--json-only``'s places: a branch without ``begin`` at its statement's ``=``
+    (column 19), a named block at its label, a loop at ``for``, a loop's blocks and
+    instances at the instance's name; values in Verilator's notation (-1 as
+    ``32'hffffffff``)."""
+    text = ("module sub #(parameter int P = 1) ();\nendmodule\nmodule tb;\n"
+            "  if (1) assign a = 1; else assign a = 0;\n"
+            "  for (genvar i = 0; i < 2; i++) begin : g sub #(.P(-i)) s (); end\n"
+            "  if (1) begin : n sub t (); end\n  logic a;\nendmodule\n")
+    assert evaluator.backend.elaborated_shape(text, "tb", {}) == ElaboratedShape(
+        blocks=(("tb.genblk1", 4, 19), ("tb.g", 5, 3), ("tb.g[0]", 5, 58),
+                ("tb.g[1]", 5, 58), ("tb.n", 6, 18)),
+        instances=(("tb.n.t", 6, 24, {"P": "32'sh1"}),
+                   ("tb.g[1].s", 5, 58, {"P": "32'hffffffff"}),
+                   ("tb.g[0].s", 5, 58, {"P": "32'h0"})))
+
+
+@pytest.mark.parametrize("ours, theirs, same", [
+    ("-2", "32'hfffffffe", True),  # a negative value, at Verilator's width
+    ("4", "32'sh4", True), ("4", "32'h5", False), ("255", "8'hff", True),
+    ('"ab"', '\\"ab\\"', True), ("1.5", "1.5", True),
+    ("type logic[3:0]", None, False),  # a type parameter: Verilator's tree lists none
+])
+def test_values_compare_across_the_two_notations(ours, theirs, same):
+    assert _same(ours, theirs) is same
+
+
+def test_a_line_with_a_block_comment_places_by_line_only():
+    """Verilator's column after a block comment is not the byte's: two blocks of one name
+    on that line cannot be told apart, so nothing is settled."""
+    text = "module tb;\n  /* c */ if (0) begin : g end else begin : g end\nendmodule\n"
+    first, second = text.index("begin : g"), text.rindex("begin : g")
+    mine = {"blocks": [["tb.g", first, first + 13, False], ["tb.g", second, second + 13, True]],
+            "arrays": [], "instances": {}}
+    theirs = ElaboratedShape(blocks=(("tb.g", 2, second - text.index("\n")),), instances=())
+    assert disagreements(mine, theirs, text, 0, "tb.sv") == [
+        "tb.sv: Verilator builds a generate block `tb.g` (line 2 of the view) the check "
+        "cannot tell from another",
+        "tb.sv: the check's elaboration builds the generate block `tb.g` Verilator leaves out"]
+    plain = text.replace("/* c */", "       ")
+    assert disagreements(mine, theirs, plain, 0, "tb.sv") == []

@@ -57,7 +57,7 @@ from llm4cov.sim.model.exclusions import excluded_note, parse_rules, split_point
 from llm4cov.sim.model.feedback_terms import sim_time_text
 from llm4cov.sim.model.functional import functional_coverage
 from llm4cov.sim.model.observation import CoverageData, EndReason, Observation, Status
-from llm4cov.sim.safety import isolation, precheck, stimulus_only, workdirs
+from llm4cov.sim.safety import isolation, precheck, shape, stimulus_only, workdirs
 from llm4cov.sim.safety.forked import BoundExceeded, bounded_call
 from llm4cov.sim.safety.process import BOUND_NAMES, ProcessResult
 from llm4cov.sim.safety.static_check import (
@@ -373,11 +373,34 @@ class Evaluator:
             return stimulus_only.CheckResult([
                 f"{tb.name}: elaborating the testbench with the RTL {exc}, more than "
                 "llm4cov spends to check it: what it writes cannot be checked"])
-        if found.reasons or not found.dut_values:
+        if found.reasons or not (found.dut_values or found.elsewhere):
             return found
-        reasons = self._simulator_parameters(task, tb, plan, view, list(found.dut_values)) \
-            if view is not None else list(found.dut_values)
+        reasons: list[str] = []
+        if found.elsewhere:
+            reasons = self._simulator_shape(task, tb, plan, view, found) if view is not None \
+                else list(found.elsewhere)
+        if found.dut_values and not reasons:
+            reasons = self._simulator_parameters(task, tb, plan, view,
+                                                 list(found.dut_values)) \
+                if view is not None else list(found.dut_values)
         return stimulus_only.CheckResult(reasons, (), found.unelaborated)
+
+    def _simulator_shape(self, task: Task, tb: SourceFile, plan: TestbenchPlan,
+                         view: Preprocessed, found: stimulus_only.CheckResult) -> list[str]:
+        """Reasons when the simulator's own elaboration of the view differs from the
+        check's in the testbench's text (:func:`~llm4cov.sim.safety.shape.disagreements`:
+        generate blocks built, instances, their parameter values): a value pyslang may
+        evaluate otherwise outside the DUT instance (``found.elsewhere``) stands when
+        both tools build the same; ``found.elsewhere`` itself when the simulator cannot
+        say."""
+        text = shape.blank_line_directives(view.text, view.markers)
+        mine = found.shape
+        theirs = None if "`line" in text or mine is None else \
+            self.backend.elaborated_shape(text, plan.tb_top, _top_overrides(task, tb, plan))
+        if mine is None or theirs is None:
+            return list(found.elsewhere)
+        differ = shape.disagreements(mine, theirs, text, view.tb_offset, tb.name)
+        return [*found.elsewhere[:1], *differ] if differ else []
 
     def _simulator_parameters(self, task: Task, tb: SourceFile, plan: TestbenchPlan,
                               view: Preprocessed, unsure: list[str]) -> list[str]:
@@ -386,10 +409,8 @@ class Evaluator:
         (:meth:`~llm4cov.sim.backends.base.SimBackend.elaborated_parameters`): a value
         pyslang may evaluate otherwise (``unsure``: a user function, an ``x``) is settled
         by the tool that runs it; ``unsure`` itself when the simulator cannot say."""
-        declared = module_parameters(tb, plan.tb_top) if task.parameters else set()
-        actual = self.backend.elaborated_parameters(
-            view.text, plan.tb_top, plan.dut_hier,
-            {k: v for k, v in task.parameters.items() if k in declared})
+        actual = self.backend.elaborated_parameters(view.text, plan.tb_top, plan.dut_hier,
+                                                    _top_overrides(task, tb, plan))
         overrides = ", ".join(f".{k}({v})" for k, v in task.parameters.items())
         top = "llm4cov_parameter_reference"
         reference = self.backend.elaborated_parameters(
@@ -809,3 +830,10 @@ def _diagnosed(rtl_files: list[SourceFile], tb: SourceFile, top: str, dirs: list
     bounded child's answer)."""
     return [dataclasses.asdict(f) for f in precheck.diagnose(
         rtl_files, tb, top, dirs, defines=defines, compile_files=compile_files)]
+
+
+def _top_overrides(task: Task, tb: SourceFile, plan: TestbenchPlan) -> dict[str, str]:
+    """The task's parameters the build gives the testbench's top (``-G``: those its top
+    declares), for an elaboration of the view to be the build's."""
+    declared = module_parameters(tb, plan.tb_top) if task.parameters else set()
+    return {k: v for k, v in task.parameters.items() if k in declared}

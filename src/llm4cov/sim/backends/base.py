@@ -27,6 +27,7 @@ from llm4cov.sim.analysis.structure import TestbenchPlan
 from llm4cov.sim.model.coverage import Point
 from llm4cov.sim.model.observation import EndReason, Status
 from llm4cov.sim.safety.process import ProcessResult, Sandbox
+from llm4cov.sim.safety.shape import ElaboratedShape
 from llm4cov.sim.safety.static_check import PreprocessMessages
 from llm4cov.tasks.model import SourceFile, Task
 
@@ -150,6 +151,14 @@ class SimBackend(Protocol):
         the instance ``instance`` (a dotted path from ``top``) with, in ``text`` (one
         preprocessed Verilog text) with ``top`` as its top and the top's ``overrides``;
         None when it cannot say (an error, a bound)."""
+        ...
+
+    def elaborated_shape(self, text: str, top: str, overrides: Mapping[str, str]
+                         ) -> ElaboratedShape | None:
+        """Every generate block and instance the simulator builds from ``text`` (one
+        preprocessed Verilog text without `` `line`` directives, so a place is one in
+        ``text``) with ``top`` as its top and the top's ``overrides``; None when it
+        cannot say."""
         ...
 
     def build(self, task: Task, tb: SourceFile, plan: TestbenchPlan, workdir: Path,

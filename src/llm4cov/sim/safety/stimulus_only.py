@@ -61,6 +61,7 @@ from llm4cov.sim.safety.handles import (
     handle_writes,
     subroutine_calls,
 )
+from llm4cov.sim.safety.shape import TbShape, tb_shape
 from llm4cov.sim.safety.subroutines import (
     IN_PLACE_METHODS,
     OUTPUT_ARGUMENTS,
@@ -1049,14 +1050,21 @@ class CheckResult(NamedTuple):
     #: pyslang's errors in the testbench's text (``Elaboration.unelaborated``): code no
     #: check saw; the caller refuses the testbench when Verilator builds it.
     unelaborated: Sequence[str] = ()
+    #: Reasons for values pyslang may evaluate otherwise given elsewhere (a wrapper, an
+    #: interface, a generate condition), when nothing else is wrong; the caller compares
+    #: ``shape`` (:func:`~llm4cov.sim.safety.shape.tb_shape`) with the simulator's
+    #: elaboration (:func:`~llm4cov.sim.safety.shape.disagreements`), or refuses.
+    elsewhere: Sequence[str] = ()
+    shape: TbShape | None = None
 
 
 def check(tb_text: str, tb_name: str, rtl_text: str, rtl_modules: Iterable[str],
           dut_module: str, dut_hier: str, task_parameters: Mapping[str, str]) -> list[str]:
-    """:func:`judge`'s reasons, a DUT parameter value it cannot be sure of refused."""
+    """:func:`judge`'s reasons, a parameter value it cannot be sure of refused (no
+    simulator settles it here)."""
     found = judge(tb_text, tb_name, rtl_text, rtl_modules, dut_module, dut_hier,
                   task_parameters)
-    return found.reasons or list(found.dut_values)
+    return found.reasons or list(found.dut_values) or list(found.elsewhere)
 
 
 def judge(tb_text: str, tb_name: str, rtl_text: str, rtl_modules: Iterable[str],
@@ -1094,16 +1102,20 @@ def judge(tb_text: str, tb_name: str, rtl_text: str, rtl_modules: Iterable[str],
         dut_subroutine_calls(made, dut_hier) or \
         driver_reasons(made, tb_name, dut_module, dut_hier, through.calls) or \
         unrecorded_writes(made, dut_hier, through.calls) or through.reasons or \
-        elsewhere or interface_parameter_changes(made, rtl_text, tb_name, task_parameters)
+        interface_parameter_changes(made, rtl_text, tb_name, task_parameters)
     if reasons:
         return CheckResult(reasons)
+    # values elsewhere pyslang may evaluate otherwise: its elaboration must be the
+    # simulator's, compared by the caller
+    shape = tb_shape(made, _value) if elsewhere else None
     unelaborated = made.unelaborated()
     if at_dut:  # pyslang's values are not Verilator's: the simulator's elaboration decides
-        return CheckResult([], at_dut, unelaborated)
+        return CheckResult([], at_dut, unelaborated, elsewhere, shape)
     if not (task_parameters or _overrides(tree, dut_module)):
-        return CheckResult([], (), unelaborated)
+        return CheckResult([], (), unelaborated, elsewhere, shape)
     return CheckResult(parameter_changes(rtl_text, tb_text, tb_name, dut_module, dut_hier,
-                                         task_parameters, made), (), unelaborated)
+                                         task_parameters, made), (), unelaborated,
+                       elsewhere, shape)
 
 
 def _overrides(tree: syntax.SyntaxTree, dut_module: str) -> bool:

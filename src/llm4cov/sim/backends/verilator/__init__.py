@@ -16,8 +16,9 @@ import os
 import re
 import secrets
 import shutil
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 from llm4cov.sim.analysis.structure import TestbenchPlan, always_without_timing, stop_sites
 from llm4cov.sim.backends.base import RunOutcome
@@ -36,7 +37,7 @@ from llm4cov.sim.backends.verilator.build import (
     run_sandbox,
 )
 from llm4cov.sim.backends.verilator.coverage_dat import COVERAGE_FORMAT, parse_coverage_dat
-from llm4cov.sim.backends.verilator.elaborated import instance_parameters
+from llm4cov.sim.backends.verilator.elaborated import elaborated_shape, instance_parameters
 from llm4cov.sim.backends.verilator.toolchain import Toolchain
 from llm4cov.sim.backends.verilator.versions import PINNED, VerilatorBuild
 from llm4cov.sim.cache import BUILD_DIR, cache_root, evict_build_store
@@ -50,6 +51,7 @@ from llm4cov.sim.safety.forked import BoundExceeded, bounded_call
 from llm4cov.sim.safety.host import ToolchainError
 from llm4cov.sim.safety.isolation import SANDBOX_PATH
 from llm4cov.sim.safety.process import Limits, ProcessResult, Sandbox, run_limited
+from llm4cov.sim.safety.shape import ElaboratedShape
 from llm4cov.sim.safety.workdirs import sources
 from llm4cov.tasks.hdl import compile_order, define_args, module_parameters, search_dirs
 from llm4cov.tasks.model import SourceFile, Task
@@ -185,9 +187,31 @@ class VerilatorBackend:
                               overrides: Mapping[str, str]) -> dict[str, str] | None:
         """The parameter values Verilator elaborates ``instance`` with (its constants,
         ``32'h4``): ``--json-only`` on ``text`` with ``top`` as the top and ``overrides``
-        as ``-G``s, the build's flags, in the build's sandbox and bounds
-        (:mod:`~llm4cov.sim.backends.verilator.elaborated`; the tree is read in a bounded
-        child). None when Verilator fails or a bound is passed."""
+        as ``-G``s (:meth:`_json_only`). None when Verilator fails or a bound is passed."""
+        return self._json_only(text, top, overrides,
+                               lambda tree, _: instance_parameters(tree, instance))
+
+    def elaborated_shape(self, text: str, top: str, overrides: Mapping[str, str]
+                         ) -> ElaboratedShape | None:
+        """Every generate block and instance Verilator builds from ``text`` with ``top``
+        as the top and ``overrides`` as ``-G``s (:meth:`_json_only`;
+        :func:`~llm4cov.sim.backends.verilator.elaborated.elaborated_shape`); None when
+        Verilator fails, a bound is passed or a place lies outside ``text``."""
+        found = self._json_only(text, top, overrides,
+                                lambda tree, meta: elaborated_shape(tree, meta, VIEW_FILE, top))
+        if found is None:
+            return None
+        blocks, instances = found
+        return ElaboratedShape(tuple((p, line, col) for p, line, col in blocks),
+                               tuple((p, line, col, dict(v)) for p, line, col, v in instances))
+
+    def _json_only(self, text: str, top: str, overrides: Mapping[str, str],
+                   read: Callable[[str, str], Any]) -> Any:
+        """``read(tree file, meta file)`` of ``verilator --json-only`` on ``text`` with
+        ``top`` as the top and ``overrides`` as ``-G``s, the build's flags, in the
+        build's sandbox and bounds (:mod:`~llm4cov.sim.backends.verilator.elaborated`;
+        ``read`` runs in a bounded child). None when Verilator fails or a bound is
+        passed."""
         scratch = workdirs.create(self.config.workdir_root)
         try:
             src = sources(scratch)
@@ -208,9 +232,10 @@ class VerilatorBackend:
                 output_cap=64 * 1024,
                 sandbox=build_sandbox(self.toolchain) if self.config.sandbox else None)
             tree = scratch / "obj" / f"V{top}.tree.json"
+            meta = tree.with_name(f"V{top}.tree.meta.json")
             if run.returncode != 0 or run.timed_out or run.exceeded or not tree.is_file():
                 return None
-            return bounded_call(instance_parameters, str(tree), instance)
+            return bounded_call(read, str(tree), str(meta))
         except (OSError, BoundExceeded, RuntimeError) as exc:
             log.info("Verilator's elaboration could not be read (%s)", exc)
             return None

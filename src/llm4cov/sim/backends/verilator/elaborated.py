@@ -75,3 +75,52 @@ def _strip(node: Any) -> Any:
     if isinstance(node, list):
         return [_strip(v) for v in node]
     return node
+
+
+def elaborated_shape(tree_file: str, meta_file: str, view_file: str, top: str
+                     ) -> tuple[list[Any], list[Any]] | None:
+    """What Verilator built from the module ``top`` of the ``--json-only`` tree in
+    ``tree_file``, as the fields of an :class:`~llm4cov.sim.backends.base.ElaboratedShape`
+    (lists: a JSON value, read in a bounded child): each generate block and each
+    instance, with its ``(line, column)`` in the source named ``view_file``
+    (``meta_file``'s file table names the tree's files); None when the top is missing
+    or a block or instance lies in another file (a place the check cannot compare)."""
+    tree = json.loads(Path(tree_file).read_text(encoding="utf-8"))
+    files = json.loads(Path(meta_file).read_text(encoding="utf-8")).get("files", {})
+    view = {k for k, f in files.items() if isinstance(f, dict) and f.get("filename") == view_file}
+    modules = {m.get("addr"): m for m in tree.get("modulesp", [])
+               if isinstance(m, dict) and m.get("type") in ("MODULE", "IFACE")}
+    root = next((m for m in modules.values() if m.get("name") == top
+                 and m.get("origName", top) == top), None)
+    if root is None:
+        return None
+    blocks: list[Any] = []
+    instances: list[Any] = []
+    todo: list[tuple[list[Any], str, int]] = [(root.get("stmtsp", []), top, 0)]
+    while todo:
+        nodes, prefix, depth = todo.pop()
+        for n in nodes:
+            if not isinstance(n, dict) or n.get("type") not in ("CELL", "GENBLOCK"):
+                continue
+            place = _place(n.get("loc", ""), view)
+            if place is None or depth > 512:
+                return None
+            path = f"{prefix}.{n.get('name', '')}"
+            if n["type"] == "GENBLOCK":
+                blocks.append([path, *place])
+                todo.append((n.get("itemsp", []) + n.get("stmtsp", []), path, depth + 1))
+            elif (module := modules.get(n.get("modp"))) is not None:
+                instances.append([path, *place, {
+                    v["name"]: _value(v.get("valuep", [])) for v in module.get("stmtsp", [])
+                    if isinstance(v, dict) and v.get("type") == "VAR" and v.get("isParam")}])
+                todo.append((module.get("stmtsp", []), path, depth + 1))
+    return blocks, instances
+
+
+def _place(loc: str, view: set[str]) -> tuple[int, int] | None:
+    """``(line, column)`` of a tree location ``e,5:43,5:44`` in a file of ``view``."""
+    file, _, span = loc.partition(",")
+    line, _, col = span.partition(",")[0].partition(":")
+    if file not in view or not line.isdigit() or not col.isdigit():
+        return None
+    return int(line), int(col)
