@@ -209,6 +209,15 @@ def test_verilator_places_each_generate_block_and_instance(evaluator):
                    ("tb.g[0].s", 5, 58, {"P": "32'h0"})))
 
 
+def test_an_else_if_wrapper_adds_no_name(evaluator):
+    """Verilator wraps an else-if's branches in a block without a name: no path part."""
+    text = ("module sub(input a); endmodule\nmodule tb;\n"
+            "  if (0) sub s(.a(1'b0)); else if (1) sub t(.a(1'b0));\nendmodule\n")
+    found = evaluator.backend.elaborated_shape(text, "tb", {})
+    assert [b[0] for b in found.blocks] == ["tb.genblk1"]
+    assert [i[0] for i in found.instances] == ["tb.genblk1.t"]
+
+
 @pytest.mark.parametrize("ours, theirs, same", [
     ("-2", "32'hfffffffe", True),  # a negative value, at Verilator's width
     ("4", "32'sh4", True), ("4", "32'h5", False), ("255", "8'hff", True),

@@ -59,6 +59,10 @@ class ModuleDecl:
     line: int
     instances: tuple[tuple[str, str], ...] = field(default_factory=tuple)
     has_ports: bool = True
+    #: Per instance (in ``instances``' order), the conditional generate blocks it lies
+    #: in as a path prefix (``genblk1.``, ``g.``; empty: none), for its hierarchical
+    #: path (:func:`instance_paths`).
+    scopes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -397,9 +401,10 @@ class Design:
             if (isinstance(node, syntax.ModuleDeclarationSyntax)
                     and node.kind == syntax.SyntaxKind.ModuleDeclaration):
                 loc = node.header.name.location
+                insts, scopes = _instances(node)
                 found.append(ModuleDecl(node.header.name.valueText, self._name(loc),
-                                        sm.getLineNumber(loc), _instances(node),
-                                        _has_ports(node.header.ports)))
+                                        sm.getLineNumber(loc), insts,
+                                        _has_ports(node.header.ports), scopes))
             return True
 
         self.tree.root.visit(visit)
@@ -506,8 +511,13 @@ def _has_ports(ports: syntax.PortListSyntax | None) -> bool:
             and len(ports.ports) > 0)
 
 
-def _instances(module: syntax.SyntaxNode) -> tuple[tuple[str, str], ...]:
+def _instances(module: syntax.SyntaxNode
+               ) -> tuple[tuple[tuple[str, str], ...], tuple[str, ...]]:
+    """The module's ``(module_type, instance_name)`` pairs in source order, and each
+    one's generate scope (:func:`_generate_scopes`)."""
     insts: list[tuple[str, str]] = []
+    scopes: list[str] = []
+    scope_of = _generate_scopes(module)
 
     def inner(n: object) -> bool:
         if isinstance(n, syntax.HierarchyInstantiationSyntax):
@@ -516,10 +526,56 @@ def _instances(module: syntax.SyntaxNode) -> tuple[tuple[str, str], ...]:
                     continue  # the comma tokens between `m a(...), b(...);`
                 decl = inst.decl
                 insts.append((n.type.valueText, decl.name.valueText if decl is not None else ""))
+                scopes.append(scope_of.get(n.sourceRange.start.offset, ""))
         return True
 
     module.visit(inner)
-    return tuple(insts)
+    return tuple(insts), tuple(scopes)
+
+
+def _generate_scopes(module: syntax.SyntaxNode) -> dict[int, str]:
+    """Offset of each instantiation in a conditional generate block of ``module`` ->
+    the block names it lies in (``g.``, ``genblk2.``): a block's label, else
+    ``genblk<n>`` with ``n`` the construct's number in its scope (IEEE 1800 27.6: every
+    generate construct counts; an ``if`` or ``case`` directly in another's branch,
+    without ``begin``, is part of that construct). Instantiations in a generate loop
+    are left out (their index is not read here)."""
+    scopes: dict[int, str] = {}
+
+    def members(items: Iterable[Any], prefix: str) -> None:
+        count = 0
+
+        def item(x: Any) -> None:
+            nonlocal count
+            if isinstance(x, syntax.GenerateRegionSyntax):
+                for m in x.members:
+                    item(m)
+            elif isinstance(x, (syntax.IfGenerateSyntax, syntax.CaseGenerateSyntax)):
+                count += 1
+                construct(x, prefix, count)
+            elif isinstance(x, syntax.LoopGenerateSyntax):
+                count += 1
+            elif isinstance(x, syntax.HierarchyInstantiationSyntax):
+                scopes[x.sourceRange.start.offset] = prefix
+
+        for x in items:
+            item(x)
+
+    def construct(x: Any, prefix: str, number: int) -> None:
+        clauses = [x.block, x.elseClause.clause if x.elseClause is not None else None] \
+            if isinstance(x, syntax.IfGenerateSyntax) else [i.clause for i in x.items]
+        for clause in clauses:
+            if isinstance(clause, (syntax.IfGenerateSyntax, syntax.CaseGenerateSyntax)):
+                construct(clause, prefix, number)
+            elif isinstance(clause, syntax.GenerateBlockSyntax):
+                named = clause.label or clause.beginName
+                name = named.name.valueText if named is not None else f"genblk{number}"
+                members(clause.members, f"{prefix}{name}.")
+            elif clause is not None:
+                members([clause], f"{prefix}genblk{number}.")
+
+    members(getattr(module, "members", []), "")
+    return scopes
 
 
 def _port(p: ast.PortSymbol) -> Port:
@@ -776,8 +832,8 @@ def _path_counts(decls: list[ModuleDecl], top: str, module: str) -> dict[str, in
 
 
 def instance_paths(decls: list[ModuleDecl], top: str, module: str) -> list[str]:
-    """Hierarchical paths (``top.a.b``) of every instance of ``module`` below ``top``,
-    in source order (depth first).
+    """Hierarchical paths (``top.a.b``, ``top.genblk1.b`` in a conditional generate
+    block) of every instance of ``module`` below ``top``, in source order (depth first).
 
     Paths are counted over the declared module DAG first (:func:`_path_counts`) and
     only subtrees that contain ``module`` are walked, so the cost is bounded by the
@@ -796,8 +852,12 @@ def instance_paths(decls: list[ModuleDecl], top: str, module: str) -> list[str]:
     paths: list[str] = []
 
     def below(mod: str, path: str, above: frozenset[str]) -> list:
-        kids = by_name[mod].instances if mod in by_name else ()
-        return [(m, f"{path}.{i}", above | {m}) for m, i in reversed(kids) if m not in above]
+        decl = by_name.get(mod)
+        kids = decl.instances if decl is not None else ()
+        scopes = decl.scopes if decl is not None and decl.scopes else ("",) * len(kids)
+        return [(m, f"{path}.{scope}{i}", above | {m})
+                for (m, i), scope in reversed(list(zip(kids, scopes, strict=True)))
+                if m not in above]
 
     stack = below(top, top, frozenset({top}))
     while stack:

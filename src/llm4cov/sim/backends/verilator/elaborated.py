@@ -106,7 +106,9 @@ def elaborated_shape(tree_file: str, meta_file: str, view_file: str, top: str
             if place is None or depth > 512:
                 return None
             path = f"{prefix}.{n.get('name', '')}"
-            if n["type"] == "GENBLOCK":
+            if n["type"] == "GENBLOCK" and not n.get("name"):  # an else-if's wrapper
+                todo.append((n.get("itemsp", []) + n.get("stmtsp", []), prefix, depth + 1))
+            elif n["type"] == "GENBLOCK":
                 blocks.append([path, *place])
                 todo.append((n.get("itemsp", []) + n.get("stmtsp", []), path, depth + 1))
             elif (module := modules.get(n.get("modp"))) is not None:
