@@ -949,3 +949,42 @@ def test_a_self_driving_net_on_a_dut_output_is_a_second_driver(net):
         f"tb.sv:3: the `{net}` net `u` writes into the DUT (a DUT output port drives it)"]
     own = tb.replace(f"  {net} u;\n", f"  wire u;\n  {net} vdd;\n")
     assert check(own, "tb.sv", rtl, {"od"}, "od", "tb.dut", {}) == []
+
+
+# -- the DUT instance's own connections (a twenty-first red team) ------------------------
+
+LOCK = """package cfg_pkg; logic tm_en; endpackage
+module fsm(input logic clk, input logic tm, output logic [1:0] st);
+  always_ff @(posedge clk) st <= tm ? st + 2'd1 : 2'd0;
+endmodule
+module lock(input logic clk, input logic [7:0] d, output logic [3:0] echo,
+            output logic open);
+  logic [1:0] st;
+  assign echo = d[3:0];
+  fsm u_fsm(.clk(clk), .tm(), .st(st));
+  assign open = cfg_pkg::tm_en ? st[1] : st[0];
+endmodule
+"""
+
+
+@pytest.mark.parametrize("connection, reason", [
+    # the syntax rule: a hierarchical name into the DUT, however written
+    (".echo(dut.u_fsm.tm)", "tb.sv:3: the output port `echo` of `lock` connected to "
+     "`dut.u_fsm.tm` writes into the DUT"),
+    (".echo({dut.u_fsm.tm, e[2:0]})", "tb.sv:3: the output port `echo` of `lock` "
+     "connected to `dut.u_fsm.tm` writes into the DUT"),
+    (".echo($root.tb.dut.u_fsm.tm)", "tb.sv:3: the output port `echo` of `lock` "
+     "connected to `$root.tb.dut.u_fsm.tm` writes into the DUT"),
+    # the elaboration: an RTL package's variable the DUT reads
+    (".echo(cfg_pkg::tm_en)", "tb.sv:3: the testbench drives `cfg_pkg::tm_en`, a variable "
+     "of the DUT (an output port of `tb.dut`): it writes into the DUT"),
+])
+def test_the_dut_s_own_output_onto_a_name_in_the_dut_is_a_write(connection, reason):
+    """``echo`` mirrors an input; wired to the submodule's unconnected test-mode input it
+    walked the FSM (76.09 -> 89.56 %). A plain testbench variable stays the DUT's drive."""
+    head = "module tb;\n  logic clk = 0; logic [7:0] d = 0; logic [3:0] e; logic o;\n"
+    tail = "  always #5 clk = ~clk;\n  initial begin #100 $finish; end\nendmodule\n"
+    tb = head + f"  lock dut(.clk(clk), .d(d), {connection}, .open(o));\n" + tail
+    assert check(tb, "tb.sv", LOCK, {"lock", "fsm"}, "lock", "tb.dut", {}) == [reason]
+    honest = tb.replace(connection, ".echo(e)")
+    assert check(honest, "tb.sv", LOCK, {"lock", "fsm"}, "lock", "tb.dut", {}) == []

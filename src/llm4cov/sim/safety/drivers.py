@@ -219,9 +219,9 @@ def driver_reasons(elab: Elaboration, tb_name: str, dut_module: str, dut_hier: s
                 isinstance(sym, ast.ClockVarSymbol):
             continue
         drivers = list(manager.getDrivers(sym))
-        foreign = [d for d in drivers if side.foreign(d, sym)
-                   and getattr(d.containingSymbol, "hierarchicalPath", None) not in calls.idle]
         owned = side.owned(sym)
+        foreign = [d for d in drivers if (side.foreign(d, sym) or owned and _wired(d, elab))
+                   and getattr(d.containingSymbol, "hierarchicalPath", None) not in calls.idle]
         if isinstance(sym, ast.NetSymbol) and not owned and not any(
                 side.dut(d) and int(d.flags) & int(analysis.DriverFlags.OutputPort)
                 for d in drivers):  # the DUT's side is an inout: a bus both drive
@@ -508,6 +508,16 @@ class _Sides:
             if isinstance(cv, ast.ClockVarSymbol) and origin(cv.location).offset == at:
                 return not list(self.manager.getDrivers(cv))
         return False
+
+
+def _wired(driver: Any, elab: Elaboration) -> bool:
+    """An output port's driver whose connection the testbench's text writes: onto a
+    variable of the DUT it is the testbench's wiring, whoever's the port (the DUT's own
+    ``.echo(dut.u_fsm.tm)`` or ``.echo(cfg_pkg::tm_en)``: an output that mirrors an
+    input drove an internal input the RTL leaves unconnected, 76.09 -> 89.56 %, a
+    twenty-first red team)."""
+    return bool(int(driver.flags) & int(analysis.DriverFlags.OutputPort)) and \
+        elab.in_tb(driver.sourceRange.start)
 
 
 def _overlap(a: tuple[int, int], b: tuple[int, int]) -> bool:
