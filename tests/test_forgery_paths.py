@@ -988,3 +988,38 @@ def test_the_dut_s_own_output_onto_a_name_in_the_dut_is_a_write(connection, reas
     assert check(tb, "tb.sv", LOCK, {"lock", "fsm"}, "lock", "tb.dut", {}) == [reason]
     honest = tb.replace(connection, ".echo(e)")
     assert check(honest, "tb.sv", LOCK, {"lock", "fsm"}, "lock", "tb.dut", {}) == []
+
+
+DUAL = """module chan(input logic clk, input logic [7:0] a, output logic [1:0] st);
+  always_ff @(posedge clk) st <= a == 8'hA5 ? 2'd1 : a[0] ? 2'd3 : 2'd0;
+endmodule
+module dual(input logic clk, input logic [7:0] a, output logic [3:0] z);
+  chan u0(.clk(clk), .a(a), .st(z[1:0]));
+  chan u1(.clk(clk), .a({a[7:4], 4'h0}), .st(z[3:2]));
+endmodule
+"""
+
+
+@pytest.mark.requires_verilator
+@pytest.mark.heavy
+def test_a_testbench_past_the_per_instance_bounds_is_refused(evaluator):
+    """10,001 empty testbench instances passed the plan's elaboration bound, so the
+    DUT's two ``chan``s shared one counter set (their union counted: 84.65 -> 97.44 %,
+    a twenty-first red team). The DUT alone is within it: refused before compiling."""
+    from llm4cov.sim.analysis.instances import MAX_INSTANCE_PATHS
+
+    task = Task(id="probe/dual", rtl_files=[SourceFile(name="dual.sv", content=DUAL)],
+                dut_module_name="dual", dut_instance_name="dut")
+    flood = (f"  for (genvar i = 0; i < {MAX_INSTANCE_PATHS + 1}; i++) begin : g nop n(); "
+             "end\n")
+    tb = ("module nop; endmodule\nmodule tb;\n  logic clk = 0; logic [7:0] a = 0; "
+          "logic [3:0] z;\n  dual dut(.clk(clk), .a(a), .z(z));\n" + flood +
+          "  always #5 clk = ~clk;\n  initial begin repeat (8) @(negedge clk) a++; $finish; "
+          "end\nendmodule\n")
+    obs = evaluator.evaluate(task, tb)
+    assert obs.status is Status.REJECTED
+    assert obs.log.startswith("Rejected before compiling: tb.sv makes the design too large "
+                              "to count the DUT's repeated modules (chan) per instance")
+    honest = evaluator.evaluate(task, tb.replace(flood, ""))
+    assert honest.status is Status.SUCCESS
+    assert sorted(honest.coverage.per_instance) == ["tb.dut", "tb.dut.u0", "tb.dut.u1"]

@@ -38,7 +38,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 
 from llm4cov.sim.analysis import fidelity, hints, rtl_check
-from llm4cov.sim.analysis.instances import plan_per_instance
+from llm4cov.sim.analysis.instances import PerInstancePlan, plan_per_instance
 from llm4cov.sim.analysis.structure import StructureError, TestbenchPlan, plan_testbench
 from llm4cov.sim.backends import (
     CoverageFormat,
@@ -56,7 +56,15 @@ from llm4cov.sim.model.call import SimCall
 from llm4cov.sim.model.exclusions import excluded_note, parse_rules, split_points
 from llm4cov.sim.model.feedback_terms import sim_time_text
 from llm4cov.sim.model.functional import functional_coverage
-from llm4cov.sim.model.observation import CoverageData, EndReason, Observation, Status
+from llm4cov.sim.model.metrics import METRICS
+from llm4cov.sim.model.observation import (
+    CoverageData,
+    EndReason,
+    MetricCoverage,
+    Observation,
+    Status,
+    overall_percent,
+)
 from llm4cov.sim.safety import isolation, precheck, shape, stimulus_only, workdirs
 from llm4cov.sim.safety.forked import BoundExceeded, bounded_call
 from llm4cov.sim.safety.process import BOUND_NAMES, ProcessResult
@@ -129,6 +137,8 @@ class _Build:
     dropped: tuple[str, ...]
     seconds: float
     log: str
+    unmeasured: dict[str, int] = dataclasses.field(default_factory=dict)
+    """Dropped metrics counted 0 % covered over the DUT's points (:meth:`Evaluator._unmeasured`)."""
 
 
 class Evaluator:
@@ -518,6 +528,9 @@ class Evaluator:
             )
 
         rewrite = self._rewrite_sources(task, tb, plan, workdir, generated)
+        if rewrite.refused:
+            return Observation(status=Status.REJECTED, log="\n".join(rewrite.refused),
+                               **base)
         if rewrite.rewritten and (refused := self._recheck(task, tb, aux, rewrite, view)):
             return Observation(
                 status=Status.REJECTED,
@@ -541,7 +554,7 @@ class Evaluator:
                     "cannot elaborate, so what it writes into the DUT cannot be checked "
                     "(rewrite it as plain SystemVerilog):\n" + "\n".join(unelaborated),
                 notes=[STIMULUS_ONLY_NOTE], **base)
-        return self._run(staged, build, base, notes)
+        return _count_unmeasured(self._run(staged, build, base, notes), build.unmeasured)
 
     def _build(self, staged: _Staged, base: dict, notes: list[str]) -> _Build:
         """Build with the retries: once without each coverage type whose option makes
@@ -565,6 +578,8 @@ class Evaluator:
                          f"({flag}): " + ("that worked, so its points are not measured"
                                           if fixed else "the failure persists"))
             why = None if fixed else why
+        unmeasured = self._unmeasured(task, base["coverage_options"], drop, notes) \
+            if drop and why is None else {}
         sites = self.backend.error_sites(build.output) if build.returncode != 0 else []
         if why is None and rewrite.caused(sites):
             for name, text in rewrite.originals.items():  # build the sources as given
@@ -575,7 +590,38 @@ class Evaluator:
         seconds = time.monotonic() - t0
         log_text = clean_build_log(scrub_paths(build.output, str(workdirs.sources(workdir))),
                                    str(workdir))
-        return _Build(build, why, drop, seconds, log_text)
+        return _Build(build, why, drop, seconds, log_text, unmeasured)
+
+    def _unmeasured(self, task: Task, options: list[str], drop: tuple[str, ...],
+                    notes: list[str]) -> dict[str, int]:
+        """The metrics of ``drop`` that must not leave ``overall`` (a retry that drops
+        a metric must never raise the score: the testbench could crash Verilator on
+        purpose to drop its weakest metric), with the DUT's point count. Each dropped
+        option is tried on the RTL alone (``backend.rtl_alone``, with the options still
+        on when it was dropped): a tool failure there is the task's own defect, and
+        the metric is left out as before; otherwise the crash needed the testbench,
+        and the metric counts 0 % covered over the points the RTL alone declares (one
+        point when it did not build; a metric without points changes nothing). Appends
+        a note per dropped metric it judged."""
+        probe = getattr(self.backend, "rtl_alone", None)
+        if probe is None:
+            return {}
+        unmeasured: dict[str, int] = {}
+        for i, flag in enumerate(drop):
+            metric = next(m.name for m in METRICS if m.verilator_flag == flag)
+            failure, points = probe(task, [o for o in options if o not in drop[:i]])
+            if failure is not None:
+                notes.append(f"the RTL alone fails the same way with {flag} ({failure}): "
+                             f"a defect of the task, so its {metric} coverage is left out "
+                             "of overall")
+            elif points is None or points.get(metric, 0):
+                unmeasured[metric] = 1 if points is None else points[metric]
+                size = "count unknown" if points is None else f"{points[metric]} points"
+                notes.append(
+                    f"the RTL alone builds with {flag}: the crash needs the testbench, so "
+                    f"the DUT's {metric} coverage counts as 0 % covered ({size}) in "
+                    "overall; a dropped metric never raises the score")
+        return unmeasured
 
     def _judge_build(self, staged: _Staged, build: _Build, base: dict, notes: list[str]
                      ) -> Observation | None:
@@ -634,8 +680,9 @@ class Evaluator:
             fix = hints.Workaround(tb.content)
         new = {tb.name: fix.text} if fix.notes else {}
         notes.extend(fix.notes)
+        refused: tuple[str, ...] = ()
         if not caps.native_per_instance:
-            copies, copy_notes = _per_instance_copies(task, tb.name, fix.text, plan)
+            copies, copy_notes, refused = _per_instance_copies(task, tb.name, fix.text, plan)
             new.update(copies)
             notes.extend(copy_notes)
         if generated:
@@ -643,7 +690,7 @@ class Evaluator:
         for name, text in new.items():
             _write(workdirs.sources(workdir) / name, text)
         given = {f.name: f.content for f in [*task.rtl_files, tb]}
-        return hints.Rewrite(notes, fix.nba_lines, {n: given[n] for n in new}, new)
+        return hints.Rewrite(notes, fix.nba_lines, {n: given[n] for n in new}, new, refused)
 
     def _recheck(self, task: Task, tb: SourceFile, aux: list[SourceFile],
                  rewrite: hints.Rewrite, view: Preprocessed | None) -> list[str]:
@@ -760,10 +807,14 @@ def kept_coverage(work: Path, fmt: CoverageFormat | None, notes: list[str]) -> P
 
 
 def _per_instance_copies(task: Task, tb_name: str, tb_text: str, plan: TestbenchPlan
-                         ) -> tuple[dict[str, str], list[str]]:
-    """The sources rewritten with one module copy per instance (``instances.py``) and
-    notes; none, with a note, when the rewrite fails (it is a refinement: it never
-    breaks a call)."""
+                         ) -> tuple[dict[str, str], list[str], tuple[str, ...]]:
+    """The sources rewritten with one module copy per instance (``instances.py``),
+    notes, and why the testbench is refused: its own design passed a bound of the plan
+    that the DUT alone is within (:func:`_dut_alone_plan`), so the DUT's repeated
+    modules would share one counter set, a point covered in one instance counting for
+    all (10,001 empty testbench instances: 84.65 -> 97.44 %, a twenty-first red team).
+    None, with a note, when the rewrite fails (it is a refinement: it never breaks a
+    call)."""
     unavailable = ["per-instance coverage unavailable for this design; repeated "
                    "modules are merged per module"]
     try:
@@ -771,13 +822,52 @@ def _per_instance_copies(task: Task, tb_name: str, tb_text: str, plan: Testbench
                                 plan.tb_top, plan.dut_hier)
     except Exception as exc:
         log.warning("per-instance rewrite failed (%s: %s)", type(exc).__name__, exc)
-        return {}, unavailable
+        return {}, unavailable, ()
+    if per.skipped and (alone := _dut_alone_plan(task)).copies and not alone.skipped:
+        return {}, [], (
+            f"Rejected before compiling: {tb_name} makes the design too large to count the "
+            f"DUT's repeated modules ({', '.join(alone.copies)}) per instance, which the "
+            f"DUT alone allows ({'; '.join(per.notes)}): their instances would share one "
+            "counter set. Keep the testbench's own instances and code small.",)
     given = {f.name: f.content for f in task.rtl_files} | {tb_name: tb_text}
     moved = [n for n, text in per.sources.items() if not same_lines(given[n], text)]
     if moved:  # every coverage point and message names a line: never compile a shift
         log.warning("per-instance rewrite moved lines of %s; not used", ", ".join(moved))
-        return {}, unavailable
-    return dict(per.sources), list(per.notes)
+        return {}, unavailable, ()
+    return dict(per.sources), list(per.notes), ()
+
+
+def _dut_alone_plan(task: Task) -> PerInstancePlan:
+    """:func:`plan_per_instance` of the DUT alone, with the task's parameters, under a
+    top of its own (what any testbench's plan is within, unless its own design passes a
+    bound)."""
+    top = "llm4cov_dut_alone"
+    values = ", ".join(f".{k}({v})" for k, v in task.parameters.items())
+    stub = SourceFile(name=f"{top}.sv", content=(
+        f"module {top};\n  {task.dut_module_name} {'#(' + values + ') ' if values else ''}"
+        "dut ();\nendmodule\n"))
+    try:
+        return plan_per_instance(task.rtl_files, stub, top, f"{top}.dut")
+    except Exception as exc:  # the plan never breaks a call: no refusal from it
+        log.warning("per-instance plan of the DUT alone failed (%s: %s)",
+                    type(exc).__name__, exc)
+        return PerInstancePlan(skipped=True)
+
+
+def _count_unmeasured(obs: Observation, unmeasured: dict[str, int]) -> Observation:
+    """``obs`` with each ``unmeasured`` metric counted 0 % covered over its points
+    (:meth:`Evaluator._unmeasured`), in the DUT's metrics, its own instance's and
+    ``overall``."""
+    report = obs.coverage
+    if not unmeasured or report is None:
+        return obs
+    zero = {m: MetricCoverage(covered=0, total=n) for m, n in unmeasured.items()}
+    metrics = {**report.metrics, **zero}
+    per_instance = {**report.per_instance,
+                    report.dut_hier: {**report.per_instance.get(report.dut_hier, {}), **zero}}
+    return obs.model_copy(update={"coverage": report.model_copy(update={
+        "metrics": dict(sorted(metrics.items())), "per_instance": per_instance,
+        "overall": round(overall_percent(metrics), 4)})})
 
 
 def same_lines(given: str, rewritten: str) -> bool:

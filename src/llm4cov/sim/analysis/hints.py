@@ -10,9 +10,10 @@ A simulator's own failure rules and build warnings are its backend's (Verilator:
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from pyslang import parsing, syntax
 
@@ -234,51 +235,88 @@ def aux_files(
 ) -> tuple[list[SourceFile], list[str]]:
     """Testbench data files for the work dir: exactly the ``paths`` given (a file, named
     by its base name, or a directory, every file below it named relative to it; links
-    out of a directory are refused, :func:`~llm4cov.tasks.loaders.files_below`). Contents
-    keep their bytes (surrogate escapes). Nothing is copied implicitly: a file next to
-    ``tb_path`` that the testbench reads (:func:`data_files`) only gets a note, since a
-    hostile testbench could otherwise print any file beside it.
+    out of a directory are refused, :func:`~llm4cov.tasks.loaders.files_below`). A file
+    that lies below the testbench's folder, whose path from there the testbench reads by
+    that name (``$readmemh("d/x.hex")``, ``--aux d/x.hex``), is named by that path
+    instead (:func:`_aux_name`). Contents keep their bytes (surrogate escapes). Nothing
+    is copied implicitly: a file below ``tb_path``'s folder that the testbench reads
+    (:func:`data_files`) only gets a note, since a hostile testbench could otherwise
+    print any file beside it.
 
     Raises:
         FileNotFoundError: a path does not exist.
         TaskError: a file is over :data:`~llm4cov.tasks.reading.MAX_FILE_BYTES`, or all
             of them over :data:`~llm4cov.tasks.reading.MAX_REPO_BYTES`.
     """
-    found: dict[str, Path] = {}
-    notes: list[str] = []
-    for path in paths:
-        if path.is_dir():
-            found.update({rel.as_posix(): p for rel, p in files_below(path, notes)})
-        elif path.is_file():
-            found[path.name] = path
-        else:
-            raise FileNotFoundError(f"--aux {path}: no such file or directory")
     # the testbench is untrusted: parse it only when that is bounded (static_check.py)
     try:
         reads = [] if guard_pyslang(tb.content, tb.name) else data_files(tb)
     except ParseLimitError:
         reads = []  # the evaluator rejects it
+    wanted = {rel for name, _line in reads
+              if unsafe_path(rel := name.removeprefix("./")) is None}
+    found: dict[str, Path] = {}
+    notes: list[str] = []
+    for path in paths:
+        if path.is_dir():
+            found.update({_aux_name(p, rel.as_posix(), tb_path.parent, wanted): p
+                          for rel, p in files_below(path, notes)})
+        elif path.is_file():
+            found[_aux_name(path, path.name, tb_path.parent, wanted)] = path
+        else:
+            raise FileNotFoundError(f"--aux {path}: no such file or directory")
     for name, _line in reads:
         rel = name.removeprefix("./")
-        if rel not in found and unsafe_path(rel) is None and (tb_path.parent / rel).is_file():
+        beside = tb_path.parent / rel
+        if rel not in found and unsafe_path(rel) is None and beside.is_file() \
+                and _below(beside, tb_path.parent, resolve=True):
             notes.append(f"{tb.name} reads `{name}`; a file of that name sits next to the "
-                         f"testbench: pass it with --aux {tb_path.parent / rel}")
+                         f"testbench: pass it with --aux {beside}")
     check_total([p.stat().st_size for p in found.values()], "the aux files")
     files = [SourceFile(name=n, content=bounded_bytes(p).decode("utf-8", "surrogateescape"))
              for n, p in sorted(found.items())]
     return files, notes
 
 
+def _below(path: Path, folder: Path, resolve: bool = False) -> str | None:
+    """``path`` relative to ``folder`` as a POSIX name when it lies below it (as
+    written, ``.`` and ``..`` collapsed; with ``resolve`` also after every link), or
+    None."""
+    try:
+        if resolve:
+            rel = os.path.relpath(os.path.realpath(path), os.path.realpath(folder))
+        else:
+            rel = os.path.relpath(os.path.abspath(path), os.path.abspath(folder))
+    except ValueError:
+        return None
+    name = PurePosixPath(Path(rel).as_posix())
+    return None if name.is_absolute() or ".." in name.parts else name.as_posix()
+
+
+def _aux_name(path: Path, default: str, tb_dir: Path, wanted: set[str]) -> str:
+    """The work-dir name of the aux file ``path``: its path from the testbench's folder
+    ``tb_dir`` when the testbench reads that name (``wanted``, each a relative name with
+    no ``..``) and the file lies below the folder (also after every link: a link does not
+    lead a name out of it), else ``default``."""
+    rel = _below(path, tb_dir)
+    if rel is None or rel == default or rel not in wanted or unsafe_path(rel) is not None \
+            or _below(path, tb_dir, resolve=True) is None:
+        return default
+    return rel
+
+
 @dataclass(frozen=True)
 class Rewrite:
     """What the evaluator changed in the sources before building: ``originals`` and
     ``rewritten`` texts by file name (same line count), the notes to report and the
-    testbench lines whose non-blocking assignments were fixed."""
+    testbench lines whose non-blocking assignments were fixed; ``refused``: why the
+    testbench may not be built as it would be counted (empty: it may)."""
 
     notes: list[str]
     nba_lines: frozenset[int]
     originals: dict[str, str]
     rewritten: dict[str, str]
+    refused: tuple[str, ...] = ()
 
     def caused(self, error_sites: Iterable[tuple[str, int]]) -> bool:
         """Whether an error of the build points at a line the rewrite changed

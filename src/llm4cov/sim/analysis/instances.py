@@ -83,12 +83,15 @@ class PerInstancePlan:
 
     ``sources`` maps a file name to its rewritten text (only changed files);
     ``copies`` maps each rewritten module to its number of elaborated instances;
-    ``notes`` explains anything left merged.
+    ``notes`` explains anything left merged; ``skipped``: a bound stopped the plan (the
+    design's instances, symbols or the copies' size), so every repeated module stays
+    merged.
     """
 
     sources: dict[str, str] = field(default_factory=dict)
     copies: dict[str, int] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
+    skipped: bool = False
 
 
 def plan_per_instance(
@@ -121,13 +124,13 @@ def plan_per_instance(
     except (BoundExceeded, RuntimeError) as exc:
         return PerInstancePlan(notes=(
             f"per-instance coverage skipped (elaborating the design {exc}); repeated "
-            "modules are merged per module, as Verilator counts them",))
+            "modules are merged per module, as Verilator counts them",), skipped=True)
     if paths is None:
         return PerInstancePlan(notes=(
             f"per-instance coverage skipped (more than {MAX_INSTANCE_PATHS} instances "
             "below the testbench top); repeated modules are merged per module, as "
             "Verilator counts them",
-        ))
+        ), skipped=True)
     needed = _needed(paths, modules, rtl_names, dut_hier)
     if not needed:
         return PerInstancePlan()
@@ -139,7 +142,7 @@ def plan_per_instance(
             f"per-instance coverage skipped ({listed}: {extra} extra lines to compile; "
             f"limits {max_extra_lines} lines, {max_copies} copies); repeated modules are "
             "merged per module, as Verilator counts them",
-        ))
+        ), skipped=True)
     notes: list[str] = []
     texts = {f.name: f.content for f in files}
     edits: dict[str, list[tuple[int, int, str]]] = defaultdict(list)

@@ -220,7 +220,8 @@ def driver_reasons(elab: Elaboration, tb_name: str, dut_module: str, dut_hier: s
             continue
         drivers = list(manager.getDrivers(sym))
         owned = side.owned(sym)
-        foreign = [d for d in drivers if (side.foreign(d, sym) or owned and _wired(d, elab))
+        foreign = [d for d in drivers
+                   if (side.foreign(d, sym) or (owned and _wired(d, elab)))
                    and getattr(d.containingSymbol, "hierarchicalPath", None) not in calls.idle]
         if isinstance(sym, ast.NetSymbol) and not owned and not any(
                 side.dut(d) and int(d.flags) & int(analysis.DriverFlags.OutputPort)
