@@ -145,10 +145,12 @@ def test_include_rule_keeps_common_cells_pasting(text):
      "t.sv:1: token pasting (``) of the macro argument y onto de can complete the directive "
      "`include (from an argument ending in `inclu), whose file cannot be checked (rename "
      "the pasted text so that it ends no directive name)"),
-    ("`define M(y, x) y``KnownEnable``x\n",
-     "t.sv:1: token pasting (``) joins the macro arguments y and x: their text can form a "
-     "directive, such as an `include, whose file cannot be checked (paste an argument only "
-     "onto fixed text, or have the caller pass the whole name as one argument)"),
+    # two arguments pasted together: judged where the macro is called (the definition
+    # alone is kept: test_include_rule_keeps_pulp_axi_assign_pasting)
+    ("`define M(y, x) y``KnownEnable``x\n`M(`inclu, de)\n",
+     "t.sv:2: `M is given text holding a backtick as its argument 1, which the macro "
+     "pastes to another argument: the joined text can form a directive, such as an "
+     "`include, whose file cannot be checked (pass plain names there)"),
     ("`define SC(kind) `systemc_``kind\n",
      "t.sv:1: token pasting (``) joins `systemc_, which holds a backtick: the joined text "
      "can form a directive, such as an `include, whose file cannot be checked"),

@@ -29,7 +29,10 @@ a macro such as ``VERILATOR`` or ``__slang__`` switches off is checked like any 
   `` `name`` in a `` `define`` body where ``name`` is one of that macro's arguments
   (`` `define D(x) `x`` then `` `D(include) "/etc/x"``), and token pasting (``````)
   only where its result cannot start a directive (:func:`_paste_hazard`, the rule and
-  why it holds).
+  why it holds). A paste that joins two macro arguments (pulp-platform axi's
+  ``__lhs``__lhs_sep``id``) is judged where the macro is called: no backtick in the
+  arguments it joins, at any call of the macro (:func:`_strict_problems`), so a header
+  whose macros nobody calls, or calls with plain names, is kept;
 - no `` `pragma protect`` envelope (pyslang skips its data block without lexing it,
   so what follows could be hidden from this check).
 
@@ -53,9 +56,12 @@ from pyslang import parsing
 from llm4cov.tasks.model import TaskError
 from llm4cov.tasks.reading import bounded_bytes
 
-#: Directive names whose presence (with a backtick) may need the lexer; a text without
-#: any of them cannot break the rule (a fast path for the common RTL file).
-_NEEDS_LEXER = re.compile(r"`(?:include|pragma|protect|define[^\n]*\()|``")
+#: Directive names whose presence (with a backtick) may need the lexer, a paste, or a
+#: macro call with a backtick after its ``(``; a text without any of them cannot break
+#: the rule (a fast path for the common RTL file). Every `` `define`` is read: its body
+#: may call a macro that pastes its arguments (an alias, `` `define A `P``).
+_NEEDS_LEXER = re.compile(r"`(?:include|pragma|protect|define)|``"
+                          r"|`[A-Za-z_][A-Za-z0-9_$]*\s*\((?=[^`]*`)")
 _NAME = re.compile(r"\\?[A-Za-z_][A-Za-z0-9_$]*")
 _PLAIN = re.compile(r'"([^"\\\x00-\x1f\x7f]+)"')
 _VERSIONS = (pyslang.LanguageVersion.v1800_2017, pyslang.LanguageVersion.v1800_2023)
@@ -193,10 +199,14 @@ def analyse(
         queue.append(("<task macros>", define_text(defines)))
     done = {posixpath.normpath(name) for name, _ in queue}
     up = 0
+    macros: list[_Macro] = []
+    calls: list[_Call] = []
     while queue:
         name, text = queue.pop(0)
-        lexical, includes = scan(text, name)
+        lexical, includes, defined, called = scan_all(text, name)
         found.extend(lexical)
+        macros += defined
+        calls += called
         for inc in includes:
             if not inc.target.startswith("/"):
                 up = max(up, 0, *(climb(posixpath.normpath(posixpath.join(d, inc.target)))
@@ -209,7 +219,67 @@ def analyse(
                 body = tree.text(hit)
                 if body is not None:
                     queue.append((hit, body))
+    found.extend(_strict_problems(macros, calls))
     return list(dict.fromkeys(found)), min(up, MAX_CLIMB)
+
+
+def _strict_problems(macros: Sequence[_Macro], calls: Sequence[_Call]) -> list[Problem]:
+    """Where a macro that pastes two of its arguments together (a *strict* position,
+    :func:`_paste_hazard`) may be given text holding a backtick there: a call whose
+    argument at that position holds one, a default value that does, or a call whose
+    arguments cannot be read. Without a backtick in what the paste joins (its fixed
+    text holds none: :func:`_paste_hazard`), the re-lexed text holds none, and no
+    directive starts without one.
+
+    A strict position of a macro ``N`` called in the body of a macro ``E`` with an
+    argument that names an argument of ``E`` makes that argument of ``E`` strict too
+    (to a fixed point): what ``E`` is given there reaches ``N``'s paste. Every
+    definition of a name counts (every preprocessor branch, every redefinition)."""
+    strict: dict[str, set[int]] = {}
+    for m in macros:
+        strict.setdefault(m.name, set()).update(m.strict)
+    changed = True
+    while changed:
+        changed = False
+        for call in calls:
+            if call.within is None or not (wanted := strict.get(call.name)):
+                continue
+            outer, outer_params = call.within
+            reach: set[str] = set(outer_params) if call.args is None else set().union(
+                *(a.names for n, a in enumerate(call.args) if -1 in wanted or n in wanted))
+            new = {n for n, p in enumerate(outer_params) if p in reach}
+            have = strict.setdefault(outer, set())
+            if not new <= have:
+                have |= new
+                changed = True
+    found: list[Problem] = []
+    for m in macros:
+        wanted = strict.get(m.name, set())
+        if bad := sorted(n for n in m.bad_defaults if -1 in wanted or n in wanted):
+            found.append(Problem(m.file, m.line, (
+                f"the default value of the argument {m.params[bad[0]]} of the macro "
+                f"`{m.name} holds a backtick, and the macro pastes that argument to "
+                "another: the joined text can form a directive, such as an `include, "
+                "whose file cannot be checked")))
+    for call in calls:
+        if not (wanted := strict.get(call.name)):
+            continue
+        if call.args is None:
+            found.append(Problem(call.file, call.line, (
+                f"`{call.name} is used without an argument list that can be read here, "
+                "and the macro pastes its arguments to each other: they must be seen to "
+                "hold no backtick (the joined text could form a directive, such as an "
+                "`include, whose file cannot be checked)")))
+            continue
+        for n, arg in enumerate(call.args):
+            if arg.backtick and (-1 in wanted or n in wanted):
+                found.append(Problem(call.file, call.line, (
+                    f"`{call.name} is given text holding a backtick as its argument "
+                    f"{n + 1}, which the macro pastes to another argument: the joined "
+                    "text can form a directive, such as an `include, whose file cannot "
+                    "be checked (pass plain names there)")))
+                break
+    return found
 
 
 def define_text(defines: Mapping[str, str]) -> str:
@@ -266,20 +336,68 @@ def resolve(target: str, dirs: Sequence[str], tree: Tree) -> tuple[str | None, s
 # -- the lexical part ---------------------------------------------------------------------
 
 
-@functools.lru_cache(maxsize=512)
+@dataclass(frozen=True)
+class _Macro:
+    """A `` `define`` with arguments: its ``params`` in order, the positions whose
+    argument a paste joins to another argument (``strict``; -1: every position), and
+    the positions whose default value holds a backtick."""
+
+    file: str
+    line: int
+    name: str
+    params: tuple[str, ...]
+    strict: frozenset[int]
+    bad_defaults: frozenset[int]
+
+
+@dataclass(frozen=True)
+class _Arg:
+    """One actual argument of a macro call: whether its text holds a backtick, and the
+    names in it (the enclosing macro's arguments among them pass theirs on)."""
+
+    backtick: bool
+    names: frozenset[str]
+
+
+@dataclass(frozen=True)
+class _Call:
+    """A macro call `` `name(...)``: its arguments (None: none can be read, such as a
+    `` `name`` with no ``(`` after it), and the macro whose body holds it (None: plain
+    text)."""
+
+    file: str
+    line: int
+    name: str
+    args: tuple[_Arg, ...] | None
+    within: tuple[str, tuple[str, ...]] | None
+
+
+class _Scan(NamedTuple):
+    problems: list[Problem]
+    includes: list[_Include]
+    macros: list[_Macro]
+    calls: list[_Call]
+
+
 def scan(text: str, name: str) -> tuple[list[Problem], list[_Include]]:
     """``(problems, plain includes)`` of one text, over both lexers' views (cached: the
-    RTL of a task is checked on every call; do not change the lists)."""
+    RTL of a task is checked on every call; do not change the lists). The problems of
+    a paste that joins two macro arguments depend on the macro's calls, in any text
+    (:func:`analyse`), and are not among them."""
+    return scan_all(text, name)[:2]
+
+
+@functools.lru_cache(maxsize=512)
+def scan_all(text: str, name: str) -> _Scan:
+    """:func:`scan`, and the macros defined and called in the text (cached)."""
     if not _NEEDS_LEXER.search(text):
-        return [], []
-    found: list[Problem] = []
-    includes: list[_Include] = []
+        return _Scan([], [], [], [])
+    out = _Scan([], [], [], [])
     # the two versions lex alike but for triple-quoted strings
     for version in _VERSIONS if '""' in text else _VERSIONS[:1]:
-        p, i = _scan_version(text, name, version)
-        found += p
-        includes += i
-    return list(dict.fromkeys(found)), list(dict.fromkeys(includes))
+        for mine, theirs in zip(out, _scan_version(text, name, version), strict=True):
+            mine += theirs  # type: ignore[operator]
+    return _Scan(*(list(dict.fromkeys(part)) for part in out))  # type: ignore[arg-type]
 
 
 class _Tok(NamedTuple):
@@ -340,22 +458,43 @@ def _next_on_line(tokens: list[_Tok], i: int) -> _Tok | None:
     return None if _line_ends(token, False, True)[0] else token
 
 
-def _scan_version(text: str, name: str, version) -> tuple[list[Problem], list[_Include]]:
+def _scan_version(text: str, name: str, version) -> _Scan:
     found: list[Problem] = []
     includes: list[_Include] = []
+    macros: list[_Macro] = []
+    calls: list[_Call] = []
     tokens = _tokens(text, version)
     formals: set[str] = set()  # of the `define whose body is open
+    head = _Head("", (), frozenset(), False, 0)
+    strict: set[str] = set()
+    opened: list[_Open] = []  # macro calls whose argument list is open, innermost last
     in_body = continued = False
+
+    def close() -> None:  # the `define whose body is open ends
+        if head.name and (head.params or strict):
+            positions = {head.params.index(f) for f in strict if f in head.params}
+            if strict and head.irregular:  # an argument may be missing from params
+                positions.add(-1)
+            macros.append(_Macro(name, head.line, head.name, head.params,
+                                 frozenset(positions), head.bad_defaults))
     i = 0
     while i < len(tokens):
         token = tokens[i]
         line = token.line
         ended, continued = _line_ends(token, continued, False)
-        in_body = in_body and not ended
+        if in_body and ended:
+            close()
+            in_body, strict = False, set()
+            while opened and opened[-1].within is not None:  # a call the body leaves open
+                calls.append(opened.pop().done(False))
         kind, raw = token.kind, token.raw
-        if kind == _TK.MacroPaste and (
-                why := _paste_hazard(tokens, i, formals if in_body else set())):
-            found.append(Problem(name, line, why))
+        if opened and opened[-1].feed(token):
+            calls.append(opened.pop().done(True))
+        if kind == _TK.MacroPaste:
+            why, joined = _paste_hazard(tokens, i, formals if in_body else set())
+            if why:
+                found.append(Problem(name, line, why))
+            strict |= joined
         elif in_body and kind == _TK.Identifier and raw.startswith("\\") and "``" in raw:
             found.append(Problem(name, line, f"the escaped name {raw.split('``')[0]} "
                                  "followed by `` in a `define body: pyslang splits it and "
@@ -367,6 +506,15 @@ def _scan_version(text: str, name: str, version) -> tuple[list[Problem], list[_I
                 found.append(Problem(name, line, f"{raw} in a `define body uses the macro "
                                      f"argument {_bare(raw)!r} as a directive (it can build "
                                      "an `include whose file cannot be checked)"))
+            elif _bare(raw) not in DIRECTIVE_NAMES:
+                call = _Open(name, line, _bare(raw),
+                             (head.name, head.params) if in_body else None)
+                nxt = tokens[i + 1] if i + 1 < len(tokens) else None
+                if nxt is not None and nxt.kind == _TK.OpenParenthesis and not (
+                        in_body and _line_ends(nxt, False, False)[0]):
+                    opened.append(call)
+                else:
+                    calls.append(call.done(False))
             if raw == "`include":
                 nxt = _next_on_line(tokens, i)
                 match = _PLAIN.fullmatch(nxt.raw) \
@@ -389,13 +537,67 @@ def _scan_version(text: str, name: str, version) -> tuple[list[Problem], list[_I
                 found.append(Problem(name, line, f"{raw} is not allowed: an envelope hides "
                                      "text from this check"))
             elif raw == "`define":
-                i, formals = _define_head(tokens, i + 1)
-                in_body, continued = True, False
+                if in_body:
+                    close()
+                i, formals, head = _define_head(tokens, i + 1)
+                in_body, continued, strict = True, False, set()
                 continue
         if kind == _TK.LineContinuation or raw.endswith("\\"):
             continued = True  # an escaped name ending in \\ continues a `define, too
         i += 1
-    return found, includes
+    if in_body:
+        close()
+    calls += [call.done(False) for call in opened]
+    return _Scan(found, includes, macros, calls)
+
+
+class _Open:
+    """A macro call whose ``(`` is open: its arguments so far. Every token up to its
+    ``)`` is fed to the innermost open call only (:meth:`feed`): a call nested in an
+    argument makes that argument hold a backtick (its own `` `name``), so what it holds
+    itself does not matter to the outer call, and the scan stays linear."""
+
+    def __init__(self, file: str, line: int, name: str,
+                 within: tuple[str, tuple[str, ...]] | None) -> None:
+        self.file, self.line, self.name, self.within = file, line, name, within
+        self.args: list[_Arg] = []
+        self.stack: list[object] = []  # the closing brackets expected, innermost last
+        self.backtick, self.names, self.odd = False, set[str](), False
+
+    def done(self, read: bool) -> _Call:
+        """The call (its arguments when ``read``, else None: they cannot be read)."""
+        return _Call(self.file, self.line, self.name,
+                     tuple(self.args) if read and not self.odd else None, self.within)
+
+    def feed(self, token: _Tok) -> bool:
+        """Take the next token; True when it closes the call (split at the commas
+        outside brackets, as pyslang does; a closing bracket that does not match makes
+        the arguments unreadable)."""
+        kind = token.kind
+        if kind in _OPENERS:
+            self.stack.append(_OPENERS[kind])
+            if len(self.stack) == 1:
+                return False
+        elif kind in _CLOSERS:
+            if not self.stack or self.stack.pop() != kind:
+                self.odd = True
+            if not self.stack:
+                self.args.append(_Arg(self.backtick, frozenset(self.names)))
+                return True
+        elif kind == _TK.Comma and len(self.stack) == 1:
+            self.args.append(_Arg(self.backtick, frozenset(self.names)))
+            self.backtick, self.names = False, set()
+            return False
+        self.backtick = (self.backtick or "`" in token.raw
+                         or any("`" in t for _, t in token.trivia))
+        if _NAME.fullmatch(token.raw):
+            self.names.add(_bare(token.raw))
+        return False
+
+
+_OPENERS = {_TK.OpenParenthesis: _TK.CloseParenthesis, _TK.OpenBracket: _TK.CloseBracket,
+            _TK.OpenBrace: _TK.CloseBrace, _TK.ApostropheOpenBrace: _TK.CloseBrace}
+_CLOSERS = frozenset(_OPENERS.values())
 
 
 #: The names pyslang reads as a compiler directive rather than a macro (slang's
@@ -415,12 +617,14 @@ DIRECTIVE_NAMES = frozenset({
 })
 _NAME_CHARS = re.compile(r"[A-Za-z0-9_$]*")
 _MACRO_QUOTES = frozenset({_TK.MacroQuote, _TK.MacroTripleQuote, _TK.MacroEscapedQuote})
-_AFTER = (" (paste an argument only onto fixed text, or have the caller pass the whole "
-          "name as one argument)")
 
 
-def _paste_hazard(tokens: list[_Tok], i: int, formals: set[str]) -> str | None:
-    """Why the paste ``tokens[i]`` can build a directive, or None when it cannot.
+
+def _paste_hazard(tokens: list[_Tok], i: int, formals: set[str]
+                  ) -> tuple[str | None, set[str]]:
+    """``(why the paste tokens[i] can build a directive, or None when it cannot; the
+    macro arguments it joins to each other)``: the second are *strict*, judged at the
+    macro's calls (:func:`_strict_problems`).
 
     What pyslang does (slang ``Preprocessor_macros.cpp``, ``MacroOpEvaluator``): after
     the arguments are substituted, ``a``b`` re-lexes the raw text of the last token
@@ -432,17 +636,27 @@ def _paste_hazard(tokens: list[_Tok], i: int, formals: set[str]) -> str | None:
 
     - a token of the run other than a macro argument must hold no backtick (no
       directive, no lone `````, no string or name holding one);
-    - a run that starts with a macro argument (``__name``KnownEnable``, upstream
-      common_cells ``assertions.svh``) joins only that argument's last token, whatever
-      it is, to fixed text: the re-lex reads that token as before, extended at most by
-      the fixed text's leading name characters, so the one directive it can make is
-      `` `<name><those characters>`` (the fixed text cannot open a string or an
-      escaped name, it holds no backtick). That is a macro call, whose body this rule
-      checks like any other, unless a directive name ends with those characters
-      (``de``: `` `include``), which is refused; no other argument may join the run;
-    - a run that starts with fixed text may join arguments (``errors_``signal``) when
-      that text starts with a letter, digit, ``_`` or ``$`` (it cannot reach into the
-      argument: an escaped name would swallow a quote and expose a string's text);
+    - a run that joins two or more macro arguments (``__lhs``__lhs_sep``id``,
+      pulp-platform axi ``assign.svh``; also with fixed text before or between them)
+      can make any directive from its arguments' text (`` `inclu`` and ``de``, or an
+      escaped name that swallows the other's quote), and only from a backtick in it:
+      its fixed text holds none, so the joined text of arguments without a backtick
+      holds none, and no directive starts without one. Those arguments are returned,
+      and every call of the macro must pass them text without a backtick;
+    - a run with one macro argument followed by fixed text (``__name``KnownEnable``,
+      upstream common_cells ``assertions.svh``) joins only that argument's last token,
+      whatever it is, to fixed text: the re-lex reads that token as before, extended
+      at most by the fixed text's leading name characters, so the one directive it
+      can make is `` `<name><those characters>`` (the fixed text cannot open a string
+      or an escaped name, it holds no backtick). That is a macro call, whose body this
+      rule checks like any other, unless a directive name ends with those characters
+      (``de``: `` `include``), which is refused; the same holds where fixed text comes
+      before the argument too (``x``a``de``);
+    - fixed text may come before an argument (``errors_``signal``, ``.``pat``, pulp
+      axi ``AXI_ASSIGN_TO_FLAT_PORT``) when none of it holds a backslash: only an
+      escaped name reaches into the argument (it would swallow a quote and expose a
+      string's text); a name, number or operator ends where the argument's first
+      token starts, and a comment it builds only hides text;
     - building a comment (``/``*`` ... ``*``/``) is fine: it only hides tokens of the
       expansion from pyslang, tokens this scan reads in full in the raw text, and it
       cannot hide text after the macro call (upstream common_cells ``registers.svh``).
@@ -451,7 +665,7 @@ def _paste_hazard(tokens: list[_Tok], i: int, formals: set[str]) -> str | None:
     while j >= 1 and tokens[j - 1].kind == _TK.MacroPaste:
         j -= 2
     if j < 0 or tokens[j].kind == _TK.MacroPaste:
-        return "token pasting (``) with nothing before it is not allowed"
+        return "token pasting (``) with nothing before it is not allowed", set()
     head = tokens[j]
     run: list[_Tok] = []
     k, after_paste = j + 1, False
@@ -470,50 +684,80 @@ def _paste_hazard(tokens: list[_Tok], i: int, formals: set[str]) -> str | None:
         if "`" in token.raw and (token is head or _bare(token.raw) not in formals):
             return (f"token pasting (``) joins {' '.join(token.raw.split())[:40]}, which "
                     "holds a backtick: the joined text can form a directive, such as an "
-                    "`include, whose file cannot be checked")
-    if _bare(head.raw) in formals and head.kind == _TK.Identifier:
-        if others := [t.raw for t in run if _bare(t.raw) in formals]:
-            return (f"token pasting (``) joins the macro arguments {head.raw} and "
-                    f"{others[0]}: their text can form a directive, such as an `include, "
-                    "whose file cannot be checked" + _AFTER)
-        suffix = _NAME_CHARS.match("".join(t.raw for t in run))
-        tail = suffix.group(0) if suffix else ""
-        if tail and (hit := sorted(d for d in DIRECTIVE_NAMES if d.endswith(tail))):
-            return (f"token pasting (``) of the macro argument {head.raw} onto {tail} can "
-                    f"complete the directive `{hit[0]} (from an argument ending in "
-                    f"`{hit[0][:-len(tail)]}), whose file cannot be checked (rename the "
-                    "pasted text so that it ends no directive name)")
-        return None
-    if any(_bare(t.raw) in formals for t in run) and not re.match(r"[A-Za-z0-9_$]", head.raw):
-        return (f"token pasting (``) of a macro argument after {head.raw[:40]}: only a "
-                "name or number may come before a pasted argument (an escaped name swallows "
-                "the argument's quote and exposes its text as directives, such as an "
-                "`include, whose file cannot be checked)")
-    return None
+                    "`include, whose file cannot be checked"), set()
+    joined = [head, *run]
+    args = [n for n, t in enumerate(joined) if _bare(t.raw) in formals]
+    if len(args) > 1:
+        return None, {_bare(joined[n].raw) for n in args}
+    if not args:
+        return None, set()
+    at = args[0]
+    if odd := [t.raw for t in joined[:at] if "\\" in t.raw]:
+        return (f"token pasting (``) of a macro argument after {odd[0][:40]}: no "
+                "escaped name (no backslash) may come before a pasted argument (an escaped "
+                "name swallows the argument's quote and exposes its text as directives, "
+                "such as an `include, whose file cannot be checked)"), set()
+    suffix = _NAME_CHARS.match("".join(t.raw for t in joined[at + 1:]))
+    tail = suffix.group(0) if suffix else ""
+    if tail and (hit := sorted(d for d in DIRECTIVE_NAMES if d.endswith(tail))):
+        return (f"token pasting (``) of the macro argument {joined[at].raw} onto {tail} can "
+                f"complete the directive `{hit[0]} (from an argument ending in "
+                f"`{hit[0][:-len(tail)]}), whose file cannot be checked (rename the "
+                "pasted text so that it ends no directive name)"), set()
+    return None, set()
 
 
-def _define_head(tokens: list[_Tok], i: int) -> tuple[int, set[str]]:
+class _Head(NamedTuple):
+    """A `` `define``'s name, its arguments in order, the positions whose default holds
+    a backtick, whether the argument list could not be read plainly, and its line."""
+
+    name: str
+    params: tuple[str, ...]
+    bad_defaults: frozenset[int]
+    irregular: bool
+    line: int
+
+
+def _define_head(tokens: list[_Tok], i: int) -> tuple[int, set[str], _Head]:
     """After a `` `define`` at ``tokens[i - 1]``: the index of the token after the macro
-    name (the argument list is read as body too: a superset) and the argument names
+    name (the argument list is read as body too: a superset), the argument names
     (every name in a ``(...)`` after the name, defaults included, whatever the space
-    before it)."""
+    before it) and the macro's head (:class:`_Head`)."""
+    line = tokens[i - 1].line
     if i >= len(tokens) or _line_ends(tokens[i], False, False)[0]:
-        return i, set()
+        return i, set(), _Head("", (), frozenset(), False, line)
+    macro = _bare(tokens[i].raw)
     i += 1
     names: set[str] = set()
+    params: list[str] = []
+    bad: set[int] = set()
+    irregular = False
     if i < len(tokens) and tokens[i].kind == _TK.OpenParenthesis \
             and not _line_ends(tokens[i], False, False)[0]:
-        depth = 0
+        depth, start = 0, True
         for token in tokens[i:]:
             if token.kind == _TK.OpenParenthesis:
                 depth += 1
+                if depth == 1:
+                    continue
             elif token.kind == _TK.CloseParenthesis:
                 depth -= 1
                 if depth == 0:
                     break
-            elif _NAME.fullmatch(token.raw):
+            elif token.kind == _TK.Comma and depth == 1:
+                start = True
+                continue
+            if _NAME.fullmatch(token.raw):
                 names.add(_bare(token.raw))
-    return i, names
+            if start:
+                if _NAME.fullmatch(token.raw) and depth == 1:
+                    params.append(_bare(token.raw))
+                else:
+                    irregular = True
+                start = False
+            elif "`" in token.raw and params:
+                bad.add(len(params) - 1)
+    return i, names, _Head(macro, tuple(params), frozenset(bad), irregular, line)
 
 
 def first_problem(found: Sequence[Problem]) -> str:
