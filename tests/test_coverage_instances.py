@@ -299,7 +299,7 @@ def test_a_rewrite_that_would_move_lines_is_not_compiled(monkeypatch):
     assert evaluator_mod._per_instance_copies(task, "tb.sv", "module tb; endmodule\n",
                                               plan) == ({}, [
         "per-instance coverage unavailable for this design; repeated modules are merged "
-        "per module"])
+        "per module"], ())
     ok = PerInstancePlan(sources={name: task.rtl_files[0].content})
     monkeypatch.setattr(evaluator_mod, "plan_per_instance", lambda *a, **k: ok)
     assert evaluator_mod._per_instance_copies(task, "tb.sv", "module tb; endmodule\n",

@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 
 from llm4cov.sim.analysis.structure import plan_testbench
+from llm4cov.sim.backends import SourcesRefused
 from llm4cov.sim.safety.shape import ElaboratedShape, _same, disagreements
 from llm4cov.sim.safety.stimulus_only import judge
 from llm4cov.tasks.model import SourceFile, Task
@@ -160,7 +161,8 @@ def test_verilator_names_the_instance_values_through_generate_blocks(evaluator):
     assert backend.elaborated_parameters(text, "tb", "tb.w.g[1].dut", {}) == {
         "P": "32'h4", "W": "32'sh8", "L": "32'h8"}
     assert backend.elaborated_parameters(text, "tb", "tb.w.g[2].dut", {}) is None
-    assert backend.elaborated_parameters(text + "syntax error", "tb", "tb.w", {}) is None
+    with pytest.raises(SourcesRefused):  # an error in the sources: the build's answer
+        backend.elaborated_parameters(text + "syntax error", "tb", "tb.w", {})
 
 
 def test_a_type_query_of_a_name_reads_the_name_s_declaration():
@@ -242,3 +244,16 @@ def test_a_line_with_a_block_comment_places_by_line_only():
         "tb.sv: the check's elaboration builds the generate block `tb.g` Verilator leaves out"]
     plain = text.replace("/* c */", "       ")
     assert disagreements(mine, theirs, plain, 0, "tb.sv") == []
+
+
+def test_an_error_elsewhere_is_the_build_s_answer_not_a_refusal(evaluator):
+    """Verilator's elaboration fails on an unrelated error (CONTASSINIT): the value is
+    not refused (the agent would be told to fix a parameter that is fine); the build
+    says what is wrong. A build that passed would refuse it, unsettled."""
+    from llm4cov.sim.model.observation import Status
+
+    text = tb(".W(clog2(16))").replace("endmodule", "  logic z = 0;\n  assign z = clk;\n"
+                                       "endmodule")
+    obs = evaluator.evaluate(TASK, text)
+    assert obs.status is Status.COMPILE_ERROR
+    assert "CONTASSINIT" in obs.log

@@ -43,6 +43,7 @@ from llm4cov.sim.analysis.structure import StructureError, TestbenchPlan, plan_t
 from llm4cov.sim.backends import (
     CoverageFormat,
     SimBackend,
+    SourcesRefused,
     check_supported,
     coverage_format,
     open_backend,
@@ -386,13 +387,18 @@ class Evaluator:
         if found.reasons or not (found.dut_values or found.elsewhere):
             return found
         reasons: list[str] = []
-        if found.elsewhere:
-            reasons = self._simulator_shape(task, tb, plan, view, found) if view is not None \
-                else list(found.elsewhere)
-        if found.dut_values and not reasons:
-            reasons = self._simulator_parameters(task, tb, plan, view,
-                                                 list(found.dut_values)) \
-                if view is not None else list(found.dut_values)
+        try:
+            if found.elsewhere:
+                reasons = self._simulator_shape(task, tb, plan, view, found) \
+                    if view is not None else list(found.elsewhere)
+            if found.dut_values and not reasons:
+                reasons = self._simulator_parameters(task, tb, plan, view,
+                                                     list(found.dut_values)) \
+                    if view is not None else list(found.dut_values)
+        except SourcesRefused:  # the build fails the same way (its error is the answer);
+            # one that passes is refused after it, unsettled
+            return stimulus_only.CheckResult([], (), [*found.unelaborated, *found.elsewhere,
+                                                      *found.dut_values])
         return stimulus_only.CheckResult(reasons, (), found.unelaborated)
 
     def _simulator_shape(self, task: Task, tb: SourceFile, plan: TestbenchPlan,
@@ -608,7 +614,8 @@ class Evaluator:
             return {}
         unmeasured: dict[str, int] = {}
         for i, flag in enumerate(drop):
-            metric = next(m.name for m in METRICS if m.verilator_flag == flag)
+            metric = next((m.name for m in METRICS if m.verilator_flag == flag),
+                          flag.removeprefix("--coverage-"))
             failure, points = probe(task, [o for o in options if o not in drop[:i]])
             if failure is not None:
                 notes.append(f"the RTL alone fails the same way with {flag} ({failure}): "

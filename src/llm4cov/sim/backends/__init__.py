@@ -16,6 +16,7 @@ from llm4cov.sim.backends.base import (
     PreprocessMessages,
     RunOutcome,
     SimBackend,
+    SourcesRefused,
 )
 from llm4cov.sim.config import DEFAULT_BACKEND, SimConfig
 from llm4cov.sim.safety.static_check import Preprocessor
@@ -155,6 +156,7 @@ __all__ = [
     "Preprocessor",
     "RunOutcome",
     "SimBackend",
+    "SourcesRefused",
     "UnknownBackend",
     "UnsupportedOption",
     "backend_names",

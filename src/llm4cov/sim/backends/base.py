@@ -97,6 +97,11 @@ class RunOutcome:
     sim_time_ps: int | None = None
 
 
+class SourcesRefused(Exception):
+    """The simulator's own elaboration refuses the sources (an error in them, not a
+    tool failure or a bound): its build will fail the same way."""
+
+
 class SimBackend(Protocol):
     """One simulator, as the evaluator drives it (one instance per evaluator)."""
 
@@ -150,7 +155,11 @@ class SimBackend(Protocol):
         """The parameter values (the simulator's own notation) the simulator elaborates
         the instance ``instance`` (a dotted path from ``top``) with, in ``text`` (one
         preprocessed Verilog text) with ``top`` as its top and the top's ``overrides``;
-        None when it cannot say (an error, a bound)."""
+        None when it cannot say (a tool failure, a bound).
+
+        Raises:
+            SourcesRefused: the simulator reports an error in the sources.
+        """
         ...
 
     def elaborated_shape(self, text: str, top: str, overrides: Mapping[str, str]
@@ -158,7 +167,11 @@ class SimBackend(Protocol):
         """Every generate block and instance the simulator builds from ``text`` (one
         preprocessed Verilog text without `` `line`` directives, so a place is one in
         ``text``) with ``top`` as its top and the top's ``overrides``; None when it
-        cannot say."""
+        cannot say.
+
+        Raises:
+            SourcesRefused: the simulator reports an error in the sources.
+        """
         ...
 
     def build(self, task: Task, tb: SourceFile, plan: TestbenchPlan, workdir: Path,

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from llm4cov.sim.analysis.structure import TestbenchPlan, always_without_timing, stop_sites
-from llm4cov.sim.backends.base import RunOutcome
+from llm4cov.sim.backends.base import RunOutcome, SourcesRefused
 from llm4cov.sim.backends.verilator import failures
 from llm4cov.sim.backends.verilator.artifacts import ArtifactStore, compiler_version
 from llm4cov.sim.backends.verilator.build import (
@@ -44,7 +44,7 @@ from llm4cov.sim.cache import BUILD_DIR, cache_root, evict_build_store
 from llm4cov.sim.config import SimConfig
 from llm4cov.sim.logs import scrub_paths
 from llm4cov.sim.model import coverage as cov
-from llm4cov.sim.model.metrics import opt_in_flags, verilator_flags
+from llm4cov.sim.model.metrics import metric_of_tag, opt_in_flags, verilator_flags
 from llm4cov.sim.model.observation import EndReason, Status
 from llm4cov.sim.safety import workdirs
 from llm4cov.sim.safety.forked import BoundExceeded, bounded_call
@@ -76,6 +76,12 @@ COVERAGE_MAX_BYTES = COVERAGE_FORMAT.max_bytes
 TRACE_FLAGS = {"vcd": "--trace", "fst": "--trace-fst"}
 #: The run's coverage file in a kept work dir (``Evaluator.evaluate_kept``, ``keep_workdir``).
 KEPT_COVERAGE = COVERAGE_FORMAT.kept_name
+#: A coverage point the verilated model declares, and its metric (``v_expr/mod`` ->
+#: ``expr``, ``v_fsm_arc/mod`` -> ``fsm``): :meth:`VerilatorBackend.rtl_alone`.
+_COVER_INSERT = re.compile(r'__vlCoverInsert\([^;]*?, "v_(\w*)/')
+#: The build's Verilator configuration file (:func:`tb_coverage_off`), beside the driver
+#: in the work dir, outside the sources folder.
+TB_COVERAGE_OFF = "llm4cov_tb_coverage.vlt"
 #: The file :meth:`VerilatorBackend.elaborated_parameters` hands Verilator, and the most
 #: its ``--json-only`` tree may take (bytes).
 VIEW_FILE = "llm4cov_view.sv"
@@ -104,7 +110,8 @@ class VerilatorBackend:
 
     retry_without: tuple[tuple[str, str], ...] = failures.RETRY_WITHOUT
     preprocess_messages = failures.PREPROCESS_MESSAGES
-    reserved_names = frozenset({DRIVER.name, DRIVER_HOOKS.name, INCLUDER.name})
+    reserved_names = frozenset({DRIVER.name, DRIVER_HOOKS.name, INCLUDER.name,
+                                TB_COVERAGE_OFF})
 
     def __init__(self, config: SimConfig, toolchain: Toolchain | None = None,
                  build: VerilatorBuild = PINNED) -> None:
@@ -145,11 +152,14 @@ class VerilatorBackend:
 
     def verilate_command(
         self, task: Task, tb: SourceFile, plan: TestbenchPlan, fsm: bool = False,
-        drop: tuple[str, ...] = (),
+        drop: tuple[str, ...] = (), config_files: tuple[str, ...] = (),
     ) -> list[str]:
         """The Verilator step of the build (run in the work dir's sources folder,
         writing ``../obj``; make follows); ``drop``: coverage options left out (after a
-        tool failure)."""
+        tool failure); ``config_files``: Verilator configuration files (``.vlt``, paths
+        from the sources folder) read before the sources: the build's
+        :data:`TB_COVERAGE_OFF` (never the static check's ``-E`` run: configuration
+        does not change preprocessing)."""
         cfg = self.config
         flags = [f for f in self.coverage_options()
                  if (fsm or f not in opt_in_flags()) and f not in drop]
@@ -169,6 +179,7 @@ class VerilatorBackend:
             *repo_args(task, tb, plan.tb_top),
             *(TRACE_FLAGS[fmt] for fmt in cfg.waveforms()),
             *cfg.extra_verilator_args,
+            *config_files,
             *sources,
             source_arg(tb.name),
             f"../{DRIVER.name}",
@@ -222,23 +233,67 @@ class VerilatorBackend:
                    *(f"-G{k}={v}" for k, v in overrides.items()),
                    *self.build_spec.verilate_flags, *self.config.extra_verilator_args,
                    VIEW_FILE]
-            cpu = int(self.config.build_cpu_limit_s)
-            run = run_limited(
-                cmd, cwd=str(src), workdir=str(scratch), env=self.env(),
-                timeout_s=self.config.compile_timeout_s,
-                limits=Limits(cpu_s=cpu, memory_bytes=PROCESS_MEMORY_BYTES,
-                              file_bytes=TREE_BYTES, dir_bytes=2 * TREE_BYTES,
-                              tree_cpu_s=cpu),
-                output_cap=64 * 1024,
-                sandbox=build_sandbox(self.toolchain) if self.config.sandbox else None)
+            run = self._verilate_in(scratch, cmd)
             tree = scratch / "obj" / f"V{top}.tree.json"
             meta = tree.with_name(f"V{top}.tree.meta.json")
+            if run.returncode != 0 and not (run.timed_out or run.exceeded) and \
+                    self.tool_failure(run, []) is None:
+                raise SourcesRefused(f"Verilator refuses the sources (exit {run.returncode})")
             if run.returncode != 0 or run.timed_out or run.exceeded or not tree.is_file():
                 return None
             return bounded_call(read, str(tree), str(meta))
         except (OSError, BoundExceeded, RuntimeError) as exc:
             log.info("Verilator's elaboration could not be read (%s)", exc)
             return None
+        finally:
+            workdirs.release(scratch)
+
+    def _verilate_in(self, scratch: Path, cmd: list[str]) -> ProcessResult:
+        """Run the Verilator command ``cmd`` (no make) in ``scratch``'s sources folder,
+        in the build's sandbox and bounds."""
+        cpu = int(self.config.build_cpu_limit_s)
+        return run_limited(
+            cmd, cwd=str(sources(scratch)), workdir=str(scratch), env=self.env(),
+            timeout_s=self.config.compile_timeout_s,
+            limits=Limits(cpu_s=cpu, memory_bytes=PROCESS_MEMORY_BYTES,
+                          file_bytes=TREE_BYTES, dir_bytes=2 * TREE_BYTES, tree_cpu_s=cpu),
+            output_cap=64 * 1024,
+            sandbox=build_sandbox(self.toolchain) if self.config.sandbox else None)
+
+    def rtl_alone(self, task: Task, options: list[str]
+                  ) -> tuple[str | None, dict[str, int] | None]:
+        """Verilate the task's RTL alone (``--cc``, no make; the DUT module as the top,
+        its default parameters, the task's include dirs and macros) with the coverage
+        ``options``: ``(why, points)``. ``why``: the tool failure of that build (the
+        crash is the task's own, no testbench needed), None when it built or failed
+        otherwise. ``points``: the coverage points per metric the model declares (its
+        ``__vlCoverInsert`` calls; toggle points are not counted), None when it did
+        not build. Run in the build's sandbox and bounds, a fresh scratch dir."""
+        scratch = workdirs.create(self.config.workdir_root)
+        try:
+            src = sources(scratch)
+            for f in task.rtl_files:
+                path = src / f.name
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(f.content, encoding="utf-8", errors="surrogateescape")
+            files = compile_order(task.rtl_files, task.compile_files)
+            cmd = [*self.toolchain.command(), "--cc", "--timing", "-Wno-fatal",
+                   "--top-module", task.dut_module_name, "-Mdir", "../obj", *options,
+                   *self.build_spec.verilate_flags,
+                   *(f"-I{d}" for d in search_dirs(task.rtl_files, task.include_dirs)),
+                   *(f"-D{d}" for d in define_args(task.defines)),
+                   *self.config.extra_verilator_args, *(source_arg(f.name) for f in files)]
+            run = self._verilate_in(scratch, cmd)
+            if run.returncode != 0 or run.timed_out or run.exceeded:
+                return self.tool_failure(run, task.rtl_files), None
+            points: dict[str, int] = {}
+            for cpp in sorted((scratch / "obj").glob("*.cpp")):
+                for tag in _COVER_INSERT.findall(cpp.read_text(errors="replace")):
+                    points[metric_of_tag(tag)] = points.get(metric_of_tag(tag), 0) + 1
+            return None, points
+        except OSError as exc:
+            log.info("the RTL alone could not be verilated (%s)", exc)
+            return None, None
         finally:
             workdirs.release(scratch)
 
@@ -250,9 +305,15 @@ class VerilatorBackend:
     def build(self, task: Task, tb: SourceFile, plan: TestbenchPlan, workdir: Path,
               drop: tuple[str, ...] = ()) -> ProcessResult:
         """Verilate and make (:func:`~llm4cov.sim.backends.verilator.build.run_build`),
-        sandboxed when configured."""
+        sandboxed when configured; the testbench's own code is not instrumented
+        (:func:`tb_coverage_off`, where ``build_spec.tb_coverage_off``)."""
+        config_files: tuple[str, ...] = ()
+        if self.build_spec.tb_coverage_off:
+            (workdir / TB_COVERAGE_OFF).write_text(tb_coverage_off(tb.name), encoding="utf-8")
+            config_files = (f"../{TB_COVERAGE_OFF}",)
         return run_build(
-            self.verilate_command(task, tb, plan, self.config.fsm_coverage, drop),
+            self.verilate_command(task, tb, plan, self.config.fsm_coverage, drop,
+                                  config_files),
             workdir,
             self.toolchain.env(),
             self.config,
@@ -350,6 +411,21 @@ def repo_args(task: Task, tb: SourceFile, tb_top: str) -> list[str]:
         *(f"-D{d}" for d in define_args(task.defines)),
         *(f"-G{k}={v}" for k, v in task.parameters.items() if k in declared),
     ]
+
+
+def tb_coverage_off(tb_name: str) -> str:
+    """The build's Verilator configuration: no coverage of the testbench's file
+    (``coverage_off -file``). Only the DUT is measured, so the testbench's own points
+    never counted; uninstrumented, its code cannot make a coverage option crash
+    Verilator either (a crash that would drop that metric from ``overall``, see
+    ``docs/evaluator.md``). Measured on the pinned build: the DUT's points are the same,
+    and the setting holds for the whole file: a `` `line`` directive naming an RTL file,
+    a ``/*verilator coverage_on*/`` meta-comment and the files the testbench includes
+    stay off. Names are plain (:func:`~llm4cov.tasks.names.unsafe_chars`: no ``*``,
+    ``?`` or quote); an option-like name is given as Verilator reads it (``./-tb.sv``)
+    too."""
+    names = dict.fromkeys((tb_name, source_arg(tb_name)))
+    return "`verilator_config\n" + "".join(f'coverage_off -file "{n}"\n' for n in names)
 
 
 def source_arg(name: str) -> str:
