@@ -1018,8 +1018,9 @@ def test_a_testbench_past_the_per_instance_bounds_is_refused(evaluator):
           "end\nendmodule\n")
     obs = evaluator.evaluate(task, tb)
     assert obs.status is Status.REJECTED
-    assert obs.log.startswith("Rejected before compiling: tb.sv makes the design too large "
-                              "to count the DUT's repeated modules (chan) per instance")
+    assert obs.log.startswith("Rejected before compiling: with tb.sv the DUT's repeated "
+                              "modules (chan) cannot be counted per instance, which the DUT "
+                              "alone allows (per-instance coverage skipped (more than")
     honest = evaluator.evaluate(task, tb.replace(flood, ""))
     assert honest.status is Status.SUCCESS
     assert sorted(honest.coverage.per_instance) == ["tb.dut", "tb.dut.u0", "tb.dut.u1"]
@@ -1042,3 +1043,22 @@ def test_a_writing_formal_s_default_is_an_actual(task, reason):
     assert stimulus_reasons(f"  {task}\n  initial poke();\n") == [f"tb.sv:4: {reason}"]
     assert stimulus_reasons("  task automatic poke(input logic [7:0] r = a, ref logic [7:0] "
                             "s = q); s = r; endtask\n  initial poke();\n") == []
+
+
+@pytest.mark.requires_verilator
+def test_a_rewrite_the_testbench_breaks_is_refused_where_the_dut_alone_has_copies(evaluator):
+    """A split instance statement whose string holds a line break would move a line, so
+    the per-instance rewrite was dropped and the DUT's ``chan``s merged (64.63 -> 86.25 %,
+    a twenty-second red team): refused like a bound passed."""
+    task = Task(id="probe/dual", rtl_files=[SourceFile(name="dual.sv", content=DUAL)],
+                dut_module_name="dual", dut_instance_name="dut")
+    tb = ("module wrap #(parameter bit HAS = 1, parameter string S = \"\") (input logic clk,"
+          "\n    input logic [7:0] a);\n  logic [3:0] z;\n"
+          "  if (HAS) begin : g dual dut(.clk(clk), .a(a), .z(z)); end\nendmodule\n"
+          "module tb;\n  logic clk = 0; logic [7:0] a = 0;\n"
+          "  wrap #(.S(\"spa\\\nre\")) w1(.clk(clk), .a(a)), w2(.clk(clk), .a(a));\n"
+          "  defparam w2.HAS = 0;\n  always #5 clk = ~clk;\n"
+          "  initial begin repeat (8) @(negedge clk) a++; $finish; end\nendmodule\n")
+    obs = evaluator.evaluate(task, tb)
+    assert obs.status is Status.REJECTED
+    assert "the per-instance rewrite would move lines of tb.sv" in obs.log

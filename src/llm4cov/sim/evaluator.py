@@ -816,12 +816,14 @@ def kept_coverage(work: Path, fmt: CoverageFormat | None, notes: list[str]) -> P
 def _per_instance_copies(task: Task, tb_name: str, tb_text: str, plan: TestbenchPlan
                          ) -> tuple[dict[str, str], list[str], tuple[str, ...]]:
     """The sources rewritten with one module copy per instance (``instances.py``),
-    notes, and why the testbench is refused: its own design passed a bound of the plan
-    that the DUT alone is within (:func:`_dut_alone_plan`), so the DUT's repeated
-    modules would share one counter set, a point covered in one instance counting for
-    all (10,001 empty testbench instances: 84.65 -> 97.44 %, a twenty-first red team).
-    None, with a note, when the rewrite fails (it is a refinement: it never breaks a
-    call)."""
+    notes, and why the testbench is refused: the plan is not used (a bound its own
+    design passed, a rewrite that would move a line, a failure) where the DUT alone gets
+    copies (:func:`_dut_alone_plan`), so the DUT's repeated modules would share one
+    counter set, a point covered in one instance counting for all (10,001 empty
+    testbench instances: 84.65 -> 97.44 %; a split instance statement whose string held
+    a line break: 64.63 -> 86.25 %; the twenty-first and twenty-second red teams).
+    Otherwise none, with a note, when the plan is not used (it is a refinement: it never
+    breaks a call)."""
     unavailable = ["per-instance coverage unavailable for this design; repeated "
                    "modules are merged per module"]
     try:
@@ -829,19 +831,30 @@ def _per_instance_copies(task: Task, tb_name: str, tb_text: str, plan: Testbench
                                 plan.tb_top, plan.dut_hier)
     except Exception as exc:
         log.warning("per-instance rewrite failed (%s: %s)", type(exc).__name__, exc)
-        return {}, unavailable, ()
-    if per.skipped and (alone := _dut_alone_plan(task)).copies and not alone.skipped:
-        return {}, [], (
-            f"Rejected before compiling: {tb_name} makes the design too large to count the "
-            f"DUT's repeated modules ({', '.join(alone.copies)}) per instance, which the "
-            f"DUT alone allows ({'; '.join(per.notes)}): their instances would share one "
-            "counter set. Keep the testbench's own instances and code small.",)
+        return _merged(task, tb_name, unavailable, "the per-instance rewrite failed")
+    if per.skipped:
+        return _merged(task, tb_name, list(per.notes), "; ".join(per.notes))
     given = {f.name: f.content for f in task.rtl_files} | {tb_name: tb_text}
     moved = [n for n, text in per.sources.items() if not same_lines(given[n], text)]
     if moved:  # every coverage point and message names a line: never compile a shift
         log.warning("per-instance rewrite moved lines of %s; not used", ", ".join(moved))
-        return {}, unavailable, ()
+        return _merged(task, tb_name, unavailable,
+                       f"the per-instance rewrite would move lines of {', '.join(moved)}")
     return dict(per.sources), list(per.notes), ()
+
+
+def _merged(task: Task, tb_name: str, notes: list[str], why: str
+            ) -> tuple[dict[str, str], list[str], tuple[str, ...]]:
+    """No copies: ``notes`` where the DUT alone gets none either (its repeated modules
+    merge whatever the testbench), else a refusal naming ``why``."""
+    alone = _dut_alone_plan(task)
+    if not alone.copies or alone.skipped:
+        return {}, notes, ()
+    return {}, [], (
+        f"Rejected before compiling: with {tb_name} the DUT's repeated modules "
+        f"({', '.join(alone.copies)}) cannot be counted per instance, which the DUT alone "
+        f"allows ({why}): their instances would share one counter set. Keep the "
+        "testbench's own design small and plain.",)
 
 
 def _dut_alone_plan(task: Task) -> PerInstancePlan:

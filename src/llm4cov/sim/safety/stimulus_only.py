@@ -1240,15 +1240,17 @@ _PLAIN_SYSTEM_CALLS = frozenset({
 def unsure_overrides(tree: syntax.SyntaxTree, dut_module: str
                      ) -> tuple[list[str], list[str]]:
     """Reasons for each parameter value the testbench gives an instance of
-    ``dut_module``, or of a testbench module that holds one (a wrapper passes it on), that
-    is computed with a user function, an ``x``/``z`` value, a division or a select
-    (directly or through the testbench's parameters): pyslang and Verilator evaluate
-    those differently (a function returning ``c ? 2 : 1`` on an unset ``logic c`` was 0
-    to pyslang, the default, and 1 to Verilator, which pruned the DUT's hard branch:
-    84.49 -> 97.37 %, a twelfth red team), so the check cannot compare the value with
-    the task's. Two lists: the reasons elsewhere (a wrapper's, an interface's, another
-    module's value, a generate condition), and those of values given to an instance of
-    ``dut_module`` itself (Verilator's own elaboration can settle those: the caller's).
+    ``dut_module``, or of a testbench module that holds one (a wrapper passes it on, or a
+    ``defparam`` sets it), that is computed with a user function, an ``x``/``z`` value, a
+    division or a select (directly or through the testbench's parameters): pyslang and
+    Verilator evaluate those differently (a function returning ``c ? 2 : 1`` on an unset
+    ``logic c`` was 0 to pyslang, the default, and 1 to Verilator, which pruned the
+    DUT's hard branch: 84.49 -> 97.37 %, a twelfth red team; a ``defparam`` of a
+    wrapper's value, 64.68 -> 75.00 %, a twenty-second), so the check cannot compare
+    the value with the task's. Two lists: the reasons elsewhere (a wrapper's, an
+    interface's, another module's value, a ``defparam``, a generate condition), and those
+    of values given to an instance of ``dut_module`` itself (Verilator's own elaboration
+    can settle those: the caller's).
     Both empty when every value is plain."""
     params: dict[str, list[Any]] = {}
     sites: list[tuple[str, Any]] = []  # (the unit it lies in, an instantiation)
@@ -1280,14 +1282,17 @@ def unsure_overrides(tree: syntax.SyntaxTree, dut_module: str
             params.setdefault(node.name.valueText, []).extend([node.type, *node.dimensions])
         elif isinstance(node, syntax.HierarchyInstantiationSyntax):
             sites.append((unit[0], node))
+        elif isinstance(node, syntax.DefParamAssignmentSyntax):
+            defparams.append(node)
         return True
 
+    defparams: list[Any] = []  # (a value a wrapper passes on to the DUT: red team 22)
     tree.root.visit(collect)
     # every instance's: the DUT's, a wrapper's that passes it on, an RTL interface's
     # the DUT reads through its port, any module's a name may reach
     sites = [(u, n) for u, n in sites if n.parameters is not None]
-    if not sites and not syntax_nodes(tree.root, (SK.IfGenerate, SK.CaseGenerate,
-                                                  SK.LoopGenerate)):
+    if not sites and not defparams and not syntax_nodes(
+            tree.root, (SK.IfGenerate, SK.CaseGenerate, SK.LoopGenerate)):
         return [], []
     sm = tree.sourceManager
     found: list[str] = []
@@ -1309,6 +1314,14 @@ def unsure_overrides(tree: syntax.SyntaxTree, dut_module: str
             found.append(f"{where(gen)}: the testbench's generate condition is computed "
                          f"with {what}, which Verilator and the check may evaluate "
                          "differently (a branch one tool drops, the other builds)")
+    for d in defparams:
+        what = _unsure(d.setter.expr, params, set(), True)
+        if what:
+            loc = d.sourceRange.start
+            found.append(f"{sm.getFileName(loc).removeprefix(VIRTUAL_ROOT + '/')}:"
+                         f"{sm.getLineNumber(loc)}: the `defparam` of `{str(d.name).strip()}` "
+                         f"is computed with {what}, which Verilator and the check may "
+                         "evaluate differently: give it as a plain constant")
     for _, site in sites:
         at_the_dut = site.type.valueText == dut_module
         for i, assign in enumerate(a for a in site.parameters.parameters
