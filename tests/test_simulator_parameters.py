@@ -268,3 +268,17 @@ def test_a_defparam_of_a_wrapper_is_settled_like_a_value_given_to_it(evaluator):
         "tb.sv:11: the `defparam` of `w.W` is computed with a function call, which Verilator "
         "and the check may evaluate differently: give it as a plain constant")
     assert simulator_says(evaluator, forged.replace("f() + 4", "clog2(16)"), "tb.w.dut") == []
+
+
+def test_the_build_s_override_of_the_testbench_top_is_elaborated_too():
+    """The build gives the testbench's top the task's parameters it declares (``-G``):
+    the check elaborates the top with them as well (it saw the top's default, ``P = 1``,
+    and the DUT at the task's 0, where the build made it 1: a twenty-third red team)."""
+    text = tb(".P(1 - P)").replace("module tb;", "module tb #(parameter int P = 1);")
+    found = judge(text, "tb.sv", PM, {"pm"}, "pm", "tb.dut", {"P": "0"})
+    assert found.reasons == [
+        "tb.sv: the DUT `tb.dut` is elaborated with parameters other than the task's: "
+        "P = 1 (the task's: 0); L = 2 (the task's: 0); instantiate it with the task's "
+        "parameters"]
+    assert judge(text.replace("1 - P", "P"), "tb.sv", PM, {"pm"}, "pm", "tb.dut",
+                 {"P": "0"}).reasons == []

@@ -345,8 +345,9 @@ def packages_of(text: str, name: str) -> tuple[frozenset[str], frozenset[str]]:
     return frozenset(declared), frozenset(refs)
 
 
-def module_parameters(f: SourceFile, module: str) -> set[str]:
-    """Names of the overridable parameters (not ``localparam``) of ``module`` in ``f``."""
+def module_parameters(f: SourceFile | syntax.SyntaxTree, module: str) -> set[str]:
+    """Names of the overridable parameters (not ``localparam``) of ``module`` in ``f``
+    (a file, or its parsed tree)."""
     names: set[str] = set()
 
     def in_module(node: object) -> bool:
@@ -363,7 +364,8 @@ def module_parameters(f: SourceFile, module: str) -> set[str]:
             names.update(d.name.valueText for d in node.declarators if hasattr(d, "name"))
         return True
 
-    parse_tree(f.content, f.name).root.visit(in_module)
+    tree = f if isinstance(f, syntax.SyntaxTree) else parse_tree(f.content, f.name)
+    tree.root.visit(in_module)
     return names
 
 

@@ -46,7 +46,7 @@ one analysis per testbench.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -94,10 +94,11 @@ class Elaboration:
     all_symbols: list[Any]
 
     @classmethod
-    def of(cls, rtl_text: str, tb_text: str, tb_name: str, top: str | None = None
-           ) -> Elaboration:
+    def of(cls, rtl_text: str, tb_text: str, tb_name: str, top: str | None = None,
+           overrides: Mapping[str, str] | None = None) -> Elaboration:
         """Elaborate ``rtl_text`` and ``tb_text`` as one compilation unit, with ``top``
-        as the only top (None: pyslang's choice), no file ever opened.
+        as the only top (None: pyslang's choice) and the top's parameter ``overrides``
+        (the build's ``-G``s), no file ever opened.
 
         Raises:
             ParseLimitError: pyslang cannot parse the texts (nesting too deep).
@@ -108,6 +109,8 @@ class Elaboration:
         options = ast.CompilationOptions()
         if top is not None:
             options.topModules = {top}
+        if overrides:
+            options.paramOverrides = [f"{k}={v}" for k, v in overrides.items()]
         tree, (_, tb_buffer) = parse_unit([(RTL_PART, rtl_text), (tb_name, tb_text)], sm,
                                           [options])
         comp = ast.Compilation(pyslang.Bag([options]))
