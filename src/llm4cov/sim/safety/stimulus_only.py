@@ -1387,7 +1387,48 @@ def _unsure(expr: Any, params: Mapping[str, list[Any]], seen: set[str],
         elif strict and kind == SK.IdentifierName and name not in params and \
                 not _member_name(node):
             return f"`{name}`, a name the check does not follow"
+        elif isinstance(node, syntax.ExpressionSyntax) and kind not in _PLAIN_FORMS:
+            # a form not known to evaluate alike (`0 ** -1` is x to Verilator, 0 to
+            # pyslang; a real cast; a member of a struct: a twenty-third red team)
+            return f"a {_FORM_WORDS.get(kind, 'form the check does not follow')}"
     return None
+
+
+#: Expression and type forms pyslang and Verilator evaluate alike in a constant of
+#: integers (IEEE 1800 11.4): anything else in a parameter value is unsure
+#: (:func:`_unsure`); calls, x/z literals, divisions, selects and names are judged
+#: before this list is read.
+_PLAIN_FORMS = frozenset(getattr(SK, k) for k in (
+    "IntegerLiteralExpression", "IntegerVectorExpression",
+    "UnbasedUnsizedLiteralExpression", "StringLiteralExpression", "IdentifierName",
+    "ScopedName", "SystemName", "InvocationExpression", "ParenthesizedExpression",
+    "ConcatenationExpression", "MultipleConcatenationExpression", "ConditionalExpression",
+    "UnaryPlusExpression", "UnaryMinusExpression", "UnaryBitwiseNotExpression",
+    "UnaryLogicalNotExpression", "UnaryBitwiseAndExpression", "UnaryBitwiseNandExpression",
+    "UnaryBitwiseOrExpression", "UnaryBitwiseNorExpression", "UnaryBitwiseXorExpression",
+    "UnaryBitwiseXnorExpression", "AddExpression", "SubtractExpression",
+    "MultiplyExpression", "DivideExpression", "ModExpression", "BinaryAndExpression",
+    "BinaryOrExpression", "BinaryXorExpression", "BinaryXnorExpression",
+    "LogicalAndExpression", "LogicalOrExpression", "EqualityExpression",
+    "InequalityExpression", "CaseEqualityExpression", "CaseInequalityExpression",
+    "GreaterThanExpression", "GreaterThanEqualExpression", "LessThanExpression",
+    "LessThanEqualExpression", "LogicalShiftLeftExpression", "LogicalShiftRightExpression",
+    "ArithmeticShiftLeftExpression", "ArithmeticShiftRightExpression",
+    # a generate loop's step
+    "PostincrementExpression", "PostdecrementExpression", "UnaryPreincrementExpression",
+    "UnaryPredecrementExpression", "AssignmentExpression", "AddAssignmentExpression",
+    "SubtractAssignmentExpression", "MultiplyAssignmentExpression",
+    "LogicalLeftShiftAssignmentExpression", "LogicalRightShiftAssignmentExpression",
+    # types (their widths are expressions, read as such)
+    "LogicType", "BitType", "RegType", "IntType", "IntegerType", "ByteType",
+    "ShortIntType", "LongIntType", "TimeType", "ImplicitType", "NamedType", "StringType",
+    "StructType", "UnionType", "EnumType"))
+#: Words for some forms outside :data:`_PLAIN_FORMS` (a reason names the form).
+_FORM_WORDS = {SK.PowerExpression: "power (`**`)", SK.CastExpression: "cast",
+               SK.SignedCastExpression: "cast", SK.RealLiteralExpression: "real value",
+               SK.RealType: "real type", SK.ShortRealType: "real type",
+               SK.RealTimeType: "real type", SK.MemberAccessExpression: "member access",
+               SK.AssignmentPatternExpression: "assignment pattern"}
 
 
 def _member_name(node: Any) -> bool:
