@@ -175,3 +175,33 @@ endmodule
     assert "--coverage-fsm" not in obs.coverage_options
     assert any("a defect of the task" in n for n in obs.notes), obs.notes
     assert "fsm" not in obs.coverage.metrics
+
+
+STICKY = """module sticky(input logic clk, input logic set, output logic flag);
+  always_ff @(posedge clk) if (set) flag <= 1'b1;
+endmodule
+"""
+
+
+@pytest.mark.requires_verilator
+def test_a_simulator_failure_the_testbench_brings_out_counts_against_it():
+    """A named property as the consequent of ``|=>`` fails the pinned Verilator with or
+    without coverage (repro 25, verilator#8295): a tool failure, but the RTL alone builds
+    with the same options, so a benchmark counts the sample as failed (left out of the
+    denominators, a testbench could leave its task's score on purpose: a twenty-third
+    red team)."""
+    from llm4cov.bench.rows import make_row
+
+    task = Task(id="probe/sticky", rtl_files=[SourceFile(name="sticky.sv", content=STICKY)],
+                dut_module_name="sticky", dut_instance_name="dut")
+    tb = ("module tb;\n  logic clk = 0, set = 0; logic flag;\n"
+          "  sticky dut(.clk(clk), .set(set), .flag(flag));\n  always #5 clk = ~clk;\n"
+          "  property p; flag; endproperty\n"
+          "  assert property (@(posedge clk) set |=> p);\n"
+          "  initial begin @(negedge clk) set = 1; #20 $finish; end\nendmodule\n")
+    obs = Evaluator().evaluate(task, tb)
+    assert obs.tool_error and obs.tool_error_testbench
+    assert any("this testbench brings it out" in n for n in obs.notes)
+    row = make_row(arm="m", task=task, sample=0, round_=1, observation=obs, testbench=tb,
+                   simulator="verilator", wall_s=0.0, model="m")
+    assert row.tool_error is False and row.sim_pass is False

@@ -135,7 +135,7 @@ def make_row(
         coverage=obs.overall(),
         measured_overall=rep.overall if rep else None,
         metrics={m: [c.covered, c.total] for m, c in rep.metrics.items()} if rep else {},
-        tool_error=obs.tool_error,
+        tool_error=obs.tool_error and not obs.tool_error_testbench,
         prompt_tokens=prompt_tokens,
         completion_tokens=completion_tokens,
         gen_s=round(gen_s, 3),

@@ -10,9 +10,11 @@ pass that keeps only each row's round, outcome and testbench hash (never its obs
 or response), so scoring memory does not grow with the size of the rows.
 
 Tool failures (rows with ``tool_error``: the simulator itself failed, ``Status.TOOL_ERROR``
-or an infrastructure error) are not the model's failures: a sample whose best state is
-a failure after such a round is counted apart (``tool_failures``) and left out of every
-metric's denominator, unless ``include_tool_failures`` (then it is a failed sample).
+or an infrastructure error; not one the testbench brings out where the RTL alone builds,
+``Observation.tool_error_testbench``, which is the sample's) are not the model's
+failures: a sample whose best state is a failure after such a round is counted apart
+(``tool_failures``) and left out of every metric's denominator, unless
+``include_tool_failures`` (then it is a failed sample).
 RTL errors (the row's observation has ``rtl_error``: the task's RTL does not compile on
 its own) are counted the same way (``rtl_errors``, the tasks in ``rtl_error_tasks``) and
 always left out: the task is broken, not the model.

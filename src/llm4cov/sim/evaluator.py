@@ -653,7 +653,15 @@ class Evaluator:
         if not result.timed_out and result.returncode == 0:
             return None
         tool_error = why is not None
-        if tool_error:
+        from_tb = tool_error and not result.timed_out and \
+            self._rtl_alone_builds(staged.task, base["coverage_options"])
+        if from_tb:
+            notes.append(f"simulator failure ({why}): a limitation of "
+                         f"{self.backend.simulator}, not the testbench's error, but the RTL "
+                         "alone builds with the same options: this testbench brings it out, "
+                         "and a benchmark counts it as a failed sample (rewrite the "
+                         "construct the log names)")
+        elif tool_error:
             notes.append(f"simulator failure ({why}): a limitation of "
                          f"{self.backend.simulator}, not the testbench; not counted "
                          "against the model")
@@ -666,9 +674,19 @@ class Evaluator:
             log=bound(build_log, self.config.log_limit_chars),
             notes=notes,
             tool_error=tool_error,
+            tool_error_testbench=from_tb,
             build_s=round(build_s, 3),
             **base,
         )
+
+    def _rtl_alone_builds(self, task: Task, options: list[str]) -> bool:
+        """Whether the task's RTL alone builds with the coverage ``options``
+        (``backend.rtl_alone``; False when the backend cannot say)."""
+        probe = getattr(self.backend, "rtl_alone", None)
+        if probe is None:
+            return False
+        failure, points = probe(task, options)
+        return failure is None and points is not None
 
     def _rewrite_sources(self, task: Task, tb: SourceFile, plan: TestbenchPlan,
                          workdir: Path, generated: str = "") -> hints.Rewrite:

@@ -309,6 +309,11 @@ class Observation(BaseModel):
     """Lines of the run's output that start with ``ERROR``/``FAIL`` (any case): the
     testbench's own error prints (:func:`llm4cov.sim.analysis.fidelity.error_prints`)."""
     tool_error: bool = False
+    tool_error_testbench: bool = False
+    """With ``tool_error``: the RTL alone builds with the same options, so this
+    testbench's code brings the simulator's failure out; a benchmark counts the sample
+    as failed (a testbench could crash the simulator on purpose to leave its task's
+    denominators: a twenty-third red team)."""
     rtl_error: bool = False
     simulator: str = ""
     backend: str = ""
