@@ -263,7 +263,7 @@ class VerilatorBackend:
     def rtl_alone(self, task: Task, options: list[str]
                   ) -> tuple[str | None, dict[str, int] | None]:
         """Verilate the task's RTL alone (``--cc``, no make; the DUT module as the top,
-        its default parameters, the task's include dirs and macros) with the coverage
+        with the task's parameters, include dirs and macros) with the coverage
         ``options``: ``(why, points)``. ``why``: the tool failure of that build (the
         crash is the task's own, no testbench needed), None when it built or failed
         otherwise. ``points``: the coverage points per metric the model declares (its
@@ -279,6 +279,7 @@ class VerilatorBackend:
             files = compile_order(task.rtl_files, task.compile_files)
             cmd = [*self.toolchain.command(), "--cc", "--timing", "-Wno-fatal",
                    "--top-module", task.dut_module_name, "-Mdir", "../obj", *options,
+                   *(f"-G{k}={v}" for k, v in task.parameters.items()),
                    *self.build_spec.verilate_flags,
                    *(f"-I{d}" for d in search_dirs(task.rtl_files, task.include_dirs)),
                    *(f"-D{d}" for d in define_args(task.defines)),
