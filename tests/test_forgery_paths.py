@@ -968,14 +968,14 @@ endmodule
 
 
 @pytest.mark.parametrize("connection, reason", [
-    # the syntax rule: a hierarchical name into the DUT, however written
-    (".echo(dut.u_fsm.tm)", "tb.sv:3: the output port `echo` of `lock` connected to "
-     "`dut.u_fsm.tm` writes into the DUT"),
-    (".echo({dut.u_fsm.tm, e[2:0]})", "tb.sv:3: the output port `echo` of `lock` "
-     "connected to `dut.u_fsm.tm` writes into the DUT"),
-    (".echo($root.tb.dut.u_fsm.tm)", "tb.sv:3: the output port `echo` of `lock` "
-     "connected to `$root.tb.dut.u_fsm.tm` writes into the DUT"),
-    # the elaboration: an RTL package's variable the DUT reads
+    # on the elaboration, whatever the name's form
+    (".echo(dut.u_fsm.tm)", "tb.sv:3: the testbench drives `tb.dut.u_fsm.tm`, a net of the "
+     "DUT (an output port of `tb.dut`): it writes into the DUT"),
+    (".echo({dut.u_fsm.tm, e[2:0]})", "tb.sv:3: the testbench drives `tb.dut.u_fsm.tm`, a "
+     "net of the DUT (an output port of `tb.dut`): it writes into the DUT"),
+    (".echo($root.tb.dut.u_fsm.tm)", "tb.sv:3: the testbench drives `tb.dut.u_fsm.tm`, a "
+     "net of the DUT (an output port of `tb.dut`): it writes into the DUT"),
+    # an RTL package's variable the DUT reads
     (".echo(cfg_pkg::tm_en)", "tb.sv:3: the testbench drives `cfg_pkg::tm_en`, a variable "
      "of the DUT (an output port of `tb.dut`): it writes into the DUT"),
 ])

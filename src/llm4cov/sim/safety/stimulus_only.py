@@ -119,10 +119,6 @@ class Hierarchy:
     inside: frozenset[str] = frozenset()
     #: Instance names the RTL's modules declare (upward resolution finds them).
     rtl_instances: frozenset[str] = frozenset()
-    #: The RTL modules' ports (name, direction) in order: an output of the DUT's own
-    #: instance connected to a name in the DUT writes it like any other instance's.
-    rtl_ports: Mapping[str, tuple[tuple[str, str], ...]] = \
-        dataclasses.field(default_factory=dict)
     #: Interface members the DUT drives (in any interface type), when the testbench
     #: declares a virtual interface: a write through a handle has no target before the
     #: run, so a name of two or more parts ending in one is a write into the DUT
@@ -167,9 +163,7 @@ class Hierarchy:
                   if t in made.instances}
         return dataclasses.replace(made, inside=made.bound_inside(_binds(tb_tree), models),
                                    rtl_instances=rtl.instance_names,
-                                   declared=_declared(tb_tree),
-                                   rtl_ports={m: p for m, p in rtl.ports.items()
-                                              if m in rtl_names})
+                                   declared=_declared(tb_tree))
 
     def bound_inside(self, binds: list[tuple[list[str], str]],
                      models: Iterable[str] = ()) -> frozenset[str]:
@@ -466,17 +460,16 @@ def _argument_paths(arg: Any, ref: bool) -> list[list[str]]:
 
 
 def _instantiation(n: Any, hierarchy: Hierarchy, say, written, bound: bool) -> None:
-    """A module instantiation in the testbench: its output/inout/ref connections to DUT
-    names, the DUT's own instance's too (``.echo(dut.u_fsm.tm)``: the DUT's output onto
-    an internal input it leaves unconnected, 76.09 -> 89.56 %, a twenty-first red team);
-    with ``bound`` (a ``bind`` into the DUT), every such connection, and the binding of
-    an RTL module."""
+    """A testbench module's instantiation: its output/inout/ref connections to DUT
+    names; with ``bound`` (a ``bind`` into the DUT), every such connection, and the
+    binding of an RTL module. (An RTL module's own connections are judged on the
+    elaboration: ``drivers._wired``.)"""
     mtype = n.type.valueText
     if bound and mtype in hierarchy.rtl_modules:
         say(n, f"`bind` of the RTL module `{mtype}` into the DUT (its points would count "
                "as the DUT's)")
         return
-    ports = hierarchy.ports.get(mtype) or hierarchy.rtl_ports.get(mtype)
+    ports = hierarchy.ports.get(mtype)
     if ports is None:
         return
     directions = dict(ports)
