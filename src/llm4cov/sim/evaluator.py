@@ -80,7 +80,6 @@ from llm4cov.tasks.hdl import (
     COMPILED_SUFFIXES,
     ElaborationLimitError,
     ParseLimitError,
-    module_parameters,
     search_dirs,
 )
 from llm4cov.tasks.model import SourceFile, Task
@@ -377,6 +376,7 @@ class Evaluator:
             found = stimulus_only.CheckResult(*bounded_call(
                 stimulus_only.judge, tb_text, tb.name, rtl_text, sorted(rtl),
                 task.dut_module_name, plan.dut_hier, dict(task.parameters),
+                plan.top_overrides(task.parameters, tb),
                 raises=(ParseLimitError, ElaborationLimitError)))
         except ParseLimitError as exc:
             return stimulus_only.CheckResult([str(exc)])
@@ -411,8 +411,9 @@ class Evaluator:
         say."""
         text = shape.blank_line_directives(view.text, view.markers)
         mine = found.shape
+        overrides = plan.top_overrides(task.parameters, tb)
         theirs = None if "`line" in text or mine is None else \
-            self.backend.elaborated_shape(text, plan.tb_top, _top_overrides(task, tb, plan))
+            self.backend.elaborated_shape(text, plan.tb_top, overrides)
         if mine is None or theirs is None:
             return list(found.elsewhere)
         differ = shape.disagreements(mine, theirs, text, view.tb_offset, tb.name)
@@ -426,7 +427,7 @@ class Evaluator:
         pyslang may evaluate otherwise (``unsure``: a user function, an ``x``) is settled
         by the tool that runs it; ``unsure`` itself when the simulator cannot say."""
         actual = self.backend.elaborated_parameters(view.text, plan.tb_top, plan.dut_hier,
-                                                    _top_overrides(task, tb, plan))
+                                                    plan.top_overrides(task.parameters, tb))
         overrides = ", ".join(f".{k}({v})" for k, v in task.parameters.items())
         top = "llm4cov_parameter_reference"
         reference = self.backend.elaborated_parameters(
@@ -959,9 +960,3 @@ def _diagnosed(rtl_files: list[SourceFile], tb: SourceFile, top: str, dirs: list
     return [dataclasses.asdict(f) for f in precheck.diagnose(
         rtl_files, tb, top, dirs, defines=defines, compile_files=compile_files)]
 
-
-def _top_overrides(task: Task, tb: SourceFile, plan: TestbenchPlan) -> dict[str, str]:
-    """The task's parameters the build gives the testbench's top (``-G``: those its top
-    declares), for an elaboration of the view to be the build's."""
-    declared = module_parameters(tb, plan.tb_top) if task.parameters else set()
-    return {k: v for k, v in task.parameters.items() if k in declared}

@@ -13,6 +13,7 @@ never count.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +29,7 @@ from llm4cov.tasks.hdl import (
     ParseLimitError,
     instance_paths,
     module_decls,
+    module_parameters,
     packages_of,
     parse_tree,
     syntax_nodes,
@@ -53,7 +55,10 @@ class TestbenchPlan:
     ``bound``: testbench modules bound (``bind``) into an RTL module. None of them
     ever counts as DUT coverage; the observation says so. ``modules``: which module
     names are RTL (only those count, :class:`DesignModules`); None when unknown.
-    ``redeclared``: RTL module names the testbench declares again (rejected)."""
+    ``redeclared``: RTL module names the testbench declares again (rejected).
+    ``top_parameters``: the overridable parameters the top declares in the text
+    Verilator compiles (its view): the task's parameters of those names are the build's
+    ``-G`` and the check's overrides alike (None: read from the raw testbench)."""
 
     tb_top: str
     dut_hier: str
@@ -62,6 +67,16 @@ class TestbenchPlan:
     bound: tuple[str, ...] = ()
     modules: DesignModules | None = None
     redeclared: tuple[str, ...] = ()
+    top_parameters: frozenset[str] | None = None
+
+    def top_overrides(self, parameters: Mapping[str, str], tb: SourceFile) -> dict[str, str]:
+        """The task's ``parameters`` the build gives the top (``-G``): those it declares
+        (:attr:`top_parameters`, else the raw testbench's ``tb``)."""
+        if not parameters:
+            return {}
+        declared = self.top_parameters if self.top_parameters is not None \
+            else module_parameters(tb, self.tb_top)
+        return {k: v for k, v in parameters.items() if k in declared}
 
     def notes(self, dut_module: str) -> list[str]:
         """Notes for the observation about extra DUT copies and testbench modules."""
@@ -133,9 +148,11 @@ def plan_testbench(
     bound = _bound_modules(SourceFile(name=tb.name, content=tb_text))
     modules = DesignModules(frozenset(rtl_names), frozenset(tb_names),
                             _subtree(rtl_decls, dut_module))
+    top_parameters = frozenset(module_parameters(SourceFile(name=tb.name, content=tb_text),
+                                                 top))
     if dut_instance is None:
         return TestbenchPlan(top, paths[0], tuple(paths[1:]), helpers, bound, modules,
-                             redeclared)
+                             redeclared, top_parameters)
     named = [p for p in paths if p.rsplit(".", 1)[-1] == dut_instance]
     if not named:
         found = ", ".join(p.rsplit(".", 1)[-1] for p in paths)
@@ -145,7 +162,7 @@ def plan_testbench(
         )
     dut = min(named, key=lambda p: p.count("."))
     return TestbenchPlan(top, dut, tuple(p for p in paths if p != dut), helpers, bound,
-                         modules, redeclared)
+                         modules, redeclared, top_parameters)
 
 
 def _subtree(rtl_decls: list[ModuleDecl], module: str) -> frozenset[str]:

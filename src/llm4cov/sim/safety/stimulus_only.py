@@ -1086,8 +1086,11 @@ def check(tb_text: str, tb_name: str, rtl_text: str, rtl_modules: Iterable[str],
 
 
 def judge(tb_text: str, tb_name: str, rtl_text: str, rtl_modules: Iterable[str],
-          dut_module: str, dut_hier: str, task_parameters: Mapping[str, str]) -> CheckResult:
-    """Every reason the testbench's score would not be its stimulus's own (empty: none):
+          dut_module: str, dut_hier: str, task_parameters: Mapping[str, str],
+          top_overrides: Mapping[str, str] | None = None) -> CheckResult:
+    """Every reason the testbench's score would not be its stimulus's own (empty: none),
+    the testbench's top elaborated with ``top_overrides`` (the build's ``-G``; None: the
+    task's parameters the top declares in ``tb_text``):
     :func:`dut_writes` on the testbench's part ``tb_text`` of Verilator's view, then
     :func:`~llm4cov.sim.safety.drivers.driver_reasons` on the elaboration of the view
     (``rtl_text``: its RTL part), then, when the task sets parameters or the testbench
@@ -1100,12 +1103,13 @@ def judge(tb_text: str, tb_name: str, rtl_text: str, rtl_modules: Iterable[str],
     hierarchy = Hierarchy.of(rtl_modules, Design(tree, VIRTUAL_ROOT).decls(), tree,
                              rtl_declarations(rtl_text))
     top = dut_hier.split(".")[0]
-    declared = module_parameters(tree, top) if task_parameters else set()
+    if top_overrides is None:  # (the caller's are the build's: TestbenchPlan.top_overrides)
+        declared = module_parameters(tree, top) if task_parameters else set()
+        top_overrides = {k: v for k, v in task_parameters.items() if k in declared}
     # the build's -G on the testbench's top (a twenty-third red team: the check saw the
     # top's default, the build the task's value, 69.84 -> 71.43 %)
     elaboration = functools.partial(Elaboration.of, rtl_text, tb_text, tb_name, top,
-                                    {k: v for k, v in task_parameters.items()
-                                     if k in declared})
+                                    top_overrides)
     made, through = None, None
     if syntax_nodes(tree.root, (SK.VirtualInterfaceType,)):
         made = elaboration()
@@ -1369,6 +1373,11 @@ def _unsure(expr: Any, params: Mapping[str, list[Any]], seen: set[str],
         elif kind in (SK.DivideExpression, SK.ModExpression) and \
                 not _nonzero(node.right, params):
             return "a division"
+        elif kind == SK.IntegerLiteralExpression and \
+                _decimal(node.literal.rawText) >= 1 << 31:
+            return "an unsized integer wider than 32 bits"  # 0 to pyslang, not Verilator
+        elif kind == SK.StringLiteralExpression and "\\" in node.literal.rawText:
+            return "a string escape"  # `"\8"`: 56 to pyslang, 0 to Verilator
         elif kind in (SK.ElementSelectExpression, SK.IdentifierSelectName):
             return "a select"
         elif kind == SK.IdentifierName and (name := node.identifier.valueText) in params \
@@ -1422,6 +1431,12 @@ _FORM_WORDS = {SK.PowerExpression: "power (`**`)", SK.CastExpression: "cast",
                SK.RealType: "real type", SK.ShortRealType: "real type",
                SK.RealTimeType: "real type", SK.MemberAccessExpression: "member access",
                SK.AssignmentPatternExpression: "assignment pattern"}
+
+
+def _decimal(text: str) -> int:
+    """An unsized decimal literal's value (``4_294_967_296``); 0 when it reads as none."""
+    digits = text.replace("_", "")
+    return int(digits) if digits.isdigit() else 0
 
 
 def _member_name(node: Any) -> bool:

@@ -53,7 +53,7 @@ from llm4cov.sim.safety.isolation import SANDBOX_PATH
 from llm4cov.sim.safety.process import Limits, ProcessResult, Sandbox, run_limited
 from llm4cov.sim.safety.shape import ElaboratedShape
 from llm4cov.sim.safety.workdirs import sources
-from llm4cov.tasks.hdl import compile_order, define_args, module_parameters, search_dirs
+from llm4cov.tasks.hdl import compile_order, define_args, search_dirs
 from llm4cov.tasks.model import SourceFile, Task
 
 #: The driver's end record (``driver_main.cpp``): one line, fixed fields in fixed order.
@@ -176,7 +176,7 @@ class VerilatorBackend:
             *flags,
             *self.build_spec.verilate_flags,
             "-CFLAGS", cflags(cfg) + "".join(f" -D{d}" for d in self.build_spec.driver_defines),
-            *repo_args(task, tb, plan.tb_top),
+            *repo_args(task, plan.top_overrides(task.parameters, tb)),
             *(TRACE_FLAGS[fmt] for fmt in cfg.waveforms()),
             *cfg.extra_verilator_args,
             *config_files,
@@ -402,15 +402,15 @@ class VerilatorBackend:
                             self.config)
 
 
-def repo_args(task: Task, tb: SourceFile, tb_top: str) -> list[str]:
-    """Verilator's ``-I`` list (:func:`search_dirs`), the task's macros (``-D``) and its
-    parameter overrides (``-G``) for those the testbench top declares (Verilator
-    rejects a ``-G`` that names no parameter of the top)."""
-    declared = module_parameters(tb, tb_top) if task.parameters else set()
+def repo_args(task: Task, overrides: Mapping[str, str]) -> list[str]:
+    """Verilator's ``-I`` list (:func:`search_dirs`), the task's macros (``-D``) and the
+    top's parameter ``overrides`` (``-G``: the task's parameters the testbench top
+    declares, :meth:`TestbenchPlan.top_overrides`; Verilator rejects a ``-G`` that names
+    no parameter of the top)."""
     return [
         *(f"-I{d}" for d in search_dirs(task.rtl_files, task.include_dirs)),
         *(f"-D{d}" for d in define_args(task.defines)),
-        *(f"-G{k}={v}" for k, v in task.parameters.items() if k in declared),
+        *(f"-G{k}={v}" for k, v in overrides.items()),
     ]
 
 
