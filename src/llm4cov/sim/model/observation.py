@@ -310,8 +310,9 @@ class Observation(BaseModel):
     testbench's own error prints (:func:`llm4cov.sim.analysis.fidelity.error_prints`)."""
     tool_error: bool = False
     tool_error_testbench: bool = False
-    """With ``tool_error``: the RTL alone builds with the same options, so this
-    testbench's code brings the simulator's failure out; a benchmark counts the sample
+    """With ``tool_error``: the RTL alone does not fail in the simulator with the same
+    options (it builds, or cannot be a top), so this testbench's code brings the
+    simulator's failure out; a benchmark counts the sample
     as failed (a testbench could crash the simulator on purpose to leave its task's
     denominators: a twenty-third red team)."""
     rtl_error: bool = False

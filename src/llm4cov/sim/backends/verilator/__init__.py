@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from llm4cov.sim.analysis import rtl_check
 from llm4cov.sim.analysis.structure import TestbenchPlan, always_without_timing, stop_sites
 from llm4cov.sim.backends.base import RunOutcome, SourcesRefused
 from llm4cov.sim.backends.verilator import failures
@@ -263,7 +264,10 @@ class VerilatorBackend:
     def rtl_alone(self, task: Task, options: list[str]
                   ) -> tuple[str | None, dict[str, int] | None]:
         """Verilate the task's RTL alone (``--cc``, no make; the DUT module as the top,
-        with the task's parameters, include dirs and macros) with the coverage
+        or, when it has an interface port, in a top that only instantiates it,
+        :func:`~llm4cov.sim.analysis.rtl_check.instantiation_testbench`, since such a
+        DUT cannot be a top; the task's parameters, include dirs and macros) with the
+        coverage
         ``options``: ``(why, points)``. ``why``: the tool failure of that build (the
         crash is the task's own, no testbench needed), None when it built or failed
         otherwise. ``points``: the coverage points per metric the model declares (its
@@ -277,13 +281,20 @@ class VerilatorBackend:
                 path.parent.mkdir(parents=True, exist_ok=True)
                 path.write_text(f.content, encoding="utf-8", errors="surrogateescape")
             files = compile_order(task.rtl_files, task.compile_files)
+            wrap = [SourceFile(name=f"{rtl_check.CHECK_TOP}.sv",
+                               content=rtl_check.instantiation_testbench(task))
+                    ] if rtl_check.interface_ports(task) else []
+            for f in wrap:
+                (src / f.name).write_text(f.content, encoding="utf-8")
+            top = rtl_check.CHECK_TOP if wrap else task.dut_module_name
             cmd = [*self.toolchain.command(), "--cc", "--timing", "-Wno-fatal",
-                   "--top-module", task.dut_module_name, "-Mdir", "../obj", *options,
-                   *(f"-G{k}={v}" for k, v in task.parameters.items()),
+                   "--top-module", top, "-Mdir", "../obj", *options,
+                   *([] if wrap else [f"-G{k}={v}" for k, v in task.parameters.items()]),
                    *self.build_spec.verilate_flags,
                    *(f"-I{d}" for d in search_dirs(task.rtl_files, task.include_dirs)),
                    *(f"-D{d}" for d in define_args(task.defines)),
-                   *self.config.extra_verilator_args, *(source_arg(f.name) for f in files)]
+                   *self.config.extra_verilator_args,
+                   *(source_arg(f.name) for f in [*files, *wrap])]
             run = self._verilate_in(scratch, cmd)
             if run.returncode != 0 or run.timed_out or run.exceeded:
                 return self.tool_failure(run, task.rtl_files), None
