@@ -1046,19 +1046,30 @@ def test_a_writing_formal_s_default_is_an_actual(task, reason):
 
 
 @pytest.mark.requires_verilator
-def test_a_rewrite_the_testbench_breaks_is_refused_where_the_dut_alone_has_copies(evaluator):
-    """A split instance statement whose string holds a line break would move a line, so
-    the per-instance rewrite was dropped and the DUT's ``chan``s merged (64.63 -> 86.25 %,
-    a twenty-second red team): refused like a bound passed."""
+def test_a_rewrite_the_testbench_breaks_is_refused_where_the_dut_alone_has_copies(
+        evaluator, monkeypatch):
+    """A split instance statement whose string held a line break would have moved a
+    line, so the per-instance rewrite was dropped and the DUT's ``chan``s merged (64.63
+    -> 86.25 %, a twenty-second red team; such a string is now also an unsure value):
+    any rewrite that would move a line of the testbench is refused like a bound
+    passed, where the DUT alone gets copies (here by a stand-in for the rewrite)."""
+    import llm4cov.sim.evaluator as evaluator_mod
+    from llm4cov.sim.analysis.instances import PerInstancePlan
+
+    real = evaluator_mod.plan_per_instance
+
+    def moving(rtl_files, tb, *args, **kwargs):
+        if tb.name != "tb.sv":  # the DUT alone's plan
+            return real(rtl_files, tb, *args, **kwargs)
+        return PerInstancePlan(sources={"tb.sv": tb.content + "\n"}, copies={"chan": 2})
+
+    monkeypatch.setattr(evaluator_mod, "plan_per_instance", moving)
     task = Task(id="probe/dual", rtl_files=[SourceFile(name="dual.sv", content=DUAL)],
                 dut_module_name="dual", dut_instance_name="dut")
-    tb = ("module wrap #(parameter bit HAS = 1, parameter string S = \"\") (input logic clk,"
-          "\n    input logic [7:0] a);\n  logic [3:0] z;\n"
-          "  if (HAS) begin : g dual dut(.clk(clk), .a(a), .z(z)); end\nendmodule\n"
-          "module tb;\n  logic clk = 0; logic [7:0] a = 0;\n"
-          "  wrap #(.S(\"spa\\\nre\")) w1(.clk(clk), .a(a)), w2(.clk(clk), .a(a));\n"
-          "  defparam w2.HAS = 0;\n  always #5 clk = ~clk;\n"
+    tb = ("module tb;\n  logic clk = 0; logic [7:0] a = 0; logic [3:0] z;\n"
+          "  dual dut(.clk(clk), .a(a), .z(z));\n  always #5 clk = ~clk;\n"
           "  initial begin repeat (8) @(negedge clk) a++; $finish; end\nendmodule\n")
     obs = evaluator.evaluate(task, tb)
     assert obs.status is Status.REJECTED
-    assert "the per-instance rewrite would move lines of tb.sv" in obs.log
+    assert "(the per-instance rewrite would move lines of tb.sv)" in obs.log
+    assert "(chan)" in obs.log
