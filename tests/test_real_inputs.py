@@ -13,7 +13,7 @@ import pytest
 
 from conftest import FIXTURES, fixture_task, shared_path
 from llm4cov.policies.random_stimulus import random_testbench
-from llm4cov.sim.analysis.structure import TestbenchPlan
+from llm4cov.sim.analysis.structure import TestbenchPlan as Plan
 from llm4cov.sim.backends.verilator import repo_args
 from llm4cov.sim.model.observation import Status
 from llm4cov.tasks.cvdp import harness_build
@@ -183,7 +183,7 @@ def test_task_fields_round_trip_and_reach_verilator():
     again = Task.model_validate_json(task.model_dump_json())
     assert again.build_settings() == task.build_settings()
     tb = SourceFile(name="tb.sv", content="module tb #(parameter DEPTH = 2); endmodule\n")
-    args = repo_args(task, TestbenchPlan("tb", "tb.dut").top_overrides(task.parameters, tb))
+    args = repo_args(task, Plan("tb", "tb.dut").top_overrides(task.parameters, tb))
     assert args[:2] == ["-Iinc", "-I."]
     assert {"-DFL_WIDTH=5", "-DFL_HAS_PARITY", "-GDEPTH=4"} <= set(args)
     assert "-GOTHER=1" not in args  # the testbench top declares no OTHER parameter
