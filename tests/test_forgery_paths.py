@@ -1073,3 +1073,19 @@ def test_a_rewrite_the_testbench_breaks_is_refused_where_the_dut_alone_has_copie
     assert obs.status is Status.REJECTED
     assert "(the per-instance rewrite would move lines of tb.sv)" in obs.log
     assert "(chan)" in obs.log
+
+
+def test_a_pull_on_a_net_of_the_dut_is_a_write():
+    """A ``pullup`` gives a net its value where every other driver is ``z``: on the
+    DUT's own undriven net (a submodule input the RTL leaves unconnected) that is a
+    write (a twenty-second red team; the pinned Verilator refuses the hierarchical form
+    as unsupported). On a testbench net it stays a board model."""
+    head = "module tb;\n  logic clk = 0; logic [7:0] d = 0; logic [3:0] e; logic o; wire w;\n"
+    tail = "  always #5 clk = ~clk;\n  initial begin #100 $finish; end\nendmodule\n"
+    inst = "  lock dut(.clk(clk), .d(d), .echo(e), .open(o));\n"
+    tb = head + inst + "  pullup (dut.u_fsm.tm);\n" + tail
+    assert check(tb, "tb.sv", LOCK, {"lock", "fsm"}, "lock", "tb.dut", {}) == [
+        "tb.sv:4: the testbench drives `tb.dut.u_fsm.tm`, a net of the DUT (a continuous "
+        "assignment): it writes into the DUT"]
+    honest = tb.replace("pullup (dut.u_fsm.tm)", "pullup (w)")
+    assert check(honest, "tb.sv", LOCK, {"lock", "fsm"}, "lock", "tb.dut", {}) == []

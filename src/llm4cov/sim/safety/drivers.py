@@ -480,8 +480,8 @@ class _Sides:
 
     def foreign(self, driver: Any, sym: Any) -> bool:
         if self.dut(driver) or _starts_unset(driver, sym) or self._idle_clockvar(driver) \
-                or _pull(driver):
-            return False
+                or (_pull(driver) and not self.owned(sym)):  # (on the DUT's own net: a
+            return False                               # value for an undriven one)
         holder = driver.containingSymbol
         return (self.elab.in_tb(driver.sourceRange.start)
                 or isinstance(holder, ast.InstanceSymbol)
