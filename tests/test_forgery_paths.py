@@ -998,6 +998,8 @@ module dual(input logic clk, input logic [7:0] a, output logic [3:0] z);
   chan u1(.clk(clk), .a({a[7:4], 4'h0}), .st(z[3:2]));
 endmodule
 """
+DUAL_TASK = Task(id="probe/dual", rtl_files=[SourceFile(name="dual.sv", content=DUAL)],
+                 dut_module_name="dual", dut_instance_name="dut")
 
 
 @pytest.mark.requires_verilator
@@ -1008,8 +1010,7 @@ def test_a_testbench_past_the_per_instance_bounds_is_refused(evaluator):
     a twenty-first red team). The DUT alone is within it: refused before compiling."""
     from llm4cov.sim.analysis.instances import MAX_INSTANCE_PATHS
 
-    task = Task(id="probe/dual", rtl_files=[SourceFile(name="dual.sv", content=DUAL)],
-                dut_module_name="dual", dut_instance_name="dut")
+    task = DUAL_TASK
     flood = (f"  for (genvar i = 0; i < {MAX_INSTANCE_PATHS + 1}; i++) begin : g nop n(); "
              "end\n")
     tb = ("module nop; endmodule\nmodule tb;\n  logic clk = 0; logic [7:0] a = 0; "
@@ -1064,8 +1065,7 @@ def test_a_rewrite_the_testbench_breaks_is_refused_where_the_dut_alone_has_copie
         return PerInstancePlan(sources={"tb.sv": tb.content + "\n"}, copies={"chan": 2})
 
     monkeypatch.setattr(evaluator_mod, "plan_per_instance", moving)
-    task = Task(id="probe/dual", rtl_files=[SourceFile(name="dual.sv", content=DUAL)],
-                dut_module_name="dual", dut_instance_name="dut")
+    task = DUAL_TASK
     tb = ("module tb;\n  logic clk = 0; logic [7:0] a = 0; logic [3:0] z;\n"
           "  dual dut(.clk(clk), .a(a), .z(z));\n  always #5 clk = ~clk;\n"
           "  initial begin repeat (8) @(negedge clk) a++; $finish; end\nendmodule\n")
