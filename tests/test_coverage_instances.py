@@ -4,7 +4,6 @@ real Verilator runs, with points counted by hand from the RTL."""
 from __future__ import annotations
 
 from dataclasses import replace
-from types import SimpleNamespace
 
 import pytest
 
@@ -290,12 +289,13 @@ def test_a_rewrite_that_would_move_lines_is_not_compiled(monkeypatch):
     with the merged-coverage note, never built."""
     import llm4cov.sim.evaluator as evaluator_mod
     from llm4cov.sim.analysis.instances import PerInstancePlan
+    from llm4cov.sim.analysis.structure import TestbenchPlan
 
     task = fixture_task("mux2")
     name = task.rtl_files[0].name
     shifted = PerInstancePlan(sources={name: task.rtl_files[0].content + "\n"})
     monkeypatch.setattr(evaluator_mod, "plan_per_instance", lambda *a, **k: shifted)
-    plan = SimpleNamespace(tb_top="tb", dut_hier="tb.dut")
+    plan = TestbenchPlan(tb_top="tb", dut_hier="tb.dut")
     assert evaluator_mod._per_instance_copies(task, "tb.sv", "module tb; endmodule\n",
                                               plan) == ({}, [
         "per-instance coverage unavailable for this design; repeated modules are merged "

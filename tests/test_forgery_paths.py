@@ -364,7 +364,7 @@ def test_a_variable_an_rtl_output_drives_is_found_as_a_port_and_through_a_wrappe
                "  wrap w(.clk(clk), .q(q));\n  initial q = 4'd9;\nendmodule\n")
     for tb, line in ((port, 4), (wrapped, 7)):
         assert check(tb, "tb.sv", CNT.content, {"cnt"}, "cnt", "tb.dut", {}) == [
-            f"tb.sv:{line}: the assignment to `q` writes into the DUT (a DUT output port "
+            f"tb.sv:{line}: the assignment to `q` writes into the DUT (a DUT port "
             "drives it)"]
     honest = wrapped.replace("  initial q = 4'd9;\n", "")
     assert check(honest, "tb.sv", CNT.content, {"cnt"}, "cnt", "tb.w.dut", {}) == []
@@ -419,11 +419,11 @@ def test_the_honest_testbench_of_the_driven_design_passes():
     # the variable passed to a testbench module's ref port, written there (72.64 -> 95.83 %)
     ("  poker pk(.p(q));\n", "module poker(ref logic [3:0] p);\n  initial p = 4'd9;\n"
      "endmodule\n",
-     "tb.sv:2: the assignment to `p` writes into the DUT (a DUT output port drives it)"),
+     "tb.sv:2: the assignment to `p` writes into the DUT (a DUT port drives it)"),
     # ... or to a testbench module's output port (a second driver Verilator merges)
     ("  poker pk(.p(q));\n", "module poker(output logic [3:0] p);\n  initial p = 4'd9;\n"
      "endmodule\n",
-     "tb.sv:2: the assignment to `p` writes into the DUT (a DUT output port drives it)"),
+     "tb.sv:2: the assignment to `p` writes into the DUT (a DUT port drives it)"),
     # an interface member the DUT drives through its modport (72.22 -> 95.83 %)
     ("  initial bi.rdata = 32'hCAFEF00D;\n", "",
      "tb.sv:5: the testbench drives `tb.bi.rdata`, a variable the DUT drives (a procedural "
@@ -459,7 +459,7 @@ def test_a_force_of_a_net_a_dut_output_drives_is_a_write():
     wired = DD_HEAD.replace("logic [3:0] q;", "wire [3:0] q;")
     assert check(wired + "  initial force q = 4'd9;\nendmodule\n", "tb.sv", DRIVEN, {"dd"},
                  "dd", "tb.dut", {}) == [
-        "tb.sv:5: `force` of `q` writes into the DUT (a DUT output port drives it)"]
+        "tb.sv:5: `force` of `q` writes into the DUT (a DUT port drives it)"]
 
 
 SLICED = DD_HEAD.replace("logic [3:0] q;", "DECL").replace(".q(q)", ".q(PART)")
@@ -486,7 +486,7 @@ SLICED = DD_HEAD.replace("logic [3:0] q;", "DECL").replace(".q(q)", ".q(PART)")
      "assignment): it writes into the DUT"),
     # slang records no driver for a force: the syntax refuses a force of any part
     ("wire [7:0] obs;", "initial force obs[7:4] = 4'hA;",
-     "tb.sv:5: `force` of `obs` writes into the DUT (a DUT output port drives it)"),
+     "tb.sv:5: `force` of `obs` writes into the DUT (a DUT port drives it)"),
 ])
 def test_a_vector_a_dut_output_drives_in_part_may_have_its_other_bits_written(decl, body,
                                                                               reason):
@@ -662,7 +662,7 @@ NO_HEAD = ("module tb;\n  logic clk = 0, hit; wire [31:0] accw; logic [31:0] drv
     # a force through a testbench module's port on the net (44.14 -> 68.58 %)
     ("  helper h(.w(accw));\n",
      "module helper(output wire [31:0] w);\n  initial force w = 32'hDEADBEEF;\nendmodule\n",
-     "tb.sv:2: `force` of `w` writes into the DUT (a DUT output port drives it)"),
+     "tb.sv:2: `force` of `w` writes into the DUT (a DUT port drives it)"),
 ])
 def test_a_net_a_dut_output_drives_takes_no_testbench_driver(body, before, reason):
     tb = before + NO_HEAD + body + "endmodule\n"
@@ -684,7 +684,7 @@ def test_the_testbench_side_of_an_inout_bus_stays_a_driver_of_its_own():
 @pytest.mark.parametrize("body, reason", [
     # one net under two names: the testbench's driver of the alias won (44.14 -> 74.66 %)
     ("  wire [31:0] busw;\n  alias busw = accw;\n  assign busw = drv;\n",
-     "tb.sv:5: the `alias` of `accw` writes into the DUT (a DUT output port drives it)"),
+     "tb.sv:5: the `alias` of `accw` writes into the DUT (a DUT port drives it)"),
 ])
 def test_an_alias_of_a_net_a_dut_output_drives_is_a_write(body, reason):
     tb = NO_HEAD + body + "endmodule\n"
@@ -922,7 +922,7 @@ def test_an_in_place_array_method_on_a_dut_driven_array_is_a_write():
     tb = "module tb;\n  logic clk = 0; logic [3:0] t [4];\n  ta dut(.clk(clk), .t(t));\n" \
          "  initial t.reverse();\nendmodule\n"
     assert check(tb, "tb.sv", rtl, {"ta"}, "ta", "tb.dut", {}) == [
-        "tb.sv:4: the in-place `reverse` of `t` writes into the DUT (a DUT output port "
+        "tb.sv:4: the in-place `reverse` of `t` writes into the DUT (a DUT port "
         "drives it)"]
 
 
@@ -946,7 +946,7 @@ def test_a_self_driving_net_on_a_dut_output_is_a_second_driver(net):
     tb = (f"module tb;\n  logic clk = 0;\n  {net} u;\n  od dut(.clk(clk), .u(u));\n"
           "endmodule\n")
     assert check(tb, "tb.sv", rtl, {"od"}, "od", "tb.dut", {}) == [
-        f"tb.sv:3: the `{net}` net `u` writes into the DUT (a DUT output port drives it)"]
+        f"tb.sv:3: the `{net}` net `u` writes into the DUT (a DUT port drives it)"]
     own = tb.replace(f"  {net} u;\n", f"  wire u;\n  {net} vdd;\n")
     assert check(own, "tb.sv", rtl, {"od"}, "od", "tb.dut", {}) == []
 
@@ -1034,7 +1034,7 @@ def test_a_testbench_past_the_per_instance_bounds_is_refused(evaluator):
     ("task automatic poke(output logic x, logic [2:0] r = dut.u_hard.st); r = 1; endtask",
      "the output argument `r` defaulting to `dut.u_hard.st` writes into the DUT"),
     ("task automatic poke(inout logic r = z); r = 1; endtask",
-     "the inout argument `r` defaulting to `z` writes into the DUT (a DUT output port "
+     "the inout argument `r` defaulting to `z` writes into the DUT (a DUT port "
      "drives it)"),
 ])
 def test_a_writing_formal_s_default_is_an_actual(task, reason):
@@ -1089,3 +1089,22 @@ def test_a_pull_on_a_net_of_the_dut_is_a_write():
         "assignment): it writes into the DUT"]
     honest = tb.replace("pullup (dut.u_fsm.tm)", "pullup (w)")
     assert check(honest, "tb.sv", LOCK, {"lock", "fsm"}, "lock", "tb.dut", {}) == []
+
+
+@pytest.mark.parametrize("check_text, name", [
+    # delayed_data (9th argument): the pinned Verilator assigns it continuously (a
+    # twenty-fifth red team: a DUT output's net, 40.27 -> 45.06 %)
+    ("$setuphold(posedge clk, a[0], 0, 0, , , , , z)", "setuphold"),
+    ("$setuphold(posedge clk, a[0], 0, 0, , , , z)", "setuphold"),  # delayed_reference
+    ("$recrem(posedge clk, a[0], 0, 0, z)", "recrem"),  # a notifier
+    ("$width(posedge clk, 1, 0, z)", "width"),
+])
+def test_a_timing_check_s_written_argument_is_a_write(check_text, name):
+    """IEEE 1800 31.3.1, 31.9: the simulator writes a timing check's notifier and delayed
+    signals; on a net or variable a DUT output drives, that is a write into the DUT. On
+    the testbench's own names it is not."""
+    assert stimulus_reasons(f"  specify {check_text}; endspecify\n") == [
+        f"tb.sv:4: the `${name}` timing check's output `tb.z` writes into the DUT (a "
+        "variable of the DUT, or one a DUT output drives)"]
+    own = check_text.replace(" z)", " q[0])")
+    assert stimulus_reasons(f"  specify {own}; endspecify\n") == []

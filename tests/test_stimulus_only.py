@@ -122,13 +122,13 @@ def test_a_procedural_write_to_what_a_dut_output_drives_is_a_write_into_the_dut(
   assign y = 8'h3;
 """
     assert reasons(body) == [
-        "tb.sv:10: the assignment to `y` writes into the DUT (a DUT output port drives it)",
-        "tb.sv:11: `force` of `y` writes into the DUT (a DUT output port drives it)",
+        "tb.sv:10: the assignment to `y` writes into the DUT (a DUT port drives it)",
+        "tb.sv:11: `force` of `y` writes into the DUT (a DUT port drives it)",
     ]
     positional = HEAD.replace(".clk(clk), .rst(rst), .a(a), .y(y)", "clk, rst, a, q")
     tb = positional + "  initial q = 0;\n" + TAIL
     assert check(tb, "tb.sv", PDUT, {"pdut"}, "pdut", "tb.dut", {}) == [
-        "tb.sv:9: the assignment to `q` writes into the DUT (a DUT output port drives it)"]
+        "tb.sv:9: the assignment to `q` writes into the DUT (a DUT port drives it)"]
 
 
 def test_a_bind_of_an_rtl_module_into_the_dut_is_refused():

@@ -51,12 +51,30 @@ def test_any_instance_accepts_the_first():
      "  case (1) 0: ; default: top dut(.a(1'b0)); endcase", "tb.genblk3.dut"),
     ("generate if (1) begin : o if (1) top dut(.a(1'b0)); end endgenerate", "tb.o.genblk1.dut"),
     ("if (0) sub s(.a(1'b0)); else if (1) top dut(.a(1'b0));", "tb.genblk1.dut"),
+    # any other direct nesting is a block of its own to Verilator (IEEE 1800 27.5: one)
+    ("if (1) if (1) top dut(.a(1'b0));", "tb.genblk1.genblk1.dut"),
+    ("if (0) ; else case (1) 1: top dut(.a(1'b0)); endcase", "tb.genblk1.genblk1.dut"),
+    ("case (1) 1: if (0) ; else if (1) top dut(.a(1'b0)); endcase", "tb.genblk1.genblk1.dut"),
+    ("if (0) ; else if (1) if (1) begin : x top dut(.a(1'b0)); end", "tb.genblk1.x.dut"),
+    ("if (1) if (0) ; else if (0) ; else top dut(.a(1'b0));", "tb.genblk1.genblk1.dut"),
 ])
 def test_a_dut_in_a_conditional_generate_block_has_the_block_in_its_path(body, path):
-    """IEEE 1800 27.6's names, as Verilator and pyslang give them (common_cells'
-    ``cc_cdc_fifo_tb`` instantiates its DUT in ``if (GRAY) ... else ...``)."""
+    """IEEE 1800 27.6's names as Verilator gives them (common_cells' ``cc_cdc_fifo_tb``
+    instantiates its DUT in ``if (GRAY) ... else ...``); each nested path here is the
+    one ``verilator --json-only`` prints (the pinned build and 5.052 alike)."""
     plan = plan_testbench(RTL, tb(f"module tb;\n  {body}\nendmodule\n"), "top", "dut")
     assert plan.dut_hier == path
+
+
+def test_the_checks_read_the_ieee_path_of_a_directly_nested_dut():
+    """pyslang's elaboration names ``if (1) if (1) top dut`` as IEEE 1800 27.5 does
+    (``tb.genblk1.dut``): the checks that read it get that path, coverage Verilator's."""
+    body = "if (1) if (1) top dut(.a(1'b0));\n  if (1) top x(.a(1'b0));"
+    plan = plan_testbench(RTL, tb(f"module tb;\n  {body}\nendmodule\n"), "top", "dut")
+    assert (plan.dut_hier, plan.elaborated_hier) == ("tb.genblk1.genblk1.dut", "tb.genblk1.dut")
+    assert plan.other_copies == ("tb.genblk2.x",)
+    flat = plan_testbench(RTL, tb("module tb; top dut(.a(1'b0)); endmodule"), "top", "dut")
+    assert (flat.ieee_hier, flat.elaborated_hier) == ("", "tb.dut")
 
 
 def test_stop_sites_skip_error_lines():
@@ -97,8 +115,9 @@ def test_instance_tree_of_two_to_the_forty_is_planned_without_walking_it():
 
 @pytest.mark.requires_verilator
 def test_a_dut_in_a_generate_branch_is_measured_there(evaluator):
-    """The whole call: the DUT in an else-if branch is measured at ``tb.genblk1.dut``
-    (Verilator's coverage names it so; refused before as "not an instance")."""
+    """The whole call: the DUT in an ``if`` directly in an else-if branch is measured at
+    ``tb.genblk1.genblk1.dut`` (Verilator's coverage names it so; refused before as "not
+    an instance", then "no coverage points" at pyslang's ``tb.genblk1.dut``)."""
     from llm4cov.tasks.model import Task
 
     rtl = ("module cnt(input logic clk, input logic rst, output logic [1:0] q);\n"
@@ -106,11 +125,11 @@ def test_a_dut_in_a_generate_branch_is_measured_there(evaluator):
     task = Task(id="probe/cnt", rtl_files=[SourceFile(name="cnt.sv", content=rtl)],
                 dut_module_name="cnt", dut_instance_name="dut")
     text = ("module tb;\n  logic clk = 0, rst = 1; logic [1:0] q;\n"
-            "  if (0) begin end else if (1) begin\n    cnt dut(.clk, .rst, .q);\n  end\n"
+            "  if (0) begin end else if (1) if (1) begin\n    cnt dut(.clk, .rst, .q);\n  end\n"
             "  always #5 clk = ~clk;\n  initial begin #12 rst = 0; #100 $finish; end\n"
             "endmodule\n")
     obs = evaluator.evaluate(task, text)
     assert obs.status.value == "success", obs.log[-500:]
-    assert list(obs.coverage.per_instance) == ["tb.genblk1.dut"]
+    assert list(obs.coverage.per_instance) == ["tb.genblk1.genblk1.dut"]
     branch = obs.coverage.metrics["branch"]
     assert (branch.covered, branch.total) == (2, 2)  # the if and the else, both taken

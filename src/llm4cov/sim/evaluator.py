@@ -375,7 +375,7 @@ class Evaluator:
         try:  # elaborated in a bounded child (sim/safety/forked.py)
             found = stimulus_only.CheckResult(*bounded_call(
                 stimulus_only.judge, tb_text, tb.name, rtl_text, sorted(rtl),
-                task.dut_module_name, plan.dut_hier, dict(task.parameters),
+                task.dut_module_name, plan.elaborated_hier, dict(task.parameters),
                 plan.top_overrides(task.parameters, tb),
                 raises=(ParseLimitError, ElaborationLimitError)))
         except ParseLimitError as exc:
@@ -847,7 +847,7 @@ def _per_instance_copies(task: Task, tb_name: str, tb_text: str, plan: Testbench
                    "modules are merged per module"]
     try:
         per = plan_per_instance(task.rtl_files, SourceFile(name=tb_name, content=tb_text),
-                                plan.tb_top, plan.dut_hier)
+                                plan.tb_top, plan.elaborated_hier)
     except Exception as exc:
         log.warning("per-instance rewrite failed (%s: %s)", type(exc).__name__, exc)
         return _merged(task, tb_name, unavailable, "the per-instance rewrite failed")

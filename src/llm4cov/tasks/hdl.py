@@ -61,8 +61,11 @@ class ModuleDecl:
     has_ports: bool = True
     #: Per instance (in ``instances``' order), the conditional generate blocks it lies
     #: in as a path prefix (``genblk1.``, ``g.``; empty: none), for its hierarchical
-    #: path (:func:`instance_paths`).
+    #: path (:func:`instance_paths`): the simulator's names (its coverage's paths).
     scopes: tuple[str, ...] = ()
+    #: The same prefixes as IEEE 1800 27.5 and pyslang name them (they differ where an
+    #: ``if`` or ``case`` nests directly in a branch: :func:`_generate_scopes`).
+    ieee_scopes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -403,10 +406,10 @@ class Design:
             if (isinstance(node, syntax.ModuleDeclarationSyntax)
                     and node.kind == syntax.SyntaxKind.ModuleDeclaration):
                 loc = node.header.name.location
-                insts, scopes = _instances(node)
+                insts, scopes, ieee = _instances(node)
                 found.append(ModuleDecl(node.header.name.valueText, self._name(loc),
                                         sm.getLineNumber(loc), insts,
-                                        _has_ports(node.header.ports), scopes))
+                                        _has_ports(node.header.ports), scopes, ieee))
             return True
 
         self.tree.root.visit(visit)
@@ -513,13 +516,15 @@ def _has_ports(ports: syntax.PortListSyntax | None) -> bool:
             and len(ports.ports) > 0)
 
 
-def _instances(module: syntax.SyntaxNode
-               ) -> tuple[tuple[tuple[str, str], ...], tuple[str, ...]]:
+def _instances(module: syntax.SyntaxNode) -> tuple[
+        tuple[tuple[str, str], ...], tuple[str, ...], tuple[str, ...]]:
     """The module's ``(module_type, instance_name)`` pairs in source order, and each
-    one's generate scope (:func:`_generate_scopes`)."""
+    one's generate scope, the simulator's and IEEE 1800's (:func:`_generate_scopes`)."""
     insts: list[tuple[str, str]] = []
     scopes: list[str] = []
+    ieee: list[str] = []
     scope_of = _generate_scopes(module)
+    ieee_of = _generate_scopes(module, ieee=True)
 
     def inner(n: object) -> bool:
         if isinstance(n, syntax.HierarchyInstantiationSyntax):
@@ -529,19 +534,25 @@ def _instances(module: syntax.SyntaxNode
                 decl = inst.decl
                 insts.append((n.type.valueText, decl.name.valueText if decl is not None else ""))
                 scopes.append(scope_of.get(n.sourceRange.start.offset, ""))
+                ieee.append(ieee_of.get(n.sourceRange.start.offset, ""))
         return True
 
     module.visit(inner)
-    return tuple(insts), tuple(scopes)
+    return tuple(insts), tuple(scopes), tuple(ieee)
 
 
-def _generate_scopes(module: syntax.SyntaxNode) -> dict[int, str]:
+def _generate_scopes(module: syntax.SyntaxNode, ieee: bool = False) -> dict[int, str]:
     """Offset of each instantiation in a conditional generate block of ``module`` ->
-    the block names it lies in (``g.``, ``genblk2.``): a block's label, else
-    ``genblk<n>`` with ``n`` the construct's number in its scope (IEEE 1800 27.6: every
-    generate construct counts; an ``if`` or ``case`` directly in another's branch,
-    without ``begin``, is part of that construct). Instantiations in a generate loop
-    are left out (their index is not read here)."""
+    the block names it lies in (``g.``, ``genblk2.``), as the simulator names them (its
+    coverage points carry these paths): a block's label, else ``genblk<n>`` with ``n``
+    the construct's number in its scope (IEEE 1800 27.6: every generate construct
+    counts). An ``if`` directly in an ``else`` is part of its chain; any other ``if`` or
+    ``case`` directly in a branch, without ``begin``, is a block of its own
+    (``if (A) if (B) m u();`` is ``genblk1.genblk1.u``): IEEE 1800 27.5 makes every such
+    direct nesting one scope (``genblk1.u``, pyslang's name), but Verilator, 5.052 as the
+    pinned build, merges only the ``else if`` chain (measured with ``--json-only``).
+    ``ieee``: the standard's names instead (pyslang's elaboration's paths).
+    Instantiations in a generate loop are left out (their index is not read here)."""
     scopes: dict[int, str] = {}
 
     def members(items: Iterable[Any], prefix: str) -> None:
@@ -564,11 +575,14 @@ def _generate_scopes(module: syntax.SyntaxNode) -> dict[int, str]:
             item(x)
 
     def construct(x: Any, prefix: str, number: int) -> None:
+        is_if = isinstance(x, syntax.IfGenerateSyntax)
         clauses = [x.block, x.elseClause.clause if x.elseClause is not None else None] \
-            if isinstance(x, syntax.IfGenerateSyntax) else [i.clause for i in x.items]
-        for clause in clauses:
-            if isinstance(clause, (syntax.IfGenerateSyntax, syntax.CaseGenerateSyntax)):
-                construct(clause, prefix, number)
+            if is_if else [i.clause for i in x.items]
+        for i, clause in enumerate(clauses):
+            nested = isinstance(clause, (syntax.IfGenerateSyntax, syntax.CaseGenerateSyntax))
+            if nested and (ieee or (is_if and i == 1 and
+                                    isinstance(clause, syntax.IfGenerateSyntax))):
+                construct(clause, prefix, number)  # one scope (the `else if` chain)
             elif isinstance(clause, syntax.GenerateBlockSyntax):
                 named = clause.label or clause.beginName
                 name = named.name.valueText if named is not None else f"genblk{number}"
@@ -833,9 +847,12 @@ def _path_counts(decls: list[ModuleDecl], top: str, module: str) -> dict[str, in
     return counts
 
 
-def instance_paths(decls: list[ModuleDecl], top: str, module: str) -> list[str]:
+def instance_paths(decls: list[ModuleDecl], top: str, module: str, ieee: bool = False
+                   ) -> list[str]:
     """Hierarchical paths (``top.a.b``, ``top.genblk1.b`` in a conditional generate
-    block) of every instance of ``module`` below ``top``, in source order (depth first).
+    block) of every instance of ``module`` below ``top``, in source order (depth first):
+    the simulator's names, or IEEE 1800's (pyslang's) with ``ieee``
+    (:attr:`ModuleDecl.ieee_scopes`).
 
     Paths are counted over the declared module DAG first (:func:`_path_counts`) and
     only subtrees that contain ``module`` are walked, so the cost is bounded by the
@@ -856,7 +873,8 @@ def instance_paths(decls: list[ModuleDecl], top: str, module: str) -> list[str]:
     def below(mod: str, path: str, above: frozenset[str]) -> list:
         decl = by_name.get(mod)
         kids = decl.instances if decl is not None else ()
-        scopes = decl.scopes if decl is not None and decl.scopes else ("",) * len(kids)
+        named = (decl.ieee_scopes if ieee else decl.scopes) if decl is not None else ()
+        scopes = named or ("",) * len(kids)
         return [(m, f"{path}.{scope}{i}", above | {m})
                 for (m, i), scope in reversed(list(zip(kids, scopes, strict=True)))
                 if m not in above]

@@ -58,7 +58,10 @@ class TestbenchPlan:
     ``redeclared``: RTL module names the testbench declares again (rejected).
     ``top_parameters``: the overridable parameters the top declares in the text
     Verilator compiles (its view): the task's parameters of those names are the build's
-    ``-G`` and the check's overrides alike (None: read from the raw testbench)."""
+    ``-G`` and the check's overrides alike (None: read from the raw testbench).
+    ``dut_hier`` is the simulator's path of the DUT (its coverage's); ``ieee_hier`` the
+    same instance's path in pyslang's elaboration (IEEE 1800 27.5) where the two name a
+    directly nested generate block differently (:attr:`elaborated_hier`)."""
 
     tb_top: str
     dut_hier: str
@@ -68,6 +71,12 @@ class TestbenchPlan:
     modules: DesignModules | None = None
     redeclared: tuple[str, ...] = ()
     top_parameters: frozenset[str] | None = None
+    ieee_hier: str = ""
+
+    @property
+    def elaborated_hier(self) -> str:
+        """The DUT's path in pyslang's elaboration (the checks that read it)."""
+        return self.ieee_hier or self.dut_hier
 
     def top_overrides(self, parameters: Mapping[str, str], tb: SourceFile) -> dict[str, str]:
         """The task's ``parameters`` the build gives the top (``-G``): those it declares
@@ -150,9 +159,10 @@ def plan_testbench(
                             _subtree(rtl_decls, dut_module))
     top_parameters = frozenset(module_parameters(SourceFile(name=tb.name, content=tb_text),
                                                  top))
+    ieee = dict(zip(paths, instance_paths(decls, top, dut_module, ieee=True), strict=True))
     if dut_instance is None:
         return TestbenchPlan(top, paths[0], tuple(paths[1:]), helpers, bound, modules,
-                             redeclared, top_parameters)
+                             redeclared, top_parameters, _differs(ieee, paths[0]))
     named = [p for p in paths if p.rsplit(".", 1)[-1] == dut_instance]
     if not named:
         found = ", ".join(p.rsplit(".", 1)[-1] for p in paths)
@@ -162,7 +172,12 @@ def plan_testbench(
         )
     dut = min(named, key=lambda p: p.count("."))
     return TestbenchPlan(top, dut, tuple(p for p in paths if p != dut), helpers, bound,
-                         modules, redeclared, top_parameters)
+                         modules, redeclared, top_parameters, _differs(ieee, dut))
+
+
+def _differs(ieee: dict[str, str], path: str) -> str:
+    """``path``'s IEEE 1800 name where it is not the simulator's, else ""."""
+    return "" if ieee[path] == path else ieee[path]
 
 
 def _subtree(rtl_decls: list[ModuleDecl], module: str) -> frozenset[str]:

@@ -295,7 +295,7 @@ def dut_writes(tb_tree: syntax.SyntaxTree, hierarchy: Hierarchy) -> list[str]:
                 continue  # a class's, function's or block's own name, not the module's
             if not hierarchy.writes_dut(path, module[0] if procedural else None, forced, at):
                 continue
-            driven = " (a DUT output port drives it)" if len(path) == 1 else ""
+            driven = " (a DUT port drives it)" if len(path) == 1 else ""
             say(node, f"{what} `{'.'.join(path)}` writes into the DUT{driven}")
 
     def visit(node: object) -> Any:
