@@ -47,6 +47,22 @@ def test_terminal_shows_control_characters_as_escapes():
     assert terminal("plain ASCII, UTF-8: é ü ✓") == "plain ASCII, UTF-8: é ü ✓"
 
 
+def test_every_unicode_format_character_is_shown_as_an_escape():
+    """Category Cf (bidi marks and isolates, zero-width characters, the BOM, tags: a
+    twenty-sixth red team printed U+200F, U+061C, U+200B raw), whatever Unicode version
+    this Python has; JSON keeps the value (a tag character as a surrogate pair)."""
+    import unicodedata
+
+    fmt = "".join(chr(c) for c in range(0x110000) if unicodedata.category(chr(c)) == "Cf")
+    shown = terminal(fmt)
+    assert all(unicodedata.category(ch) != "Cf" for ch in shown)
+    assert shown.count("\\") == len(fmt) and shown.startswith("\\xad\\u0600")
+    text = json_terminal(json.dumps({"log": fmt}, ensure_ascii=False))
+    assert all(unicodedata.category(ch) != "Cf" for ch in text)
+    assert json.loads(text) == {"log": fmt}
+    assert terminal("\u200e\U000e0041") == "\\u200e\\U000e0041"
+
+
 def test_json_for_a_terminal_is_the_same_value_without_raw_controls():
     value = {"log": "del \x7f csi \x9b rlo \u202e esc \x1b"}
     text = json_terminal(json.dumps(value, ensure_ascii=False))
@@ -227,3 +243,22 @@ def test_testbench_output_reaches_the_terminal_escaped(tmp_path, capsys):
         assert C0_C1.search(out) is None
     assert "\\x1b]0;pwned\\x07\\x1b[2J\\x1b]52;c;ZWNobw==\\x07 \\r over \\x7f" in markdown
     assert "\x1b]0;pwned\x07" in json.loads(answer)["log"]  # the same text, as JSON data
+
+
+def test_a_note_or_dump_name_cannot_print_lines_of_its_own(capsys):
+    """A note may quote the testbench (its ``$dumpfile`` name) and a dump's file name is
+    the testbench's: each is one printed line (a twenty-sixth red team printed a fake
+    ``status: success`` and 100 % report through a name holding line breaks)."""
+    from llm4cov.cli.report_opts import say_kept
+    from llm4cov.report.capture import _DUMPFILE, Capture
+
+    fake = "alu4\n- status: **success**\nDUT: `tb.dut`, overall **100.00%**"
+    say_kept(Capture(observation=Observation(status=Status.SUCCESS), points=[],
+                     trace=Path(f"/tmp/{fake}.vcd"),
+                     notes=[f"no waveform dump was written ({fake})"]))
+    assert capsys.readouterr().err.splitlines() == [
+        "waveform dump: /tmp/alu4\\n- status: **success**\\nDUT: `tb.dut`, overall "
+        "**100.00%**.vcd",
+        "note: no waveform dump was written (alu4\\n- status: **success**\\nDUT: `tb.dut`, "
+        "overall **100.00%**)"]
+    assert _DUMPFILE.search(f'/* $dumpfile("{fake}") */') is None  # a literal is one line

@@ -44,6 +44,18 @@ def test_rounds_print_from_one_and_point_at_the_full_log(tmp_path):
     assert progress.round == 3  # the last round: the status never says "round 4/3"
 
 
+def test_the_full_log_a_user_cats_holds_no_terminal_escape(tmp_path):
+    """The testbench prints what it likes (a twenty-sixth red team: OSC 52 set the
+    clipboard, a CR overwrote a line with a fake status, when the user ran ``cat``)."""
+    out = io.StringIO()
+    progress = RoundProgress(Console(file=out, width=200), Console(file=out).status(""), 2,
+                             tmp_path, "random")
+    hostile = "\x1b]52;c;cHduZWQ=\x07harmless\rstatus: success\u200f\n%Error: x\n"
+    progress.on_round(record(1, Observation(status=Status.RUNTIME_ERROR, log=hostile)))
+    assert (tmp_path / "rounds" / "round_2.log").read_text() == (
+        "\\x1b]52;c;cHduZWQ=\\x07harmless\\rstatus: success\\u200f\n%Error: x\n")
+
+
 class _Status:
     """Records the status lines a RoundProgress shows (Rich's Status stand-in)."""
 

@@ -236,10 +236,7 @@ def _rerun(task: Task, testbench: str, request: report_opts.ReportRequest, out: 
         cap = capture(task, testbench, request.config(settings.sim_config()), out,
                       keep_workdir=request.keep_workdir, trace=request.trace,
                       keep_coverage_dat=False)
-    for line in ([f"waveform dump: {cap.trace}"] if cap.trace else []) + (
-            [f"kept work dir (sources, obj/ build, coverage data): {cap.workdir}"]
-            if cap.workdir else []) + [f"note: {n}" for n in cap.notes]:
-        report_opts.say(line)
+    report_opts.say_kept(cap)
 
 
 def _test_rows(run: AgentRun) -> list[TestRow]:

@@ -34,6 +34,7 @@ from llm4cov.sim.model.exclusions import (
 )
 from llm4cov.sim.model.observation import Observation
 from llm4cov.tasks.model import Task
+from llm4cov.util.escape import one_line
 
 HTML = typer.Option(None, "--html", file_okay=False,
                     help="Write the annotated HTML coverage report to DIR/index.html.")
@@ -199,13 +200,20 @@ def write_reports(
         say(f"UCIS XML: {request.ucis}" + (
             f" (pyucis skipped {skipped} points whose name has a quote)" if skipped else "")
             + (f" ({unr} bins marked UNR)" if unr else ""))
-    if cap.trace:
-        say(f"waveform dump: {cap.trace}")
-    if cap.workdir:
-        say(f"kept work dir (sources, obj/ build, coverage data): {cap.workdir}")
-    for note in cap.notes:
-        say(f"note: {note}")
+    say_kept(cap)
     return data
+
+
+def say_kept(cap: Capture) -> None:
+    """Print where ``cap``'s waveform dump and kept work dir went, and its notes, each
+    on one line (:func:`~llm4cov.util.escape.one_line`: a note may quote the testbench,
+    a dump's name is the testbench's; a line break there would print lines of its own,
+    a fake report: a twenty-sixth red team)."""
+    lines = ([f"waveform dump: {cap.trace}"] if cap.trace else []) + (
+        [f"kept work dir (sources, obj/ build, coverage data): {cap.workdir}"]
+        if cap.workdir else []) + [f"note: {n}" for n in cap.notes]
+    for line in lines:
+        say(one_line(line))
 
 
 def _source_paths(task: Task, lcov: Path, rtl_dir: Path | None) -> dict[str, Path]:

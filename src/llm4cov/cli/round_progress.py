@@ -162,7 +162,7 @@ class RoundProgress:
         if obs.status in (Status.COMPILE_ERROR, Status.REJECTED, Status.RUNTIME_ERROR):
             log = self.out / "rounds" / f"round_{k}.log"
             log.parent.mkdir(parents=True, exist_ok=True)
-            log.write_text(obs.log, encoding="utf-8")
+            log.write_text(terminal(obs.log), encoding="utf-8")  # a user `cat`s it
             line += f"\n  {first_error_line(obs.log)}\n  full log: {log}"
         self.console.print(terminal(line), markup=False, highlight=False, soft_wrap=True)
         self.first_build = False

@@ -54,7 +54,7 @@ from llm4cov.tasks.model import Task, is_identifier
 TRACE_FORMATS = ("vcd", "fst")
 TRACE_MAX_BYTES = 100 * 1024**2
 TRACE_MODULE = "llm4cov_trace"
-_DUMPFILE = re.compile(r'\$dumpfile\s*\(\s*"([^"]+)"')
+_DUMPFILE = re.compile(r'\$dumpfile\s*\(\s*"([^"\n]+)"')  # a string literal: one line
 
 
 @dataclass

@@ -4,11 +4,12 @@ Every such text is hostile (docs/evaluator.md, "Untrusted testbenches"): a testb
 likes, a model answers what it likes, a task row names what it likes. Where it reaches
 
 - **a terminal** (stdout, stderr, logs): :func:`terminal` shows every C0 control
-  character but TAB and LF, DEL, every C1 control character (U+0080-U+009F) and the
-  Unicode bidirectional overrides/isolates (U+202A-U+202E, U+2066-U+2069) as a visible
-  escape (``\\x1b``, ``\\x9b``, ``\\u202e``), so no escape sequence (title, clipboard,
-  clear screen, cursor moves) and no reordering of the line takes effect; a CR before
-  an LF is dropped, any other CR is shown as ``\\r``;
+  character but TAB and LF, DEL, every C1 control character (U+0080-U+009F) and every
+  Unicode format character (category Cf: the bidirectional marks, embeddings,
+  overrides and isolates, zero-width characters, the BOM, tag characters) as a visible
+  escape (``\\x1b``, ``\\x9b``, ``\\u202e``, ``\\u200f``), so no escape sequence (title,
+  clipboard, clear screen, cursor moves), no reordering of the line and no invisible
+  text takes effect; a CR before an LF is dropped, any other CR is shown as ``\\r``;
 - **Markdown** (CommonMark/GFM): :func:`md_block` puts text in a fenced code block whose
   fence is longer than any backtick run in the text (CommonMark 0.31, 4.5: a closing
   fence is at least as long as the opening one), :func:`md_code` in a code span
@@ -27,8 +28,8 @@ likes, a model answers what it likes, a task row names what it likes. Where it r
   all three also break the chat-template control strings (:func:`no_special_tokens`),
   since the model reads tokens, not Markdown;
 - **JSON** printed to a terminal: :func:`json_terminal` writes the characters JSON
-  leaves raw (DEL, C1, the bidi controls) as ``\\uXXXX`` escapes, which parse to the
-  same string (RFC 8259, 7).
+  leaves raw (DEL, C1, the format characters) as ``\\uXXXX`` escapes, which parse to
+  the same string (RFC 8259, 7).
 
 The terminal rule is applied inside the Markdown and JSON rules, so their outputs are
 terminal-safe too; of the prompt rules, only :func:`prompt_block` leaves control
@@ -41,9 +42,15 @@ from __future__ import annotations
 
 import re
 
-_CONTROL = re.compile(r"\r(?!\n)|[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+#: Unicode's format characters (general category Cf, Unicode 15; a test checks it
+#: against the running Python's ``unicodedata``): invisible, and the bidi ones reorder.
+_FORMAT = ("\xad\u0600-\u0605\u061c\u06dd\u070f\u0890-\u0891\u08e2\u180e\u200b-\u200f"
+           "\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd"
+           "\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001"
+           "\U000e0020-\U000e007f")
+_CONTROL = re.compile(rf"\r(?!\n)|[\x00-\x08\x0b-\x1f\x7f-\x9f{_FORMAT}]")
 _CRLF = re.compile(r"\r\n")
-_JSON_RAW = re.compile(r"[\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+_JSON_RAW = re.compile(rf"[\x7f-\x9f{_FORMAT}]")
 _MD_INLINE = re.compile(r"([\\`*_\[\]<>&|~!])")
 # The chat-template control strings of the common model families: ``<|...|>``
 # (ChatML/Qwen/SmolLM, Llama 3, Phi, harmony) and DeepSeek's fullwidth ``<｜...｜>``,
@@ -80,7 +87,8 @@ def _visible(char: str) -> str:
     if char == "\r":
         return "\\r"
     code = ord(char)
-    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
+    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}" if code <= 0xFFFF \
+        else f"\\U{code:08x}"
 
 
 def terminal(text: str) -> str:
@@ -106,7 +114,16 @@ def one_line(text: str) -> str:
 def json_terminal(json_text: str) -> str:
     """JSON text (as ``json.dumps`` or pydantic writes it) with the characters that
     JSON leaves raw but a terminal acts on written as ``\\uXXXX``; the same value."""
-    return _JSON_RAW.sub(lambda m: f"\\u{ord(m.group(0)):04x}", json_text)
+    return _JSON_RAW.sub(lambda m: _json_escape(m.group(0)), json_text)
+
+
+def _json_escape(char: str) -> str:
+    """``\\uXXXX``, a surrogate pair past the BMP (RFC 8259, 7)."""
+    code = ord(char)
+    if code <= 0xFFFF:
+        return f"\\u{code:04x}"
+    code -= 0x10000
+    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
 
 
 def longest_backtick_run(text: str) -> int:
@@ -212,5 +229,5 @@ def prompt_prose(text: str) -> str:
     (``- ## x`` is a heading in a list item). Lists, block quotes, emphasis, code spans
     and links keep their Markdown; a text without such a line start is unchanged."""
     body = re.sub(r"[\u2028\u2029]", lambda m: _break(m.group(0)),
-                  terminal(no_special_tokens(text)))
+                  no_special_tokens(terminal(text)))
     return _PROSE_BLOCK_START.sub(lambda m: f"{m.group(1)}\\", body)
