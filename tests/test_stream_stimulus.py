@@ -153,12 +153,13 @@ def test_fifo_testbench_drives_legal_transfers():
     tb = random_testbench(_task(FIFO), seed=0)
     feed = _block(tb, "task automatic tb_in0")
     # idle gap, then a burst: valid with its data, held until the monitor saw the
-    # handshake at a rising edge (bounded), in_last on the burst's last beat
+    # handshake at a rising edge or the reset is asserted (AXI4-Stream 2.2.1: a valid
+    # is never withdrawn), in_last on the burst's last beat
     assert _in_order(feed, "in_valid = 1'b0; in_last = 1'b0;", "repeat ($urandom_range(3) == 0",
                      "tb_len = $urandom_range(7) == 0 ? $urandom_range(17, 256) : "
                      "$urandom_range(1, 16);",
                      "in_valid = 1'b1; in_last = tb_i == tb_len - 1; din = 8'($urandom);",
-                     "for (int tb_k = 0; tb_k < 16 && !tb_hs0; tb_k++) @(negedge clk);",
+                     "while (!tb_hs0 && !(rst_n == 1'b0)) @(negedge clk);",
                      "if (!tb_hs0) break;")
     assert "always @(posedge clk) tb_hs0 <= in_valid && in_ready;" in tb
     drain = _block(tb, "task automatic tb_out1")
@@ -185,6 +186,26 @@ def test_wishbone_master_gets_a_memory_responder():
     # the other inputs stay random, beside the responder
     assert "src_i = $urandom;" in tb and "wbm_dat_i = $urandom" not in tb
     assert "fork tb_wbm0(); join_none" in tb
+
+
+def test_an_axi_responder_holds_each_response_until_its_handshake():
+    """AMBA AXI A3.2.1: a valid, once high, stays until its ready; a write response
+    comes after the burst's last data beat (A3.3.1). Only a reset of the domain ends a
+    transfer, with no response in reset (a responder that gave up after 256 cycles had
+    withdrawn ``bvalid``/``rvalid`` and answered writes whose data never came)."""
+    tb = random_testbench(_task(MASTERS / "axi_memtest.sv"), seed=0)
+    write, read = _block(tb, "task automatic tb_axw0"), _block(tb, "task automatic tb_axr0")
+    assert _in_order(write, "for (int tb_b = 0; tb_b <= tb_n; tb_b++) begin",
+                     "while (!(m_axi_wvalid && $urandom_range(3) != 0) && "
+                     "!(aresetn == 1'b0)) @(negedge aclk);",
+                     "if (!m_axi_wvalid || aresetn == 1'b0) break;",
+                     "if (aresetn == 1'b0) continue;", "m_axi_bvalid = 1'b1;",
+                     "while (!(tb_hsb0) && !(aresetn == 1'b0)) @(negedge aclk);",
+                     "m_axi_bvalid = 1'b0;")
+    assert _in_order(read, "m_axi_rvalid = 1'b1;",
+                     "while (!(tb_hsr0) && !(aresetn == 1'b0)) @(negedge aclk);",
+                     "m_axi_rvalid = 1'b0;", "if (!tb_hsr0) break;")
+    assert "tb_k" not in write + read
 
 
 def test_register_slave_master_and_stream_at_once():

@@ -8,8 +8,10 @@ domain, on that clock's falling edges.
   ``LONG_ODDS`` a long one, ``LONG_BURST``): valid raised
   with random data (``last`` on the burst's last beat, ``first`` on its first, byte
   enables all ones but on the last beat), each held until ready (a monitor samples
-  valid && ready at the rising edge), at most ``HANDSHAKE`` cycles, else the burst
-  ends;
+  valid && ready at the rising edge) however long that takes, as the stream protocols
+  ask (AMBA AXI4-Stream 2.2.1: once valid is high it stays until the handshake; a
+  withdrawn valid reached paths no legal source can), the burst ending early only when
+  a reset of the clock's domain is asserted (the source drops valid in reset);
 - **output stream** (``tb_outN``): ready driven in phases of 8-32 cycles: always high,
   random (one in two), mostly low (one in four) or held low (back-pressure);
 - **bus-master port** (``tb_wbmN``, ``tb_apbN``, ``tb_axwN``/``tb_axrN``,
@@ -20,8 +22,11 @@ domain, on that clock's falling edges.
   ``arready`` after 0-2 cycles, ``wready`` low one cycle in four, read beats after
   gaps, ``awlen``/``arlen`` + 1 beats, ``rlast``, ``bid``/``rid`` echo the request's
   id), with an error one response in ``ERROR_ODDS`` (Wishbone ``err``, APB ``pslverr``,
-  AXI ``SLVERR``) where the port has the signal. Every wait on the DUT is bounded
-  (``RESPONSE_WAIT`` cycles), so a DUT that stops mid-transfer (a reset pulse) frees it.
+  AXI ``SLVERR``) where the port has the signal. A response's valid (``bvalid``,
+  ``rvalid``) is held until its ready, and a write burst's response waits for all of
+  its data, however long (AMBA AXI A3.2.1, A3.3.1); a reset of the clock's domain ends
+  the transfer (no response in reset), so a DUT that a reset pulse stops mid-transfer
+  frees it.
 """
 
 from __future__ import annotations
@@ -29,7 +34,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from llm4cov.policies.bus_master import MasterPort, detect_masters
-from llm4cov.policies.register_bus import HANDSHAKE
 from llm4cov.policies.stimulus_plan import Drive, Stimulus
 from llm4cov.policies.streams import Stream, detect_streams
 from llm4cov.tasks.hdl import Port
@@ -45,8 +49,6 @@ MEM_WORDS = 256
 """Words of a bus-master responder's memory."""
 ERROR_ODDS = 32
 """A responder answers with an error once in this many responses."""
-RESPONSE_WAIT = 256
-"""Cycles a responder waits for the DUT (write data, a response's ready)."""
 _RESPONSE = {"aw": "b", "ar": "r"}
 """The response channel of each AXI address channel: write responses on ``b``, read
 data on ``r``."""
@@ -79,13 +81,22 @@ def _clock(s: Stimulus, names: set[str]) -> str | None:
     return s.clocks[0].name if s.clocks else None
 
 
+def _in_reset(s: Stimulus, clk: str) -> str:
+    """True while a reset of ``clk``'s domain is at its active level ("": none)."""
+    resets = next((d.resets for d in s.domains if d.clock is not None and d.clock.name == clk),
+                  [])
+    return " || ".join(f"{r.name} == 1'b{int(not s.low[r.name])}" for r in resets)
+
+
 def _monitor(hs: str, clk: str, valid: str, ready: str) -> list[str]:
     """A bit that holds ``valid && ready`` as sampled at the last rising edge (the
     handshake a testbench's valid waits for)."""
     return [f"  bit {hs} = 1'b0;", f"  always @(posedge {clk}) {hs} <= {valid} && {ready};"]
 
 
-def _stream_in(st: Stream, i: int, clk: str) -> list[str]:
+def _stream_in(st: Stream, i: int, clk: str, in_reset: str) -> list[str]:
+    """``in_reset``: an expression true while a reset of ``clk``'s domain is asserted
+    ("" when it has none)."""
     neg = f"@(negedge {clk});"
     hs, v, r = f"tb_hs{i}", st.valid.name, st.ready.name
     beat = [f"{v} = 1'b1;"]
@@ -113,7 +124,7 @@ def _stream_in(st: Stream, i: int, clk: str) -> list[str]:
         "      for (int tb_i = 0; tb_i < tb_len; tb_i++) begin",
         f"        {' '.join(beat)}",
         f"        {neg}",
-        f"        for (int tb_k = 0; tb_k < {HANDSHAKE} && !{hs}; tb_k++) {neg}",
+        f"        while (!{hs}{f' && !({in_reset})' if in_reset else ''}) {neg}",
         f"        if (!{hs}) break;",
         "      end",
         "    end",
@@ -140,10 +151,11 @@ def _stream_out(st: Stream, i: int, clk: str) -> list[str]:
 class _Responder:
     """The SystemVerilog of one bus-master port's memory model."""
 
-    def __init__(self, m: MasterPort, i: int, clk: str):
+    def __init__(self, m: MasterPort, i: int, clk: str, in_reset: str = ""):
         self.m, self.i, self.r = m, i, m.roles
         self.neg = f"@(negedge {clk});"
         self.clk = clk
+        self.in_reset = in_reset
         data = self.r.get("rdata") or self.r.get("wdata")
         self.dw = data.width if data is not None else 32
         self.mem = f"tb_mem{i}"
@@ -151,6 +163,14 @@ class _Responder:
 
     def name(self, role: str) -> str:
         return self.r[role].name
+
+    def until(self, done: str) -> str:
+        """Wait (falling edges) until ``done`` or a reset of the domain."""
+        rst = f" && !({self.in_reset})" if self.in_reset else ""
+        return f"while (!({done}){rst}) {self.neg}"
+
+    def or_reset(self, cond: str) -> str:
+        return f"{cond} || {self.in_reset}" if self.in_reset else cond
 
     def has(self, *roles: str) -> bool:
         return all(r in self.r for r in roles)
@@ -265,18 +285,17 @@ class _Responder:
         hs, lines = self._axi_burst("aw", fill)
         wv = self.name("wvalid")
         store = f" {self._word()} = {self.name('wdata')};" if self.has("wdata") else ""
-        lines += [f"        for (int tb_k = 0; tb_k < {RESPONSE_WAIT} && (!{wv} || "
-                  f"$urandom_range(3) == 0); tb_k++) {self.neg}",
-                  f"        if (!{wv}) break;",
+        lines += [f"        {self.until(f'{wv} && $urandom_range(3) != 0')}",
+                  f"        if ({self.or_reset(f'!{wv}')}) break;",
                   f"        {self.name('wready')} = 1'b1;{store}",
                   f"        {self.neg}",
                   f"        {self.name('wready')} = 1'b0;",
                   "      end",
+                  *([f"      if ({self.in_reset}) continue;"] if self.in_reset else []),
                   f"      {self.name('bvalid')} = 1'b1; {self.error('bresp', '2')}".rstrip(),
                   f"      {self.neg}"]
         if self.has("bready"):
-            lines.append(f"      for (int tb_k = 0; tb_k < {RESPONSE_WAIT} && !{hs}; tb_k++) "
-                         f"{self.neg}")
+            lines.append(f"      {self.until(hs)}")
         lines += [f"      {self.name('bvalid')} = 1'b0;", "    end", "  endtask"]
         return lines
 
@@ -291,8 +310,7 @@ class _Responder:
                   f"        {beat}",
                   f"        {self.neg}"]
         if self.has("rready"):
-            lines += [f"        for (int tb_k = 0; tb_k < {RESPONSE_WAIT} && !{hs}; tb_k++) "
-                      f"{self.neg}"]
+            lines.append(f"        {self.until(hs)}")
         lines.append(f"        {rv} = 1'b0; {self.set('rlast', chr(39) + '0')}".rstrip())
         if self.has("rready"):
             lines.append(f"        if (!{hs}) break;")
@@ -311,10 +329,10 @@ class _Responder:
         return lines, calls
 
 
-def responder(m: MasterPort, i: int, clk: str) -> Agent:
+def responder(m: MasterPort, i: int, clk: str, in_reset: str = "") -> Agent:
     """The memory model that answers the bus-master port ``m`` (see the module
-    docstring)."""
-    w = _Responder(m, i, clk)
+    docstring); ``in_reset``: true while a reset of ``clk``'s domain is asserted."""
+    w = _Responder(m, i, clk, in_reset)
     if m.kind == "wishbone":
         lines, call = w.wishbone()
         calls = [call]
@@ -338,7 +356,7 @@ def protocol_agents(s: Stimulus, skip: set[str] | None = None) -> list[Agent]:
     for m in masters:
         clk = _clock(s, m.inputs())
         if clk is not None:
-            agents.append(responder(m, len(agents), clk))
+            agents.append(responder(m, len(agents), clk, _in_reset(s, clk)))
         skip |= m.ports()
     plain = {name for name, drive in s.drives.items() if drive is Drive.DATA}
     for st in detect_streams(s.ports, s.data, s.design, skip, plain):
@@ -346,7 +364,8 @@ def protocol_agents(s: Stimulus, skip: set[str] | None = None) -> list[Agent]:
         if clk is None:
             continue
         i = len(agents)
-        lines = _stream_in(st, i, clk) if st.direction == "in" else _stream_out(st, i, clk)
+        lines = _stream_in(st, i, clk, _in_reset(s, clk)) if st.direction == "in" \
+            else _stream_out(st, i, clk)
         call = f"tb_in{i}();" if st.direction == "in" else f"tb_out{i}();"
         agents.append(Agent(clk, frozenset(st.inputs()), tuple(lines), call,
                             f"{st.direction}put stream {st.valid.name}/{st.ready.name}"))
