@@ -413,3 +413,22 @@ def test_apb_and_wishbone_random_transactions_draw_the_byte_lanes(evaluator, rtl
     branch = obs.coverage.metrics["branch"]
     assert branch.covered == branch.total > 0, obs.uncovered
     assert not [u for u in obs.uncovered if u.kind == "toggle" and u.typed.signal == strobe]
+
+
+@pytest.mark.parametrize("rtl, name, aborts", [
+    (APB_SLAVE, "apbreg", ["if (!(PREADY)) begin @(negedge PCLK); PRESETn = 1'b0; "
+                           "PWRITE = 1'b0; PSEL = 1'b0; PENABLE = 1'b0; @(posedge PCLK); "
+                           "@(negedge PCLK); PRESETn = 1'b1; end"] * 2),
+    (AXIL_SLAVE, "axilreg", ["if (s_axi_awvalid || s_axi_wvalid) begin @(negedge aclk); "
+                             "aresetn = 1'b0;", "if (!tr) begin @(negedge aclk); aresetn = 1'b0;"]),
+])
+def test_an_unanswered_request_is_withdrawn_only_in_reset(rtl, name, aborts):
+    """AMBA APB 3.1 and AXI A3.2.1: a requester keeps ``psel``/``penable`` or its valid
+    until the completer answers. A request unanswered for ``HANDSHAKE`` cycles (the
+    sequence must go on) ends with a reset pulse of the bus's domain, valid dropped in
+    reset (before: dropped outright, a transfer no legal requester makes)."""
+    tb = random_testbench(_task(rtl, name), seed=0)
+    tasks = tb[tb.index("task automatic tb_write"):tb.index("task automatic tb_wait")]
+    at = 0
+    for abort in aborts:
+        at = tasks.index(abort, at) + 1

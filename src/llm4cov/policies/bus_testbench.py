@@ -3,7 +3,10 @@ and address map that :mod:`llm4cov.policies.register_bus` recognised.
 
 **Testbench** (:func:`bus_testbench`): the random style's header (clocks, ports, DUT),
 tasks ``tb_write(addr, data)``/``tb_read(addr, data)`` that obey the protocol (wait for
-``ack``/``pready``/``*ready``/``*valid``, at most ``HANDSHAKE`` cycles), then
+``ack``/``pready``/``*ready``/``*valid``, at most ``HANDSHAKE`` cycles; an APB or AXI4-Lite
+request the DUT leaves unanswered that long ends with a reset pulse of the bus's clock
+domain, the only way its protocol lets a requester withdraw it: AMBA APB 3.1, AXI
+A3.2.1; without a reset it is withdrawn), then
 ``iterations`` rounds of: write every non-control address (random data, all ones in the
 last round but one and zeros in the last, so every data bit toggles both ways after
 random use; a config register's low four bits sweep the round number), pulse each
@@ -46,11 +49,24 @@ def _active(port: Port, on: bool) -> str:
 class _Writer:
     """The SystemVerilog of one bus's tasks (``tb_write``, ``tb_read``)."""
 
-    def __init__(self, bus: Bus, clock: str):
+    def __init__(self, bus: Bus, clock: str, reset: tuple[list[str], list[str]] = ([], [])):
+        """``reset``: the statements that assert and release the bus domain's resets."""
         self.bus = bus
         self.r = bus.roles
         self.pos = f"@(posedge {clock});"
         self.neg = f"@(negedge {clock});"
+        self.reset = reset
+
+    def _abort(self, pending: str) -> str:
+        """A reset pulse when ``pending`` (a request still unanswered) holds: the
+        requester's valid (``psel``, ``awvalid``, ...) may drop only in reset, so it
+        drops there, a falling edge after the reset is asserted; the reset is released
+        a cycle later, on a falling edge (clear of the rising edge the DUT samples)."""
+        on, off = self.reset
+        if not on:
+            return ""
+        return (f"if ({pending}) begin {self.neg} {' '.join(on)} {' '.join(self.idle())} "
+                f"{self.pos} {self.neg} {' '.join(off)} end")
 
     def _set(self, role: str, value: str) -> str:
         p = self.r.get(role)
@@ -114,9 +130,11 @@ class _Writer:
             ready = r["pready"].name if "pready" in r else "1'b1"
             start = f"{self._on('psel')} {self._on('penable', False)} {addr} = a;"
             write = [f"{start} {self._on('we')} {wdata} {self._set('pstrb', STROBE)}", self.neg,
-                     self._on("penable"), self.pos, self._wait(ready), self.neg, idle]
+                     self._on("penable"), self.pos, self._wait(ready),
+                     self._abort(f"!({ready})"), self.neg, idle]
             read = [f"{start} {self._on('we', False)}", self.neg,
-                    self._on("penable"), self.pos, self._wait(ready), sample, self.neg, idle]
+                    self._on("penable"), self.pos, self._wait(ready), sample,
+                    self._abort(f"!({ready})"), self.neg, idle]
         else:  # axil
             ar = r["araddr"].name
             aw_ok = r["awready"].name if "awready" in r else "1'b1"
@@ -131,13 +149,15 @@ class _Writer:
                      f"for (int k = 0; k < {HANDSHAKE} && ({aws} || {ws}); k++) begin",
                      f"  {self.pos} ta = {aw_ok}; tw = {w_ok};",
                      f"  {self.neg} if (ta) {aws} = 1'b0; if (tw) {ws} = 1'b0;",
-                     "end", f"{aws} = 1'b0; {ws} = 1'b0;", *self._lag("bready", after=True),
+                     "end", self._abort(f"{aws} || {ws}"), f"{aws} = 1'b0; {ws} = 1'b0;",
+                     *self._lag("bready", after=True),
                      self._wait(bvalid), *self._accepted(), self.neg]
             read = ["logic tr;", f"{ar} = a; {r['arvalid'].name} = 1'b1; "
                     f"{r['rready'].name} = 1'b1;", *self._lag("rready", after=False),
                     f"for (int k = 0; k < {HANDSHAKE}; k++) begin",
                     f"  {self.pos} tr = {ar_ok};", f"  {self.neg} if (tr) break;", "end",
-                    f"{r['arvalid'].name} = 1'b0;", *self._lag("rready", after=True),
+                    self._abort("!tr"), f"{r['arvalid'].name} = 1'b0;",
+                    *self._lag("rready", after=True),
                     f"for (int k = 0; k < {HANDSHAKE} && !{r['rvalid'].name}; k++) {self.pos}",
                     sample, *self._accepted(), self.neg]
         lines = [f"  task automatic tb_write({a_decl}, {d_decl});"]
@@ -260,7 +280,9 @@ def bus_testbench(task: Task, s: Stimulus, bus: Bus, amap: AddressMap, seed: int
         raise ValueError("a register bus needs a clock")
     clock = d.clock.name
     neg = f"@(negedge {clock});"
-    w = _Writer(bus, clock)
+    reset = ([x.strip() for x in s.reset(True, d.resets)],
+             [x.strip() for x in s.reset(False, d.resets)])
+    w = _Writer(bus, clock, reset)
     aw = bus.addr.width
     dw = bus.roles["wdata"].width if "wdata" in bus.roles else 32
     rw = bus.roles["rdata"].width if "rdata" in bus.roles else dw
