@@ -180,11 +180,42 @@ def test_a_make_variable_naming_a_key_expands_to_nothing(keys):
     (["counter.sv", "./inc.vh"], "without empty, '.' or '..'"),
     (["counter.sv", "inc.vh", "inc.vh"], "collides"),
     (["counter.sv", "inc.vh", "inc.vh/x.vh"], "collides"),
+    # a part past 200 characters, a path past 1,024 or 32 folders (a twenty-seventh red
+    # team: 303 characters failed every use with ENAMETOOLONG and stopped a bench)
+    (["counter.sv", "a" * 201 + ".sv"], "has a part longer than 200 characters"),
+    (["counter.sv", "/".join(["d" * 100] * 11) + ".sv"], "longer than 1024 characters"),
+    (["counter.sv", "d/" * 32 + "x.sv"], "or 32 folders deep"),
 ])
 def test_unusable_or_colliding_rtl_names_are_refused_when_the_task_loads(names, message):
     with pytest.raises(ValueError, match=re.escape(message)):
         Task(id="t", rtl_files=[SourceFile(name=n, content=COUNTER) for n in names],
              dut_module_name="counter")
+
+
+@pytest.mark.parametrize(("field", "value", "message"), [
+    ("include_dirs", ["i" * 201], "has a part longer than 200 characters"),
+    ("defines", {"BIG": "1" * 4097}, "the value of BIG is longer than 4096 characters"),
+    ("parameters", {"W" * 1025: "1"}, "identifier of at most 1024 characters"),
+    ("defines", {f"D{i}": "1" for i in range(1025)}, "more than 1024 defines or parameters"),
+])
+def test_task_data_that_would_pass_the_command_line_limits_is_refused(field, value, message):
+    """Each define, parameter, file and include dir is a command-line argument: a
+    200,000-character define passed the kernel's limit on one (E2BIG: Verilator never
+    started, a bench never ended; a twenty-seventh red team)."""
+    with pytest.raises(ValueError, match=re.escape(message)):
+        Task(id="t", rtl_files=[SourceFile(name="counter.sv", content=COUNTER)],
+             dut_module_name="counter", **{field: value})
+    assert Task(id="t", rtl_files=[SourceFile(name="counter.sv", content=COUNTER)],
+                dut_module_name="counter", defines={"OK": "1" * 4096}).defines["OK"]
+
+
+def test_a_check_the_host_cannot_start_is_a_tool_error_not_an_exception():
+    """An OSError of the static check (its scratch dir cannot be made, Verilator cannot
+    be started) is an observation, as one of the build is."""
+    obs = Evaluator(SimConfig(result_cache=False, workdir_root="/nonexistent/llm4cov")
+                    ).evaluate(TASK, TB)
+    assert (obs.status, obs.tool_error) == (Status.TOOL_ERROR, True)
+    assert obs.log.startswith("evaluator infrastructure error (not the testbench): [Errno 2]")
 
 
 @pytest.mark.parametrize("aux", ["counter.sv", "counter.sv/x.hex", "x$(y).hex", "a\x1b]0;t"])

@@ -80,3 +80,18 @@ def test_the_evaluator_rejects_a_testbench_too_large_to_check(evaluator):
     obs = evaluator.evaluate(task, DOUBLING)
     assert obs.status is Status.REJECTED
     assert "the design elaborates to more than 500,000 symbols" in obs.log
+
+
+def test_only_a_wall_clock_stop_is_counted_as_the_host_s():
+    """A verdict a wall-clock bound reached depends on the host (the evaluator does not
+    cache it: :mod:`llm4cov.sim.safety.wall_clock`); the CPU and memory bounds hold on
+    any host and are not counted."""
+    from llm4cov.sim.safety import wall_clock
+
+    before = wall_clock.count()
+    with pytest.raises(BoundExceeded, match="passed 1 s of CPU"):
+        bounded_call(_spin, limits=ForkLimits(cpu_s=1, wall_s=60))
+    assert wall_clock.count() == before
+    with pytest.raises(BoundExceeded, match=r"took longer than 0\.5 s"):
+        bounded_call(time.sleep, 30, limits=ForkLimits(wall_s=0.5))
+    assert wall_clock.count() == before + 1

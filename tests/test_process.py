@@ -123,3 +123,15 @@ def test_a_child_filling_its_work_dir_with_many_files_is_killed(tmp_path):
                       timeout_s=600, limits=Limits(file_bytes=2 << 20, dir_bytes=8 << 20))
     assert run.dir_exceeded and not run.timed_out
     assert run.signal_name == "SIGKILL"  # only the work-dir bound stops this writer
+
+
+def test_a_timeout_is_counted_as_a_wall_clock_stop(tmp_path):
+    """The evaluator caches no verdict reached while this count grew (a twenty-seventh
+    red team: a preprocessing run held up past its 30 s gave a cached ``rejected``)."""
+    from llm4cov.sim.safety import wall_clock
+
+    before = wall_clock.count()
+    assert run_limited(["true"], cwd=str(tmp_path), env={}, timeout_s=30).returncode == 0
+    assert wall_clock.count() == before
+    assert run_limited(["sleep", "30"], cwd=str(tmp_path), env={}, timeout_s=0.3).timed_out
+    assert wall_clock.count() == before + 1

@@ -66,7 +66,7 @@ from llm4cov.sim.model.observation import (
     Status,
     overall_percent,
 )
-from llm4cov.sim.safety import isolation, precheck, shape, stimulus_only, workdirs
+from llm4cov.sim.safety import isolation, precheck, shape, stimulus_only, wall_clock, workdirs
 from llm4cov.sim.safety.forked import BoundExceeded, bounded_call
 from llm4cov.sim.safety.process import BOUND_NAMES, ProcessResult
 from llm4cov.sim.safety.static_check import (
@@ -206,8 +206,9 @@ class Evaluator:
         hit = self._results.get(key)
         if hit is not None:
             return hit
+        stops = wall_clock.count()
         obs = self._finished(call, self._evaluate(call, tb).observation)
-        if cacheable(obs):
+        if cacheable(obs) and wall_clock.count() == stops:  # not the host's speed's verdict
             self._results.put(key, obs)
         return obs
 
@@ -308,7 +309,10 @@ class Evaluator:
         task, aux = call.task, list(call.aux_files)
         base = self._base_fields()
         self._phase("static check")
-        inspection = self.inspect(task, tb, aux)
+        try:
+            inspection = self.inspect(task, tb, aux)
+        except OSError as exc:  # Verilator cannot be started (an argument list too long)
+            return KeptRun(_infrastructure_error(exc, base))
         if inspection.reasons:
             return KeptRun(Observation(
                 status=Status.REJECTED,
@@ -338,13 +342,7 @@ class Evaluator:
                                  extend(plan) if extend else "", judged.unelaborated)
             obs = self._fidelity_noted(obs, task, tb, plan, inspection.view)
         except OSError as exc:  # fork/exec failure, disk full: infrastructure, not the TB
-            log.warning("evaluator infrastructure error: %s", exc)
-            obs = Observation(
-                status=Status.TOOL_ERROR,
-                tool_error=True,
-                log=f"evaluator infrastructure error (not the testbench): {exc}",
-                **base,
-            )
+            obs = _infrastructure_error(exc, base)
         finally:
             workdirs.release(workdir, keep=keep_in is not None or self.config.keep_workdir)
         return KeptRun(obs, plan, workdir)
@@ -960,3 +958,11 @@ def _diagnosed(rtl_files: list[SourceFile], tb: SourceFile, top: str, dirs: list
     return [dataclasses.asdict(f) for f in precheck.diagnose(
         rtl_files, tb, top, dirs, defines=defines, compile_files=compile_files)]
 
+
+
+def _infrastructure_error(exc: OSError, base: dict) -> Observation:
+    """The observation of a call the host could not carry out (fork/exec failure, disk
+    full, an argument list past the kernel's limit): a tool error, not the testbench's."""
+    log.warning("evaluator infrastructure error: %s", exc)
+    return Observation(status=Status.TOOL_ERROR, tool_error=True,
+                       log=f"evaluator infrastructure error (not the testbench): {exc}", **base)

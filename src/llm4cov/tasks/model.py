@@ -13,9 +13,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
 
-from llm4cov.tasks.names import name_errors, unsafe_chars
+from llm4cov.tasks.names import length_problem, name_errors, unsafe_chars
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_$]*")
+#: Bounds of a task's defines and parameters (each one command-line argument; IEEE 1800
+#: 5.6 asks tools for identifiers of at least 1,024 characters).
+MAX_IDENTIFIER, MAX_VALUE, MAX_ENTRIES = 1024, 4096, 1024
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 _NOT_IN_ID = re.compile(r"%(?![0-9A-Fa-f]{2})|[^A-Za-z0-9_$.+:@=/%-]")
 
@@ -170,8 +173,8 @@ class Task(BaseModel):
             path = PurePosixPath(d)
             if path.is_absolute() or ".." in path.parts:
                 raise ValueError(f"include dir must be relative to the repository: {d!r}")
-            if why := unsafe_chars(d):
-                raise ValueError(f"include dir {d!r} {why}")
+            if why := unsafe_chars(d) or length_problem(d):
+                raise ValueError(f"include dir {d[:80]!r} {why}")
         return [str(PurePosixPath(d)) for d in dirs]
 
     @field_validator("defines", "parameters")
@@ -179,13 +182,23 @@ class Task(BaseModel):
     def _identifiers(cls, values: dict[str, str]) -> dict[str, str]:
         """Names are identifiers; values are one line without control characters (a
         ``+define+`` or ``-G`` value has none: a newline in one had started lines of a
-        formal tool's script of its own)."""
+        formal tool's script of its own), each name at most :data:`MAX_IDENTIFIER` and
+        value at most :data:`MAX_VALUE` characters, at most :data:`MAX_ENTRIES` of them
+        (each is a command-line argument: a 200,000-character define passed the
+        kernel's limit on one, so Verilator could not start and a bench never ended, a
+        twenty-seventh red team)."""
+        if len(values) > MAX_ENTRIES:
+            raise ValueError(f"more than {MAX_ENTRIES} defines or parameters")
         for name, value in values.items():
-            if not _IDENTIFIER.fullmatch(name):
-                raise ValueError(f"not a SystemVerilog identifier: {name!r}")
+            if len(name) > MAX_IDENTIFIER or not _IDENTIFIER.fullmatch(name):
+                raise ValueError(f"not a SystemVerilog identifier of at most "
+                                 f"{MAX_IDENTIFIER} characters: {name[:80]!r}")
             if _CONTROL.search(value):
                 raise ValueError(f"the value of {name} holds a line break or another "
                                  f"control character: {value[:80]!r}")
+            if len(value) > MAX_VALUE:
+                raise ValueError(f"the value of {name} is longer than {MAX_VALUE} "
+                                 f"characters: {value[:80]!r}...")
         return values
 
     @field_validator("rtl_files")

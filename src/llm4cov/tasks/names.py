@@ -54,6 +54,24 @@ def work_name_problem(name: str) -> str | None:
         return why
     if name.startswith("/") or any(p in ("", ".", "..") for p in name.split("/")):
         return "must be a relative path without empty, '.' or '..' components"
+    return length_problem(name)
+
+
+#: The longest name (bytes), path component and folder depth a work-dir name may have:
+#: a component past the file system's 255 bytes (less the renamed testbench's prefix)
+#: or a path past a few KiB failed every use of its task (a twenty-seventh red team:
+#: ``File name too long``, a bench stopped before its first task).
+MAX_NAME, MAX_PART, MAX_DEPTH = 1024, 200, 32
+
+
+def length_problem(name: str) -> str | None:
+    """Why ``name`` (a relative path) is too long or too deep (:data:`MAX_NAME`,
+    :data:`MAX_PART`, :data:`MAX_DEPTH`), or None."""
+    parts = name.split("/")
+    if len(name) > MAX_NAME or len(parts) > MAX_DEPTH:
+        return f"is longer than {MAX_NAME} characters or {MAX_DEPTH} folders deep"
+    if any(len(p) > MAX_PART for p in parts):
+        return f"has a part longer than {MAX_PART} characters"
     return None
 
 
@@ -77,7 +95,7 @@ def name_errors(what: str, names: Iterable[str], taken: Iterable[str] = ()) -> l
     names already ``taken`` (checked before); empty when all can join them in one work
     dir."""
     names, taken = list(names), list(taken)
-    errors = [f"{what} name {n!r} {why}" for n in names if (why := work_name_problem(n))]
+    errors = [f"{what} name {n[:120]!r} {why}" for n in names if (why := work_name_problem(n))]
     mine = set(names)
     errors += [f"{what} name {n!r} collides with another file of the same work dir"
                for n in collisions([*taken, *names])

@@ -24,6 +24,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from llm4cov.sim.safety import wall_clock
+
 T = TypeVar("T")
 
 
@@ -76,6 +78,8 @@ def bounded_call(fn: Callable[..., T], *args: Any, limits: ForkLimits = ForkLimi
         name, message = answer["error"]
         raise next((e(message) for e in raises if e.__name__ == name),
                    RuntimeError(f"{name}: {message}"))
+    if not finished:
+        wall_clock.stopped()
     raise BoundExceeded(_why(status, finished, limits))
 
 

@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from llm4cov.sim.safety import isolation
+from llm4cov.sim.safety import isolation, wall_clock
 from llm4cov.util.procs import child_pids
 
 #: What a ``ProcessResult.exceeded`` bound is, for messages.
@@ -398,6 +398,7 @@ def run_limited(
         ended = _wait(proc, timeout_s, watch)
         if ended == "timeout":
             timed_out = True
+            wall_clock.stopped()
             _terminate(proc, sandbox is not None)
             try:
                 proc.wait(timeout=grace_s)
