@@ -443,6 +443,10 @@ EXPLODING = TB.replace(STIMULUS, STIMULUS + (
     # any C++ compile passes 3 processes (verilator, make, the compiler driver, cc1plus):
     # the plain testbench reaches it without EXPLODING's ~15 s elaboration first
     ({"build_processes": 3}, "process-count bound (3 processes", TB),
+    # the plain testbench's C++ and objects pass 256 KiB (a red team's suspicion: no
+    # bound on what a build writes, so a design that makes Verilator write without end
+    # within its CPU bound could fill the host's disk)
+    ({"build_dir_bytes": 256 << 10}, "disk bound (256 KiB written", TB),
 ])
 def test_a_build_past_a_per_call_bound_is_rejected_and_cached(bounds, message, tb):
     # the session's cache dir (conftest): a fresh one would first precompile the runtime

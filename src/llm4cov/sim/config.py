@@ -84,6 +84,10 @@ class SimConfig:
     """Resident memory of all the build's processes together; past it: ``rejected``."""
     build_processes: int = 256
     """Processes the build may run at once; past it: ``rejected``."""
+    build_dir_bytes: int = 4 * 1024**3
+    """Bytes a build step may add to the work dir (polled): a design
+    whose elaboration makes Verilator write C++ without end would fill the host's disk
+    within the CPU bound; past it: ``rejected``."""
     progress_file: str | None = None
     """A file the evaluator overwrites with the step it is in (``static check``,
     ``build``, ``run``, ``coverage``) for a live display (``llm4cov gen``); None: off."""

@@ -739,7 +739,8 @@ class Evaluator:
         cfg = self.config
         limit = {"cpu": f"{cfg.build_cpu_limit_s:g} s of CPU",
                  "memory": f"{cfg.build_memory_bytes >> 20} MiB of memory",
-                 "processes": f"{cfg.build_processes} processes"}.get(which, which)
+                 "processes": f"{cfg.build_processes} processes",
+                 "dir": f"{cfg.build_dir_bytes >> 10} KiB written"}.get(which, which)
         why = (f"the build passed its {BOUND_NAMES.get(which, which)} bound ({limit}, all "
                "its processes together; kept by polling the process tree with per-process "
                "rlimits behind it, no cgroup) and was stopped")

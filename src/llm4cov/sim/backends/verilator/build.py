@@ -250,6 +250,7 @@ class _Budget:
             tree_cpu_s=cpu,
             tree_memory_bytes=self.config.build_memory_bytes,
             tree_processes=self.config.build_processes,
+            dir_bytes=self.config.build_dir_bytes,
         )
 
     def timeout_s(self) -> float:
