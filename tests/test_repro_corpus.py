@@ -22,7 +22,7 @@ EXPECTED = {
     "01_fsm_negated_guard": (S, EndReason.FINISH, "tb.sv:12: Verilog $finish"),
     "02_time_compare_in_always": (S, EndReason.FINISH, "q=2"),
     "05_error_stops_run": (S, EndReason.FINISH, "errors=1"),
-    "06_stop_at_end": (S, EndReason.STOP, "ended by $stop at tb.sv:9"),
+    "06_stop_at_end": (S, EndReason.FINISH, "tb.sv:9: `$stop` is compiled as `$finish`"),
     "07_fatal_in_tb": (R, EndReason.FATAL, "tb.sv:8"),
     "10_oversized_literal": (C, EndReason.NOT_RUN, "tb.sv:7:9: Too many digits for 8 bit number"),
     "11_blocking_nonblocking_mix": (C, EndReason.NOT_RUN, "tb.sv:7:14"),

@@ -133,3 +133,43 @@ def test_a_dut_in_a_generate_branch_is_measured_there(evaluator):
     assert list(obs.coverage.per_instance) == ["tb.genblk1.genblk1.dut"]
     branch = obs.coverage.metrics["branch"]
     assert (branch.covered, branch.total) == (2, 2)  # the if and the else, both taken
+
+
+def test_the_testbench_s_own_stop_is_compiled_as_finish():
+    """Every ``$stop`` token of the testbench's text becomes ``$finish`` on its line; a
+    ``$stop`` a macro expands to stays (it then counts as an error report)."""
+    from llm4cov.sim.analysis.hints import testbench_workarounds
+
+    src = ("`define HALT $stop\nmodule tb;\n  initial begin #1 $stop; end\n"
+           "  initial begin #2 $stop(0); `HALT; end\nendmodule\n")
+    fix = testbench_workarounds(tb(src), nba=False, disable=False)
+    assert fix.text == src.replace("#1 $stop", "#1 $finish").replace("#2 $stop(0)",
+                                                                    "#2 $finish(0)")
+    assert fix.notes == ("tb.sv:3, 4: `$stop` is compiled as `$finish` (the end of the run, "
+                         "`final` blocks included; an error report on its line stays one)",)
+
+
+@pytest.mark.requires_verilator
+def test_a_check_on_a_stop_line_fails_and_final_blocks_run(evaluator):
+    """A twenty-ninth red team: the simulator reports ``$stop``, a failed ``assume`` and
+    a ``unique`` violation through one hook knowing only the line, so a failing check on
+    a ``$stop``'s line passed as the end (no error counted), and the ``final`` block's
+    ``$fatal`` of a scoreboard was skipped after ``$stop`` (0 -> 81.25 %)."""
+    from llm4cov.tasks.model import Task
+
+    rtl = ("module cnt(input logic clk, input logic rst, output logic [1:0] q);\n"
+           "  always_ff @(posedge clk) if (rst) q <= 0; else q <= q + 1;\nendmodule\n")
+    task = Task(id="probe/cnt", rtl_files=[SourceFile(name="cnt.sv", content=rtl)],
+                dut_module_name="cnt", dut_instance_name="dut")
+    head = ("module tb;\n  logic clk = 0, rst = 1; logic [1:0] q;\n  cnt dut(.clk, .rst, .q);\n"
+            "  always #5 clk = ~clk;\n")
+    hidden = head + ("  always @(negedge clk) if (!rst) begin assume (q != 2'd2); "
+                     "if (q == 2'd3) $stop; end\n"
+                     "  initial begin #12 rst = 0; #100 $finish; end\nendmodule\n")
+    obs = evaluator.evaluate(task, hidden)
+    assert (obs.status.value, obs.end_reason.value) == ("success", "finish"), obs.log[-400:]
+    assert obs.tb_error_count >= 1
+    scored = head + ("  final $fatal(1, \"TEST FAILED\");\n"
+                     "  initial begin #12 rst = 0; #100 $stop; end\nendmodule\n")
+    obs = evaluator.evaluate(task, scored)
+    assert (obs.status.value, obs.end_reason.value) == ("runtime_error", "fatal"), obs.log

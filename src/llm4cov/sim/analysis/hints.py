@@ -17,6 +17,7 @@ from pathlib import Path, PurePosixPath
 
 from pyslang import parsing, syntax
 
+from llm4cov.sim.analysis.structure import stop_offsets
 from llm4cov.sim.safety.static_check import guard_pyslang, unsafe_path
 from llm4cov.tasks.hdl import ParseLimitError, parse_tree, syntax_nodes
 from llm4cov.tasks.loaders import files_below
@@ -49,8 +50,19 @@ class Workaround:
 
 def testbench_workarounds(tb: SourceFile, nba: bool = True, disable: bool = True
                           ) -> Workaround:
-    """Two rewrites of the testbench, each inserting text only (``nba``, ``disable``:
-    whether to make each; a simulator that follows IEEE 1800 there needs neither):
+    """Three rewrites of the testbench that keep its lines: ``$stop`` (written in its
+    text) is compiled as ``$finish``, always, and two that insert text only (``nba``,
+    ``disable``: whether to make each; a simulator that follows IEEE 1800 there needs
+    neither):
+
+    - ``$stop`` ends the run as ``$finish`` does (a batch run's end, as ``vvp -n``; the
+      end is reported as ``finish``, with a note). Told apart from an error report by its own
+      call, not by its line: the simulator reports ``$stop``, ``$error``, a failed
+      ``assume`` and a ``unique`` violation through one hook that knows only the file
+      and line, so a failing check on a ``$stop``'s line had passed as the end (a
+      twenty-ninth red team), and the ``final`` blocks ran only after ``$finish`` (a
+      scoreboard's ``$fatal`` there was skipped: 0 -> 81.25 %). A ``$stop`` a macro
+      expands to stays one: it is then counted as an error.
 
     - ``x <= v`` in an ``initial`` block or a module's task becomes ``x <= #0 v``. The pinned
       Verilator runs a plain ``<=`` there as a blocking ``=`` (INITIALDLY;
@@ -65,12 +77,15 @@ def testbench_workarounds(tb: SourceFile, nba: bool = True, disable: bool = True
     tree = parse_tree(tb.content, tb.name)
     nbas = _nba_inserts(tree) if nba else []
     disables = _disable_inserts(tree) if disable else []
+    stops = [at for at, _ in stop_offsets(tb)]
     inserts = {at: "#0 " for at in disables} | {at: " #0" for at in nbas}
-    if not inserts:
+    if not inserts and not stops:
         return Workaround(tb.content)
     text = tb.content
-    for at in sorted(inserts, reverse=True):
-        text = text[:at] + inserts[at] + text[at:]
+    edits = sorted([(at, 0, s) for at, s in inserts.items()] +
+                   [(at, len("$stop"), "$finish") for at in stops], reverse=True)
+    for at, cut, put in edits:
+        text = text[:at] + put + text[at + cut:]
 
     def lines(offsets: list[int]) -> list[int]:
         return sorted({tb.content[:at].count("\n") + 1 for at in offsets})
@@ -88,6 +103,10 @@ def testbench_workarounds(tb: SourceFile, nba: bool = True, disable: bool = True
             "as `#0 disable` (works around verilator#7856: a branch not yet started would "
             "survive the disable)"
         )
+    if stops:
+        notes.append(f"{tb.name}:{_line_list(lines(stops))}: `$stop` is compiled as "
+                     "`$finish` (the end of the run, `final` blocks included; an error "
+                     "report on its line stays one)")
     return Workaround(text, tuple(notes), frozenset(lines(nbas)))
 
 

@@ -291,6 +291,26 @@ def stop_sites(files: list[SourceFile]) -> list[str]:
     return sites
 
 
+def stop_offsets(tb: SourceFile) -> list[tuple[int, int]]:
+    """``(offset, line)`` of every ``$stop`` token written in the testbench's own text
+    (not one a macro expands to): the ones :func:`~llm4cov.sim.analysis.hints.
+    testbench_workarounds` compiles as ``$finish``."""
+    tree = parse_tree(tb.content, tb.name)
+    sm = tree.sourceManager
+    found: list[tuple[int, int]] = []
+
+    def visit(node: object) -> bool:
+        if isinstance(node, pyslang.parsing.Token) and \
+                node.kind == pyslang.parsing.TokenKind.SystemIdentifier and \
+                node.valueText == "$stop" and not sm.isMacroLoc(node.location) and \
+                sm.isFileLoc(node.location) and not sm.isIncludedFileLoc(node.location):
+            found.append((node.location.offset, sm.getLineNumber(node.location)))
+        return True
+
+    tree.root.visit(visit)
+    return sorted(found)
+
+
 def always_without_timing(tb: SourceFile) -> list[int]:
     """Lines of ``always`` blocks with no delay, event control or wait: they loop
     forever at time 0 (Verilator reports DIDNOTCONVERGE at line 1 instead)."""

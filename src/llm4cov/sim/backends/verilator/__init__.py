@@ -360,7 +360,8 @@ class VerilatorBackend:
         env = {
             "PATH": self.toolchain.env().get("PATH", ""),
             "LLM4COV_COVERAGE_FILE": f"../{cov_file}",
-            "LLM4COV_STOP_SITES": ";".join(stop_sites([*task.rtl_files, tb])),
+            # the RTL's own: the testbench's `$stop`s are compiled as `$finish` (hints)
+            "LLM4COV_STOP_SITES": ";".join(stop_sites(task.rtl_files)),
             "LLM4COV_SIM_TIME_LIMIT": repr(cfg.sim_time_limit_s),
             "LLM4COV_MAX_TIME_SLOTS": str(cfg.max_time_slots),
         }

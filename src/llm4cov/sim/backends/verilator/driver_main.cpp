@@ -4,7 +4,8 @@
 // Compiled with -DVL_USER_STOP_MAYBE -DVL_USER_FATAL, so the Verilated runtime calls the
 // vl_stop_maybe / vl_fatal defined here:
 //   $finish                   -> normal end                          (end=finish)
-//   $stop at a listed site    -> end of simulation, like `vvp -n`    (end=stop)
+//   $stop at a listed site    -> end of simulation, like `vvp -n`    (end=stop; the RTL's
+//                                only: the testbench's are compiled as $finish)
 //   $error / failed assertion -> counted, simulation continues       (never aborts)
 //   $fatal, DIDNOTCONVERGE    -> coverage written, exit 1            (end=fatal)
 //   simulated-time limit      -> coverage written                    (end=sim_time_limit)
