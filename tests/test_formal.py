@@ -319,3 +319,28 @@ def test_a_cut_short_cache_entry_is_a_miss_and_removed(tmp_path):
     entry.write_text(FormalResult(task_id="t", top="m").model_dump_json())
     hit = _cached(entry)
     assert hit is not None and hit.cached and hit.task_id == "t"
+
+
+@pytest.mark.parametrize("name", ["-DEASY=.sv", "+define+EASY=1.sv", "-fopts.sv"])
+def test_a_file_name_that_reads_as_an_option_is_a_file_to_every_tool(lock_task, name):
+    """The name rule admits ``-DEASY=.sv`` (real repositories use such names); as a bare
+    word, ``read_slang`` and ``read_verilog`` read it as an option, so an empty file so
+    named defined a macro for the formal tools only: reachable points were "proven
+    unreachable" (a twenty-ninth red team). Every script and command line names it
+    ``./``-prefixed, as Verilator's does."""
+    from llm4cov.sim.analysis.structure import TestbenchPlan
+    from llm4cov.sim.backends.verilator import VerilatorBackend
+    from llm4cov.sim.config import SimConfig
+    from llm4cov.tasks.model import Task
+
+    files = [*lock_task.rtl_files, SourceFile(name=name, content="")]
+    for frontend in ("slang", "verilog"):
+        read = [line for line in job_text(files, "formal_lock", "cover", 5,
+                                          frontend=frontend).splitlines()
+                if line.startswith(("read_slang", "read_verilog"))]
+        assert read and read[0].endswith(f" formal_lock.v ./{name}"), read
+    task = Task(id="t", rtl_files=files, dut_module_name="formal_lock")
+    command = VerilatorBackend(SimConfig()).verilate_command(
+        task, SourceFile(name="tb.sv", content="module tb; endmodule\n"),
+        TestbenchPlan("tb", "tb.dut"))
+    assert f"./{name}" in command and name not in command

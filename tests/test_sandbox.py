@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from llm4cov.sim.backends.verilator import source_arg
 from llm4cov.sim.safety import vlex
 from llm4cov.sim.safety.static_check import EXCEEDED, CheckLimits, inspect_testbench
 from llm4cov.tasks.model import SourceFile, Task
+from llm4cov.tasks.names import source_arg
 from support import default_preprocessor
 
 pytestmark = pytest.mark.requires_verilator

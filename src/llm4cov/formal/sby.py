@@ -19,6 +19,7 @@ from pathlib import Path
 
 from llm4cov.formal.soundness import SIM_DEFINES, SLANG_UNDEFINES
 from llm4cov.tasks.model import SourceFile, TaskError
+from llm4cov.tasks.names import source_arg
 
 _REACHED = re.compile(r"Reached cover statement (?:in step (?P<s1>\d+) at .*?: (?P<l1>\S+)"
                       r"|at .*?: (?P<l2>\S+) in step (?P<s2>\d+))")
@@ -39,7 +40,7 @@ def read_script(
     ``include_dirs``) with ``frontend`` (``slang``: ``read_slang``; ``verilog``: Yosys'
     own parser) and elaborate ``top`` with ``parameters``; the macros are the
     simulator's, then the task's ``defines`` (:mod:`llm4cov.formal.soundness`)."""
-    names = " ".join(script_word(f.name) for f in files)
+    names = " ".join(script_word(source_arg(f.name)) for f in files)
     opts = [f"-I{script_word(d)}" for d in include_dirs or []]
     opts += [f"-D{script_word(f'{k}={v}')}" for k, v in {**SIM_DEFINES, **(defines or {})}.items()]
     if frontend == "slang":

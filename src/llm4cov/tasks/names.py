@@ -75,6 +75,16 @@ def length_problem(name: str) -> str | None:
     return None
 
 
+def source_arg(name: str) -> str:
+    """A work-dir file name as a positional argument of any tool (Verilator, Yosys'
+    ``read_slang``/``read_verilog``): ``./-o.sv`` for a name that would read as an
+    option (``-``, ``+``), the name itself otherwise. Every command line and script
+    that names a task's file goes through it (a twenty-ninth red team: an empty RTL file
+    named ``-DEASY=.sv`` defined a macro for the formal tools only, so reachable points
+    were "proven unreachable")."""
+    return f"./{name}" if name.startswith(("-", "+")) else name
+
+
 def collisions(names: Iterable[str]) -> list[str]:
     """The names among ``names`` that collide in one folder: one given twice, or a
     file name that another name needs as a folder (``a.sv`` and ``a.sv/b.sv``)."""

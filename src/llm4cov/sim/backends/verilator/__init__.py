@@ -56,6 +56,7 @@ from llm4cov.sim.safety.shape import ElaboratedShape
 from llm4cov.sim.safety.workdirs import sources
 from llm4cov.tasks.hdl import compile_order, define_args, search_dirs
 from llm4cov.tasks.model import SourceFile, Task
+from llm4cov.tasks.names import source_arg
 
 #: The driver's end record (``driver_main.cpp``): one line, fixed fields in fixed order.
 END_RECORD = re.compile(
@@ -439,12 +440,6 @@ def tb_coverage_off(tb_name: str) -> str:
     too."""
     names = dict.fromkeys((tb_name, source_arg(tb_name)))
     return "`verilator_config\n" + "".join(f'coverage_off -file "{n}"\n' for n in names)
-
-
-def source_arg(name: str) -> str:
-    """A repository file name as a tool argument: ``./-o.sv`` for names that would read
-    as an option (``-``, ``+``), the name itself otherwise."""
-    return f"./{name}" if name.startswith(("-", "+")) else name
 
 
 def _keep_coverage(workdir: Path, cov_file: str | None) -> None:
