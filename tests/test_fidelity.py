@@ -94,6 +94,10 @@ def test_error_prints_are_counted_and_zero_counts_are_not():
            "[0] %Error: tb.sv:3: Assertion failed in tb\nFAILED vector 2\nall ok\n"
            "** Error: x\nmy ERROR is here\n")
     assert error_prints(out) == 3
+    # a bracketed time and TEST before it count (a twenty-ninth red team); Verilator's
+    # own `[0] %Error` and a zero count after a time do not
+    timed = "[120] ERROR: bad\n[5ns] Error: x\nTEST FAILED\n[0] %Error: a\n[9] errors: 0\n"
+    assert error_prints(timed) == 3
 
 
 def test_the_feedback_shows_the_prints_and_the_notes():

@@ -53,9 +53,11 @@ _ASSIGN = frozenset({SK.AssignmentExpression, SK.NonblockingAssignmentExpression
 _FOUR_STATE = frozenset({SK.LogicType, SK.RegType, SK.IntegerType, SK.TimeType,
                          SK.ImplicitType})
 #: Error prints: a line of the run's output that starts with ERROR or FAIL (any case),
-#: not a zero count ("Errors: 0", "errors = 0").
-_ERROR_LINE = re.compile(r"^[\s*#>\-]*(?:error|fail(?:ed|ure|s)?)\b", re.IGNORECASE)
-_ZERO_COUNT = re.compile(r"^[\s*#>\-]*(?:errors?|fail(?:ed|ures?|s)?)\s*(?:count)?"
+#: after decorations, a bracketed time (``[120] ERROR:``, ``[120ns]``) or ``TEST``
+#: (``TEST FAILED``), not a zero count ("Errors: 0", "errors = 0").
+_LEAD = r"^[\s*#>\-]*(?:\[[^\]%]*\][\s:]*)?(?:tests?\s+)?"
+_ERROR_LINE = re.compile(_LEAD + r"(?:error|fail(?:ed|ure|s)?)\b", re.IGNORECASE)
+_ZERO_COUNT = re.compile(_LEAD + r"(?:errors?|fail(?:ed|ures?|s)?)\s*(?:count)?"
                          r"\s*[:=]?\s*0\b", re.IGNORECASE)
 
 
