@@ -1138,3 +1138,18 @@ def test_a_ref_or_inout_formal_the_body_writes_is_a_write(body, reason):
               "  task automatic peek_at(const ref logic s); $display(s); endtask\n"
               "  initial begin wait_high(hit); peek_at(hit); end\n")
     assert driven_reasons(honest) == []
+
+
+def test_a_covergroup_s_own_options_in_a_bound_checker_are_no_write():
+    """IEEE 1800 19.7: ``option``/``type_option`` are the covergroup's own members; in a
+    module bound into the DUT they had read as upward names (a thirtieth red team's
+    false positive). Any other assignment there is still judged."""
+    chk = ("module chk(input logic clk, input logic s);\n"
+           "  covergroup cg @(posedge clk);\n    option.per_instance = 1;\n"
+           "    type_option.merge_instances = 1;\n    coverpoint s;\n  endgroup\n"
+           "  cg cg_i = new;\nendmodule\n")
+    bind = "  bind hdut chk u_chk(.clk(clk), .s(z));\n"
+    assert stimulus_reasons(bind, after=chk) == []
+    forged = chk.replace("    coverpoint s;\n", "    coverpoint s;\n  endgroup\n"
+                         "  initial u_hard.st = 3'd1;\n  covergroup cg2;\n")
+    assert stimulus_reasons(bind, after=forged) != []

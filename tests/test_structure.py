@@ -173,3 +173,21 @@ def test_a_check_on_a_stop_line_fails_and_final_blocks_run(evaluator):
                      "  initial begin #12 rst = 0; #100 $stop; end\nendmodule\n")
     obs = evaluator.evaluate(task, scored)
     assert (obs.status.value, obs.end_reason.value) == ("runtime_error", "fatal"), obs.log
+
+
+@pytest.mark.requires_verilator
+def test_the_simulated_time_limit_holds_at_a_coarse_precision(evaluator):
+    """At a 1 s precision the 10 ms limit is less than one tick: it had read as "no
+    limit", and a testbench past it by 10,000 times passed as ``success`` (a thirtieth
+    red team). The first time advance now passes it."""
+    from llm4cov.tasks.model import Task
+
+    rtl = ("module cnt(input logic clk, input logic rst, output logic [1:0] q);\n"
+           "  always_ff @(posedge clk) if (rst) q <= 0; else q <= q + 1;\nendmodule\n")
+    task = Task(id="probe/cnt", rtl_files=[SourceFile(name="cnt.sv", content=rtl)],
+                dut_module_name="cnt", dut_instance_name="dut")
+    text = ("`timescale 1s/1s\nmodule tb;\n  logic clk = 0, rst = 1; logic [1:0] q;\n"
+            "  cnt dut(.clk, .rst, .q);\n  always #5 clk = ~clk;\n"
+            "  initial begin #12 rst = 0; #100 $finish; end\nendmodule\n")
+    obs = evaluator.evaluate(task, text)
+    assert (obs.status.value, obs.end_reason.value) == ("timeout", "sim_time_limit"), obs.log

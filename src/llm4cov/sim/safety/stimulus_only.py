@@ -282,6 +282,8 @@ def dut_writes(tb_tree: syntax.SyntaxTree, hierarchy: Hierarchy) -> list[str]:
         named = [(p, None) for p in target] if isinstance(target, list) \
             else _lvalue_names(target)
         for path, at in named:
+            if path[0] in ("option", "type_option") and _in_covergroup(node):
+                continue  # the covergroup's own options (IEEE 1800 19.7), not a DUT name
             if len(path) == 1 and path[0] in hierarchy.inputs(module[0]):
                 say(node, f"{what} `{path[0]}` writes an input port of `{module[0]}` "
                           "(an input is driven from outside; bound into the DUT, it is the "
@@ -377,6 +379,18 @@ _DRIVING_NETS = frozenset({"supply0", "supply1", "tri0", "tri1", "trireg"})
 
 _LOCAL_SCOPES = frozenset({SK.ClassDeclaration, SK.FunctionDeclaration, SK.TaskDeclaration,
                            SK.SequentialBlockStatement, SK.ParallelBlockStatement})
+
+
+def _in_covergroup(node: Any) -> bool:
+    """Whether ``node`` lies in a covergroup declaration (a red team's false positive:
+    ``option.per_instance = 1;`` in a covergroup of a module bound into the DUT)."""
+    scope = node.parent
+    while scope is not None and scope.kind not in (SK.ModuleDeclaration,
+                                                  SK.InterfaceDeclaration):
+        if scope.kind == SK.CovergroupDeclaration:
+            return True
+        scope = scope.parent
+    return False
 
 
 def _declared_locally(node: Any, name: str) -> bool:

@@ -159,7 +159,11 @@ int main(int argc, char** argv, char**) {
 
     const long double limit_s = std::strtold(envOr("LLM4COV_SIM_TIME_LIMIT", "0").c_str(), nullptr);
     const long double ticks = limit_s * std::pow(10.0L, -contextp->timeprecision());
-    const uint64_t limit = ticks > 0 && ticks < 1.8e19L ? static_cast<uint64_t>(ticks) : 0;
+    // a limit below one tick of a coarse precision (10 ms at 1 s) is 0 ticks: the first
+    // time advance passes it (it had read as "no limit": a thirtieth red team's
+    // `timescale 1s/1s ran 10,000 times past it and passed as success)
+    const bool limited = limit_s > 0;
+    const uint64_t limit = ticks < 1.8e19L ? static_cast<uint64_t>(ticks) : UINT64_MAX;
 
     const uint64_t max_slots = std::strtoull(envOr("LLM4COV_MAX_TIME_SLOTS", "0").c_str(), nullptr, 10);
     uint64_t slots = 0;
@@ -171,7 +175,7 @@ int main(int argc, char** argv, char**) {
         if (g_terminate) { reason = "wall_timeout"; break; }
         if (!topp->eventsPending()) { reason = "no_events"; break; }
         const uint64_t next = topp->nextTimeSlot();
-        if ((limit && next > limit) || (max_slots && ++slots > max_slots)) {
+        if ((limited && next > limit) || (max_slots && ++slots > max_slots)) {
             reason = "sim_time_limit";
             break;
         }
