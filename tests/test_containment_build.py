@@ -195,7 +195,7 @@ def test_unusable_or_colliding_rtl_names_are_refused_when_the_task_loads(names, 
 @pytest.mark.parametrize(("field", "value", "message"), [
     ("include_dirs", ["i" * 201], "has a part longer than 200 characters"),
     ("defines", {"BIG": "1" * 4097}, "the value of BIG is longer than 4096 characters"),
-    ("parameters", {"W" * 1025: "1"}, "identifier of at most 1024 characters"),
+    ("parameters", {"W" * 1025: "1"}, "... is longer than 1024 characters"),
     ("defines", {f"D{i}": "1" for i in range(1025)}, "more than 1024 defines or parameters"),
 ])
 def test_task_data_that_would_pass_the_command_line_limits_is_refused(field, value, message):

@@ -190,9 +190,11 @@ class Task(BaseModel):
         if len(values) > MAX_ENTRIES:
             raise ValueError(f"more than {MAX_ENTRIES} defines or parameters")
         for name, value in values.items():
-            if len(name) > MAX_IDENTIFIER or not _IDENTIFIER.fullmatch(name):
-                raise ValueError(f"not a SystemVerilog identifier of at most "
-                                 f"{MAX_IDENTIFIER} characters: {name[:80]!r}")
+            if not _IDENTIFIER.fullmatch(name):
+                raise ValueError(f"not a SystemVerilog identifier: {name[:80]!r}")
+            if len(name) > MAX_IDENTIFIER:
+                raise ValueError(f"the name {name[:80]!r}... is longer than {MAX_IDENTIFIER} "
+                                 "characters")
             if _CONTROL.search(value):
                 raise ValueError(f"the value of {name} holds a line break or another "
                                  f"control character: {value[:80]!r}")
