@@ -6,12 +6,19 @@ import pytest
 
 from llm4cov.sim.analysis.structure import StructureError, plan_testbench, stop_sites
 from llm4cov.tasks.hdl import InstanceLimitError, instance_paths, module_decls
-from llm4cov.tasks.model import SourceFile
+from llm4cov.tasks.model import SourceFile, Task
 
 RTL = [
     SourceFile(name="sub.sv", content="module sub(input a); endmodule\n"),
     SourceFile(name="top.sv", content="module top(input a); sub u0(.a(a)); endmodule\n"),
 ]
+
+
+#: A two-bit counter with a reset (the DUT of the whole-call tests), instance ``dut``.
+CNT_TASK = Task(id="probe/cnt", rtl_files=[SourceFile(name="cnt.sv", content=(
+    "module cnt(input logic clk, input logic rst, output logic [1:0] q);\n"
+    "  always_ff @(posedge clk) if (rst) q <= 0; else q <= q + 1;\nendmodule\n"))],
+    dut_module_name="cnt", dut_instance_name="dut")
 
 
 def tb(text: str) -> SourceFile:
@@ -118,12 +125,7 @@ def test_a_dut_in_a_generate_branch_is_measured_there(evaluator):
     """The whole call: the DUT in an ``if`` directly in an else-if branch is measured at
     ``tb.genblk1.genblk1.dut`` (Verilator's coverage names it so; refused before as "not
     an instance", then "no coverage points" at pyslang's ``tb.genblk1.dut``)."""
-    from llm4cov.tasks.model import Task
-
-    rtl = ("module cnt(input logic clk, input logic rst, output logic [1:0] q);\n"
-           "  always_ff @(posedge clk) if (rst) q <= 0; else q <= q + 1;\nendmodule\n")
-    task = Task(id="probe/cnt", rtl_files=[SourceFile(name="cnt.sv", content=rtl)],
-                dut_module_name="cnt", dut_instance_name="dut")
+    task = CNT_TASK
     text = ("module tb;\n  logic clk = 0, rst = 1; logic [1:0] q;\n"
             "  if (0) begin end else if (1) if (1) begin\n    cnt dut(.clk, .rst, .q);\n  end\n"
             "  always #5 clk = ~clk;\n  initial begin #12 rst = 0; #100 $finish; end\n"
@@ -155,12 +157,7 @@ def test_a_check_on_a_stop_line_fails_and_final_blocks_run(evaluator):
     a ``unique`` violation through one hook knowing only the line, so a failing check on
     a ``$stop``'s line passed as the end (no error counted), and the ``final`` block's
     ``$fatal`` of a scoreboard was skipped after ``$stop`` (0 -> 81.25 %)."""
-    from llm4cov.tasks.model import Task
-
-    rtl = ("module cnt(input logic clk, input logic rst, output logic [1:0] q);\n"
-           "  always_ff @(posedge clk) if (rst) q <= 0; else q <= q + 1;\nendmodule\n")
-    task = Task(id="probe/cnt", rtl_files=[SourceFile(name="cnt.sv", content=rtl)],
-                dut_module_name="cnt", dut_instance_name="dut")
+    task = CNT_TASK
     head = ("module tb;\n  logic clk = 0, rst = 1; logic [1:0] q;\n  cnt dut(.clk, .rst, .q);\n"
             "  always #5 clk = ~clk;\n")
     hidden = head + ("  always @(negedge clk) if (!rst) begin assume (q != 2'd2); "
@@ -180,12 +177,7 @@ def test_the_simulated_time_limit_holds_at_a_coarse_precision(evaluator):
     """At a 1 s precision the 10 ms limit is less than one tick: it had read as "no
     limit", and a testbench past it by 10,000 times passed as ``success`` (a thirtieth
     red team). The first time advance now passes it."""
-    from llm4cov.tasks.model import Task
-
-    rtl = ("module cnt(input logic clk, input logic rst, output logic [1:0] q);\n"
-           "  always_ff @(posedge clk) if (rst) q <= 0; else q <= q + 1;\nendmodule\n")
-    task = Task(id="probe/cnt", rtl_files=[SourceFile(name="cnt.sv", content=rtl)],
-                dut_module_name="cnt", dut_instance_name="dut")
+    task = CNT_TASK
     text = ("`timescale 1s/1s\nmodule tb;\n  logic clk = 0, rst = 1; logic [1:0] q;\n"
             "  cnt dut(.clk, .rst, .q);\n  always #5 clk = ~clk;\n"
             "  initial begin #12 rst = 0; #100 $finish; end\nendmodule\n")
