@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from llm4cov.sim.analysis.structure import StructureError, plan_testbench, stop_sites
+from llm4cov.sim.analysis.structure import StructureError, plan_testbench, stop_offsets
 from llm4cov.tasks.hdl import InstanceLimitError, instance_paths, module_decls
 from llm4cov.tasks.model import SourceFile, Task
 
@@ -84,12 +84,13 @@ def test_the_checks_read_the_ieee_path_of_a_directly_nested_dut():
     assert (flat.ieee_hier, flat.elaborated_hier) == ("", "tb.dut")
 
 
-def test_stop_sites_skip_error_lines():
+def test_bare_stops_skip_error_lines():
     src = (
         "module tb;\ninitial begin\n  if (x) $error(\"e\"); else $stop;\n  $stop;\nend\n"
         "endmodule\n"
     )
-    assert stop_sites([tb(src)]) == ["tb.sv:4"]
+    assert stop_offsets(tb(src), bare=True) == [(src.rindex("$stop"), 4)]
+    assert [line for _, line in stop_offsets(tb(src))] == [3, 4]
 
 
 def test_several_instances_in_one_statement():
@@ -170,6 +171,37 @@ def test_a_check_on_a_stop_line_fails_and_final_blocks_run(evaluator):
                      "  initial begin #12 rst = 0; #100 $stop; end\nendmodule\n")
     obs = evaluator.evaluate(task, scored)
     assert (obs.status.value, obs.end_reason.value) == ("runtime_error", "fatal"), obs.log
+
+
+#: A counter whose RTL ends the run with a bare ``$stop`` (line 3) when ``halt`` is high.
+HALT_TASK = Task(id="probe/halt", rtl_files=[SourceFile(name="halt.sv", content=(
+    "module halt(input logic clk, input logic rst, input logic stop, output logic [1:0] q);\n"
+    "  always_ff @(posedge clk) if (rst) q <= 0; else q <= q + 1;\n"
+    "  always @(posedge clk) if (stop) $stop;\nendmodule\n"))],
+    dut_module_name="halt", dut_instance_name="dut")
+
+
+@pytest.mark.requires_verilator
+def test_a_line_directive_naming_an_rtl_stop_makes_no_end(evaluator):
+    """The driver told an RTL ``$stop`` from an error report by its file and line, which a
+    testbench's `` `line`` directive names at will: an ``$error`` placed at the RTL
+    ``$stop``'s line ended the run there as that ``$stop`` (``end: stop`` at 22 ps, no
+    error counted). The RTL's bare ``$stop`` is now compiled as ``$finish`` and every
+    error report is one: the run goes on to its ``$finish`` at 112 ps, one error."""
+    head = ("module tb;\n  logic clk = 0, rst = 1, stop = 0; logic [1:0] q;\n"
+            "  halt dut(.clk, .rst, .stop, .q);\n  always #5 clk = ~clk;\n")
+    forged = head + ("  initial begin #12 rst = 0;\n`line 3 \"halt.sv\" 0\n"
+                     "  #10 $error(\"check failed\");\n`line 9 \"tb.sv\" 0\n"
+                     "  #90 $finish; end\nendmodule\n")
+    obs = evaluator.evaluate(HALT_TASK, forged)
+    assert (obs.status.value, obs.end_reason.value) == ("success", "finish"), obs.log[-400:]
+    assert (obs.tb_error_count, obs.sim_time_ps) == (1, 112)
+    # the RTL's own $stop still ends the run, at the first edge with stop high (25 ps)
+    honest = head + "  initial begin #12 rst = 0; #10 stop = 1; #90 $finish; end\nendmodule\n"
+    obs = evaluator.evaluate(HALT_TASK, honest)
+    assert (obs.end_reason.value, obs.tb_error_count, obs.sim_time_ps) == ("finish", 0, 25)
+    assert "halt.sv:3: `$stop` is compiled as `$finish` (the end of the run, `final` " \
+        "blocks included; an error report on its line stays one)" in obs.notes
 
 
 @pytest.mark.requires_verilator

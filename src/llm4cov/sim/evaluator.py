@@ -689,7 +689,8 @@ class Evaluator:
 
     def _rewrite_sources(self, task: Task, tb: SourceFile, plan: TestbenchPlan,
                          workdir: Path, generated: str = "") -> hints.Rewrite:
-        """Write the sources as compiled: the testbench with the workarounds of the
+        """Write the sources as compiled: the RTL's bare ``$stop`` as ``$finish``
+        (``hints.rtl_workarounds``), the testbench with the workarounds of the
         backend's known divergences from IEEE 1800 (``hints.testbench_workarounds``,
         :class:`~llm4cov.sim.backends.base.Capabilities`) and the ``generated`` code
         after it and, when a module related to the DUT is instantiated more than once,
@@ -702,11 +703,16 @@ class Evaluator:
         if fix.notes and not same_lines(tb.content, fix.text):  # never: its lines stay
             log.warning("testbench workaround moved lines; not used")
             fix = hints.Workaround(tb.content)
-        new = {tb.name: fix.text} if fix.notes else {}
-        notes.extend(fix.notes)
+        rtl, rtl_notes = hints.rtl_workarounds(task.rtl_files)
+        new = {**rtl, **({tb.name: fix.text} if fix.notes else {})}
+        notes.extend([*rtl_notes, *fix.notes])
         refused: tuple[str, ...] = ()
         if not caps.native_per_instance:
-            copies, copy_notes, refused = _per_instance_copies(task, tb.name, fix.text, plan)
+            compiled = task.model_copy(update={"rtl_files": [
+                SourceFile(name=f.name, content=rtl.get(f.name, f.content))
+                for f in task.rtl_files]}) if rtl else task
+            copies, copy_notes, refused = _per_instance_copies(compiled, tb.name, fix.text,
+                                                               plan)
             new.update(copies)
             notes.extend(copy_notes)
         if generated:

@@ -81,11 +81,8 @@ def testbench_workarounds(tb: SourceFile, nba: bool = True, disable: bool = True
     inserts = {at: "#0 " for at in disables} | {at: " #0" for at in nbas}
     if not inserts and not stops:
         return Workaround(tb.content)
-    text = tb.content
-    edits = sorted([(at, 0, s) for at, s in inserts.items()] +
-                   [(at, len("$stop"), "$finish") for at in stops], reverse=True)
-    for at, cut, put in edits:
-        text = text[:at] + put + text[at + cut:]
+    text = _splice(tb.content, [(at, 0, s) for at, s in inserts.items()] +
+                   [(at, len("$stop"), "$finish") for at in stops])
 
     def lines(offsets: list[int]) -> list[int]:
         return sorted({tb.content[:at].count("\n") + 1 for at in offsets})
@@ -104,10 +101,42 @@ def testbench_workarounds(tb: SourceFile, nba: bool = True, disable: bool = True
             "survive the disable)"
         )
     if stops:
-        notes.append(f"{tb.name}:{_line_list(lines(stops))}: `$stop` is compiled as "
-                     "`$finish` (the end of the run, `final` blocks included; an error "
-                     "report on its line stays one)")
+        notes.append(_stop_note(tb.name, lines(stops)))
     return Workaround(text, tuple(notes), frozenset(lines(nbas)))
+
+
+def rtl_workarounds(files: Iterable[SourceFile]) -> tuple[dict[str, str], tuple[str, ...]]:
+    """The RTL files as compiled for simulation (name -> text, only those changed) and
+    notes: a bare ``$stop`` (:func:`~llm4cov.sim.analysis.structure.stop_offsets` with
+    ``bare``) is compiled as ``$finish``, on its line, so it ends the run as the
+    testbench's does. Before, the driver told an RTL ``$stop`` from an error report by
+    its ``file:line``, which a testbench names at will (`` `line 9 "dut.sv" 0`` before an
+    ``$error``: the failing check ended the run as that ``$stop``, no error counted); now
+    the driver counts every such call as an error. A ``$stop`` on a line with
+    ``$error``/``$fatal``/``assert`` (an assertion's action) or from a macro stays one and
+    is counted as an error report."""
+    texts: dict[str, str] = {}
+    notes: list[str] = []
+    for f in files:
+        stops = stop_offsets(f, bare=True)
+        if stops:
+            texts[f.name] = _splice(f.content, [(at, len("$stop"), "$finish")
+                                                for at, _ in stops])
+            notes.append(_stop_note(f.name, sorted({line for _, line in stops})))
+    return texts, tuple(notes)
+
+
+def _splice(text: str, edits: list[tuple[int, int, str]]) -> str:
+    """``text`` with each ``(offset, cut, put)`` edit made: ``cut`` characters at
+    ``offset`` replaced by ``put`` (offsets into the original text, none overlapping)."""
+    for at, cut, put in sorted(edits, reverse=True):
+        text = text[:at] + put + text[at + cut:]
+    return text
+
+
+def _stop_note(name: str, lines: list[int]) -> str:
+    return (f"{name}:{_line_list(lines)}: `$stop` is compiled as `$finish` (the end of "
+            "the run, `final` blocks included; an error report on its line stays one)")
 
 
 def _line_list(lines: list[int]) -> str:

@@ -264,51 +264,33 @@ def _bound_modules(tb: SourceFile) -> tuple[str, ...]:
     return tuple(sorted(bound))
 
 
-def stop_sites(files: list[SourceFile]) -> list[str]:
-    """``file:line`` of every ``$stop`` that is not on a line with ``$error``/``$fatal``
-    or an assertion (those lines report errors; only a bare ``$stop`` ends the run)."""
-    sites: list[str] = []
-    for f in files:
-        tree = parse_tree(f.content, f.name)
-        sm = tree.sourceManager
-        stops: set[int] = set()
-        noisy: set[int] = set()
-
-        def visit(node: object, sm=sm, stops=stops, noisy=noisy) -> bool:
-            if isinstance(node, pyslang.parsing.Token):
-                line = sm.getLineNumber(node.location)
-                if node.kind == pyslang.parsing.TokenKind.SystemIdentifier:
-                    if node.valueText == "$stop":
-                        stops.add(line)
-                    elif node.valueText in ("$error", "$fatal"):
-                        noisy.add(line)
-                elif node.kind == pyslang.parsing.TokenKind.AssertKeyword:
-                    noisy.add(line)
-            return True
-
-        tree.root.visit(visit)
-        sites.extend(f"{f.name}:{line}" for line in sorted(stops - noisy))
-    return sites
-
-
-def stop_offsets(tb: SourceFile) -> list[tuple[int, int]]:
-    """``(offset, line)`` of every ``$stop`` token written in the testbench's own text
-    (not one a macro expands to): the ones :func:`~llm4cov.sim.analysis.hints.
-    testbench_workarounds` compiles as ``$finish``."""
-    tree = parse_tree(tb.content, tb.name)
+def stop_offsets(f: SourceFile, bare: bool = False) -> list[tuple[int, int]]:
+    """``(offset, line)`` of every ``$stop`` token written in ``f``'s own text (not one
+    a macro expands to, nor one of an included file): the ones
+    :mod:`~llm4cov.sim.analysis.hints` compiles as ``$finish``. ``bare``: leave out a
+    ``$stop`` on a line that also has ``$error``/``$fatal`` or an ``assert`` (the RTL's
+    rule: such a ``$stop`` is an assertion's action and stays an error report)."""
+    tree = parse_tree(f.content, f.name)
     sm = tree.sourceManager
     found: list[tuple[int, int]] = []
+    noisy: set[int] = set()
 
     def visit(node: object) -> bool:
-        if isinstance(node, pyslang.parsing.Token) and \
-                node.kind == pyslang.parsing.TokenKind.SystemIdentifier and \
-                node.valueText == "$stop" and not sm.isMacroLoc(node.location) and \
-                sm.isFileLoc(node.location) and not sm.isIncludedFileLoc(node.location):
-            found.append((node.location.offset, sm.getLineNumber(node.location)))
+        if not isinstance(node, pyslang.parsing.Token):
+            return True
+        line = sm.getLineNumber(node.location)
+        if node.kind == pyslang.parsing.TokenKind.SystemIdentifier:
+            if node.valueText == "$stop" and not sm.isMacroLoc(node.location) and \
+                    sm.isFileLoc(node.location) and not sm.isIncludedFileLoc(node.location):
+                found.append((node.location.offset, line))
+            elif node.valueText in ("$error", "$fatal"):
+                noisy.add(line)
+        elif node.kind == pyslang.parsing.TokenKind.AssertKeyword:
+            noisy.add(line)
         return True
 
     tree.root.visit(visit)
-    return sorted(found)
+    return sorted(at for at in found if not (bare and at[1] in noisy))
 
 
 def always_without_timing(tb: SourceFile) -> list[int]:

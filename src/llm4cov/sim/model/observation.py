@@ -59,9 +59,9 @@ class Status(StrEnum):
 class EndReason(StrEnum):
     """How the simulation run itself ended (structured signal from the driver).
 
-    - ``finish``: ``$finish``, or the testbench's ``$stop`` (compiled as ``$finish``,
-      like Icarus ``vvp -n``'s end; a note says so); ``stop``: a ``$stop`` of the RTL
-      (treated as the end); ``no_events``: every process finished and no clock runs.
+    - ``finish``: ``$finish``, or a ``$stop`` of the testbench or the RTL (compiled as
+      ``$finish``, like Icarus ``vvp -n``'s end; a note says so); ``no_events``: every
+      process finished and no clock runs.
     - ``fatal``: ``$fatal`` or a simulator runtime error (e.g. DIDNOTCONVERGE).
     - ``sim_time_limit``: the simulated-time limit stopped a testbench that never ended;
       ``wall_timeout``: the wall-clock limit; ``crashed``: killed by a signal or a
@@ -69,7 +69,6 @@ class EndReason(StrEnum):
     """
 
     FINISH = "finish"
-    STOP = "stop"
     NO_EVENTS = "no_events"
     FATAL = "fatal"
     SIM_TIME_LIMIT = "sim_time_limit"

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from llm4cov.sim.analysis import rtl_check
-from llm4cov.sim.analysis.structure import TestbenchPlan, always_without_timing, stop_sites
+from llm4cov.sim.analysis.structure import TestbenchPlan, always_without_timing
 from llm4cov.sim.backends.base import RunOutcome, SourcesRefused
 from llm4cov.sim.backends.verilator import failures
 from llm4cov.sim.backends.verilator.artifacts import ArtifactStore, compiler_version
@@ -65,11 +65,11 @@ END_RECORD = re.compile(
     rb"line=(?P<line>-?\d{1,10}) coverage=(?P<coverage>-?\d{1,20}) "
     rb"file=(?P<file>(?:[0-9a-f]{2}){0,1024})\n"
 )
-_END_REASONS = frozenset({"finish", "stop", "no_events", "fatal", "sim_time_limit",
+_END_REASONS = frozenset({"finish", "no_events", "fatal", "sim_time_limit",
                           "wall_timeout"})
 END_FD_ENV = "LLM4COV_END_FD"
 #: The variables the simulation gets (besides PATH and the end-record pipe).
-RUN_ENV_KEYS = ("LLM4COV_COVERAGE_FILE", "LLM4COV_STOP_SITES", "LLM4COV_SIM_TIME_LIMIT",
+RUN_ENV_KEYS = ("LLM4COV_COVERAGE_FILE", "LLM4COV_SIM_TIME_LIMIT",
                 "LLM4COV_MAX_TIME_SLOTS", "VERILATOR_SOLVER")
 #: The largest coverage file the evaluator (and ``report/capture.py``) parses, bytes.
 COVERAGE_MAX_BYTES = COVERAGE_FORMAT.max_bytes
@@ -362,7 +362,6 @@ class VerilatorBackend:
             "PATH": self.toolchain.env().get("PATH", ""),
             "LLM4COV_COVERAGE_FILE": f"../{cov_file}",
             # the RTL's own: the testbench's `$stop`s are compiled as `$finish` (hints)
-            "LLM4COV_STOP_SITES": ";".join(stop_sites(task.rtl_files)),
             "LLM4COV_SIM_TIME_LIMIT": repr(cfg.sim_time_limit_s),
             "LLM4COV_MAX_TIME_SLOTS": str(cfg.max_time_slots),
         }
@@ -495,10 +494,7 @@ def classify_run(
         notes.append(problem)
         return Status.RUNTIME_ERROR, EndReason.CRASHED, notes
     reason = end.get("end")
-    if reason in ("finish", "stop", "no_events"):
-        if reason == "stop":
-            notes.append(f"ended by $stop at {end.get('file')}:{end.get('line')} "
-                         "(treated as the end of the simulation)")
+    if reason in ("finish", "no_events"):
         if reason == "no_events":
             notes.append("no $finish: the simulation ended because no events were left")
         status = Status.SUCCESS if has_cov else Status.NO_COVERAGE

@@ -4,8 +4,9 @@
 // Compiled with -DVL_USER_STOP_MAYBE -DVL_USER_FATAL, so the Verilated runtime calls the
 // vl_stop_maybe / vl_fatal defined here:
 //   $finish                   -> normal end                          (end=finish)
-//   $stop at a listed site    -> end of simulation, like `vvp -n`    (end=stop; the RTL's
-//                                only: the testbench's are compiled as $finish)
+//   $stop                     -> the evaluator compiles every bare $stop as $finish
+//                                (the end of the run, like `vvp -n`); one it left, on an
+//                                assertion's line or from a macro, is an error report
 //   $error / failed assertion -> counted, simulation continues       (never aborts)
 //   $fatal, DIDNOTCONVERGE    -> coverage written, exit 1            (end=fatal)
 //   simulated-time limit      -> coverage written                    (end=sim_time_limit)
@@ -19,7 +20,6 @@
 //                          errors=<n> line=<l> coverage=<bytes of coverage.dat>
 //                          file=<hex of the source file name>
 //   LLM4COV_COVERAGE_FILE  coverage.dat path (a random name in the work dir)
-//   LLM4COV_STOP_SITES     ';'-separated file:line list of $stop statements
 //   LLM4COV_SIM_TIME_LIMIT simulated-time limit in seconds (float, 0 = none)
 //   LLM4COV_MAX_TIME_SLOTS limit on time advances (0 = none): bounds a free-running clock
 //                          whatever the timescale (1 ps units make seconds meaningless)
@@ -36,7 +36,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
-#include <set>
 #include <string>
 
 namespace {
@@ -44,7 +43,6 @@ volatile std::sig_atomic_t g_terminate = 0;
 VerilatedContext* g_ctx = nullptr;
 int g_tb_errors = 0;
 bool g_written = false;
-std::set<std::string> g_stop_sites;
 int g_end_fd = -1;
 std::string g_coverage_file = "coverage.dat";
 
@@ -53,17 +51,6 @@ void onTerminate(int) { g_terminate = 1; }
 std::string envOr(const char* name, const char* fallback) {
     const char* v = std::getenv(name);
     return v ? std::string{v} : std::string{fallback};
-}
-
-void loadStopSites() {
-    const std::string sites = envOr("LLM4COV_STOP_SITES", "");
-    size_t start = 0;
-    while (start < sites.size()) {
-        size_t end = sites.find(';', start);
-        if (end == std::string::npos) end = sites.size();
-        if (end > start) g_stop_sites.insert(sites.substr(start, end - start));
-        start = end + 1;
-    }
 }
 
 // Takes the outputs' names from the environment and hides them from the simulation.
@@ -117,6 +104,8 @@ void writeResults(const char* reason, const char* file, int line) {
 }  // namespace
 
 // $stop, $error and failed assertions arrive with maybe=true, $fatal with maybe=false.
+// The call names only a file and line, which a testbench's `line directive forges, so
+// nothing here is decided from them: every maybe=true call is an error report.
 void vl_stop_maybe(const char* filename, int linenum, const char* hier, bool maybe) {
     (void)hier;
     if (!maybe) {
@@ -125,14 +114,8 @@ void vl_stop_maybe(const char* filename, int linenum, const char* hier, bool may
         writeResults("fatal", filename, linenum);
         std::exit(1);
     }
-    const std::string site = std::string{filename} + ":" + std::to_string(linenum);
-    if (g_stop_sites.count(site)) {
-        VL_PRINTF("- %s:%d: Verilog $stop (treated as the end of the simulation)\n", filename,
-                  linenum);
-        writeResults("stop", filename, linenum);
-        Verilated::threadContextp()->gotFinish(true);
-        return;
-    }
+    (void)filename;
+    (void)linenum;
     ++g_tb_errors;  // $error / assertion failure: reported, never fatal
 }
 
@@ -147,7 +130,6 @@ int main(int argc, char** argv, char**) {
     Verilated::debug(0);
     std::signal(SIGTERM, onTerminate);
     takeOutputs();
-    loadStopSites();
     const std::unique_ptr<VerilatedContext> contextp{new VerilatedContext};
     g_ctx = contextp.get();
     contextp->threads(1);
