@@ -594,7 +594,7 @@ class Evaluator:
                          "testbench workarounds) did not compile; built them as given")
         seconds = time.monotonic() - t0
         log_text = clean_build_log(scrub_paths(build.output, str(workdirs.sources(workdir))),
-                                   str(workdir))
+                                   str(workdir), (str(cache_root(self.config)),))
         return _Build(build, why, drop, seconds, log_text, unmeasured)
 
     def _unmeasured(self, task: Task, options: list[str], drop: tuple[str, ...],

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 import re
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+
+from llm4cov.sim.config import default_cache_root
 
 _MAKE_NOISE = re.compile(
     r"^(make(\[\d+\])?: |ccache |c\+\+ |g\+\+ |/usr/bin/|rm |echo |ar |python3? |\s*$|"
@@ -13,15 +19,41 @@ _MAKE_NOISE = re.compile(
 _ERROR_LINE = re.compile(r"(%Error|%Warning|error:|Error|Internal Error)")
 
 
-def scrub_paths(text: str, workdir: str) -> str:
-    """Replace the temporary work dir (and ``obj/``) so paths read as the repo's own."""
+def scrub_paths(text: str, workdir: str, caches: Iterable[str] = ()) -> str:
+    """Replace the temporary work dir (and ``obj/``) so paths read as the repo's own,
+    then the host's folders a simulator or compiler message names (:func:`host_folders`,
+    ``caches``: the caches' roots in use)."""
     text = text.replace(workdir.rstrip("/") + "/", "").replace(workdir, ".")
-    return text.replace("obj/../", "")
+    text = text.replace("obj/../", "")
+    for folder, placeholder in host_folders(tuple(caches)):
+        text = re.sub(re.escape(folder) + r"(?![\w.+-])", placeholder, text)
+    return text
 
 
-def clean_build_log(text: str, workdir: str) -> str:
-    """Verilator/g++ diagnostics without make/compiler command noise, errors first."""
-    lines = [ln for ln in scrub_paths(text, workdir).splitlines() if not _MAKE_NOISE.match(ln)]
+@functools.cache
+def host_folders(caches: tuple[str, ...] = ()) -> tuple[tuple[str, str], ...]:
+    """``(folder, placeholder)`` of the host folders a log may name, longest first:
+    the caches' roots (``<cache>``: fetched toolchains, precompiled headers), the
+    virtual environment's prefix (``<venv>``: the pinned Verilator's runtime sources,
+    whose ``__FILE__`` its runtime messages print) and the home folder (``~``). A log
+    goes into the model's prompt (perhaps a remote server) and into reports: neither
+    needs where the user keeps things. System folders (``/usr``) are left as they are."""
+    found = {str(Path(c).expanduser().resolve()): "<cache>" for c in caches if c}
+    found.setdefault(str(default_cache_root().resolve()), "<cache>")
+    if sys.prefix != sys.base_prefix:
+        found.setdefault(str(Path(sys.prefix).resolve()), "<venv>")
+        found.setdefault(sys.prefix, "<venv>")
+    home = str(Path.home())
+    if home not in ("", "/"):
+        found.setdefault(home, "~")
+    return tuple(sorted(found.items(), key=lambda kv: -len(kv[0])))
+
+
+def clean_build_log(text: str, workdir: str, caches: Iterable[str] = ()) -> str:
+    """Verilator/g++ diagnostics without make/compiler command noise, errors first
+    (paths scrubbed: :func:`scrub_paths`)."""
+    lines = [ln for ln in scrub_paths(text, workdir, caches).splitlines()
+             if not _MAKE_NOISE.match(ln)]
     errors, rest = _split_diagnostics(lines)
     return "\n".join(errors + rest)
 

@@ -381,7 +381,8 @@ class VerilatorBackend:
             record_env=END_FD_ENV,
         )
         end, problem = read_end_record(run, workdir / cov_file)
-        output = scrub_paths(scrub_paths(run.output, str(sources(workdir))), str(workdir))
+        output = scrub_paths(scrub_paths(run.output, str(sources(workdir))), str(workdir),
+                             (str(cache_root(cfg)),))
         seconds = (int(end["time"]) * 10.0 ** int(end.get("precision", "-12"))
                    if "time" in end else None)
         return RunOutcome(
