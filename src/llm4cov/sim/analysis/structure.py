@@ -269,7 +269,10 @@ def stop_offsets(f: SourceFile, bare: bool = False) -> list[tuple[int, int]]:
     a macro expands to, nor one of an included file): the ones
     :mod:`~llm4cov.sim.analysis.hints` compiles as ``$finish``. ``bare``: leave out a
     ``$stop`` on a line that also has ``$error``/``$fatal`` or an ``assert`` (the RTL's
-    rule: such a ``$stop`` is an assertion's action and stays an error report)."""
+    rule: such a ``$stop`` is an assertion's action and stays an error report). A text
+    without the characters ``$stop`` is not parsed (most are: the RTL's every call)."""
+    if "$stop" not in f.content:
+        return []
     tree = parse_tree(f.content, f.name)
     sm = tree.sourceManager
     found: list[tuple[int, int]] = []
