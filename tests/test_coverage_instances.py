@@ -42,6 +42,33 @@ def test_two_copies_of_the_dut_get_distinct_values_and_lines_are_kept():
         assert text.count("\n") == original.count("\n")
 
 
+def test_an_instance_or_module_end_a_macro_writes_is_never_edited_in_place():
+    """A macro's tokens have offsets in its own buffer: an instance it writes keeps its
+    statement and the module's default copy, the others get theirs (at their places
+    after characters of several UTF-8 bytes too); a copied module
+    whose `endmodule` a macro writes stops the plan (the parameter declaration would
+    have landed in other code)."""
+    tb = SourceFile(name="tb.sv", content=(
+        "`define TWIN(n) leaf n (.a(a));\nmodule tb;\n  logic a;\n"
+        "  leaf dut (.a(a));\n  `TWIN(shadow)\nendmodule\n"))
+    plan = plan_per_instance([LEAF], tb, "tb", "tb.dut")
+    assert plan.sources["tb.sv"] == tb.content.replace(
+        "  leaf dut", f"  leaf #(.{PARAM}(64'd1)) dut")
+    assert (plan.copies, plan.notes) == ({"leaf": 2}, (
+        "an instance of `leaf` in `tb` that a macro writes keeps the module's default "
+        "copy (shared by every such instance)",))
+    wide = _tb("  // ééé ☃\n  leaf dut (.a(a));\n  leaf #(4) shadow (.a(a));")
+    assert plan_per_instance([LEAF], wide, "tb", "tb.dut").sources["tb.sv"] == (
+        wide.content.replace("leaf dut", f"leaf #(.{PARAM}(64'd1)) dut").replace(
+            "leaf #(4) shadow", f"leaf #(.W(4), .{PARAM}(64'd2)) shadow"))
+    ended = SourceFile(name="leaf.sv", content=(
+        "`define END endmodule\nmodule leaf (input logic a);\n`END\n"))
+    two = _tb("  leaf dut (.a(a));\n  leaf shadow (.a(a));")
+    skipped = plan_per_instance([ended], two, "tb", "tb.dut")
+    assert (skipped.skipped, skipped.sources) == (True, {})
+    assert "a macro writes the end of `leaf`'s header or its `endmodule`" in skipped.notes[0]
+
+
 def test_positional_overrides_become_named_and_multi_instance_statements_split():
     tb = _tb("  leaf #(8) dut (.a(a)), shadow (.a(a));")
     plan = plan_per_instance([LEAF], tb, "tb", "tb.dut")
@@ -143,6 +170,26 @@ def test_one_exercised_instance_of_four_is_counted_per_instance(evaluator):
     (hand-counted points: :func:`_assert_cell_bank_counts`)."""
     task = fixture_task("cell_bank")
     _assert_cell_bank_counts(evaluator.evaluate(task, (FIXTURES / "cell_bank_tb.sv").read_text()))
+
+
+@pytest.mark.requires_verilator
+def test_a_broken_workaround_keeps_the_per_instance_copies(evaluator, monkeypatch):
+    """Fault injection into the evaluator's own testbench rewrite (no testbench is known
+    to break it since the thirty-first red team's offsets were fixed): a build that
+    fails on a line the rewrite changed was rebuilt from the sources as given, without
+    the per-instance copies, so the DUT's four cells shared one counter set (that red
+    team: 88.54 -> 93.55 %). The testbench is now built as given with its copies: the
+    hand-counted points of :func:`_assert_cell_bank_counts`."""
+    import llm4cov.sim.evaluator as evaluator_mod
+
+    text = (FIXTURES / "cell_bank_tb.sv").read_text()
+    broken = text.replace("always #5 clk = ~clk;", "always #5 clk = ~clk; #0 ;;=")
+    monkeypatch.setattr(evaluator_mod.hints, "testbench_workarounds",
+                        lambda *a, **k: evaluator_mod.hints.Workaround(broken, ("x",)))
+    obs = evaluator.evaluate(fixture_task("cell_bank"), text)
+    _assert_cell_bank_counts(obs)
+    assert "the evaluator's testbench workarounds did not compile; built the testbench " \
+        "as given, with its per-instance copies" in obs.notes
 
 
 def _kept_run(evaluator, tmp_path, *extra: str):

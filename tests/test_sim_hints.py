@@ -48,6 +48,36 @@ def test_workarounds_insert_text_only_and_keep_lines():
     assert len(fix.notes) == 2
 
 
+def test_a_macro_s_assignment_or_disable_is_left_and_nothing_else_moves():
+    """A thirty-first red team: a `` `define`` body's ``<=`` and ``disable`` have offsets
+    in the macro's buffer, and the rewrite inserted its ``#0`` there, into other code of
+    the testbench. Only tokens written in the text are rewritten now."""
+    tb = SourceFile(name="tb.sv", content=(
+        "module tb; logic r, q;\n"
+        "`define NB(a, b) begin /* padding padding padding */ a <= b; end\n"
+        "`define STOP_WD disable wd\n"
+        "  initial `NB(r, 1'b1)\n"
+        "  initial begin q <= 0;\n"
+        "    fork : wd\n      begin `STOP_WD; end\n      begin #5 $finish; end\n    join\n"
+        "  end\nendmodule\n"))
+    fix = hints.testbench_workarounds(tb)
+    assert fix.text == tb.content.replace("begin q <= 0;", "begin q <= #0 0;")
+    assert fix.nba_lines == frozenset({5})
+
+
+def test_rewrites_land_after_characters_of_several_bytes():
+    """pyslang counts UTF-8 bytes: each two-byte ``é`` in a comment had moved every later
+    edit one character left (the same red team: ``wdog #0 dut``, ``$finish`` cutting
+    other text)."""
+    tb = SourceFile(name="tb.sv", content=(
+        "module tb; logic r, q; // éééé ☃\n"
+        "  initial begin r <= 1; #3 $stop; end\n"
+        "  initial fork : wd begin disable wd; end join\nendmodule\n"))
+    fix = hints.testbench_workarounds(tb)
+    assert fix.text == tb.content.replace("r <= 1; #3 $stop", "r <= #0 1; #3 $finish") \
+        .replace("begin disable wd", "begin #0 disable wd")
+
+
 def test_initialdly_note_only_for_unfixed_lines_of_a_clocked_testbench():
     tb = SourceFile(name="tb.sv", content="module tb; initial @(posedge c) r <= 1; endmodule")
     log = "%Warning-INITIALDLY: tb.sv:1:34: Non-blocking assignment '<=' in initial"

@@ -27,7 +27,7 @@ from typing import Any
 from pyslang import syntax
 
 from llm4cov.policies.random_stimulus import Style, random_testbench
-from llm4cov.tasks.hdl import Port, parse_tree
+from llm4cov.tasks.hdl import Port, own_offset, parse_tree
 from llm4cov.tasks.model import Task
 
 K = syntax.SyntaxKind
@@ -153,8 +153,8 @@ def dut_connections(testbench: str, task: Task, ports: list[Port]) -> dict[str, 
 
 
 def _finish_offset(testbench: str) -> int | None:
-    """Byte offset of the statement holding the last ``$finish`` of the largest
-    ``initial`` block, or None when there is none."""
+    """Where the statement holding the last ``$finish`` of the largest ``initial``
+    block begins (a string index), or None when there is none."""
     tree = parse_tree(testbench, "tb.sv")
     best: tuple[int, int] | None = None  # (block size, offset)
 
@@ -174,7 +174,9 @@ def _finish_offset(testbench: str) -> int | None:
         if block is None:
             return True
         size = block.sourceRange.end.offset - block.sourceRange.start.offset
-        offset = stmt.getFirstToken().location.offset
+        offset = own_offset(tree.sourceManager, stmt.getFirstToken(), testbench)
+        if offset is None:  # a macro writes it: no insertion point in the text
+            return True
         if best is None or (size, offset) >= best:
             best = (size, offset)
         return True
@@ -213,7 +215,6 @@ def merge_phases(
     offset = _finish_offset(testbench)
     if conns is None or offset is None or (clock is not None and clock not in conns):
         return None
-    data = testbench.encode("utf-8", errors="surrogateescape")
     taken = set(re.findall(r"[A-Za-z_]\w*", testbench))
     code = phase_code(phases, ports, conns, clock, style=style, taken=taken) if phases else ""
     if dump is not None:
@@ -222,8 +223,7 @@ def merge_phases(
             return None
         code += dump_code(inst.decl.name.valueText, dump, f"@(negedge {conns[clock]});")
     code = code.lstrip() + "    "
-    return (data[:offset] + code.encode() + data[offset:]).decode(
-        "utf-8", errors="surrogateescape")
+    return testbench[:offset] + code + testbench[offset:]
 
 
 def closing_testbench(

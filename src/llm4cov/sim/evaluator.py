@@ -124,6 +124,10 @@ class _Staged:
     findings: list[precheck.Finding] | None
     """The pyslang pre-check's findings (None: the pre-check is off)."""
     rewrite: hints.Rewrite
+    aux: list[SourceFile] = dataclasses.field(default_factory=list)
+    """The testbench's data and include files."""
+    view: Preprocessed | None = None
+    """The static check's view of the sources as given (None: the check is off)."""
 
 
 @dataclass(frozen=True)
@@ -138,6 +142,8 @@ class _Build:
     seconds: float
     log: str
     unmeasured: dict[str, int] = dataclasses.field(default_factory=dict)
+    #: Why the testbench is refused after all (:meth:`Evaluator._build_as_given`).
+    refused: str | None = None
     """Dropped metrics counted 0 % covered over the DUT's points (:meth:`Evaluator._unmeasured`)."""
 
 
@@ -545,8 +551,11 @@ class Evaluator:
             )
         notes = [*rewrite.notes,
                  *hints.missing_data_notes(tb, {f.name for f in [*task.rtl_files, *aux]})]
-        staged = _Staged(task, tb, plan, workdir, findings, rewrite)
+        staged = _Staged(task, tb, plan, workdir, findings, rewrite, aux, view)
         build = self._build(staged, base, notes)
+        if build.refused:
+            return Observation(status=Status.REJECTED, log=build.refused, notes=[build.refused],
+                               build_s=build.seconds, **base)
         base = {**base, "coverage_options": [o for o in base["coverage_options"]
                                              if o not in build.dropped]}
         judged = self._judge_build(staged, build, base, notes)
@@ -586,16 +595,55 @@ class Evaluator:
         unmeasured = self._unmeasured(task, base["coverage_options"], drop, notes) \
             if drop and why is None else {}
         sites = self.backend.error_sites(build.output) if build.returncode != 0 else []
+        refused = None
         if why is None and rewrite.caused(sites):
-            for name, text in rewrite.originals.items():  # build the sources as given
-                _write(workdirs.sources(workdir) / name, text)
-            build = self.backend.build(task, tb, plan, workdir, drop)
-            notes.append("the evaluator's rewrite of the sources (per-instance coverage, "
-                         "testbench workarounds) did not compile; built them as given")
+            build, refused = self._build_as_given(staged, drop, notes)
         seconds = time.monotonic() - t0
         log_text = clean_build_log(scrub_paths(build.output, str(workdirs.sources(workdir))),
                                    str(workdir), (str(cache_root(self.config)),))
-        return _Build(build, why, drop, seconds, log_text, unmeasured)
+        return _Build(build, why, drop, seconds, log_text, unmeasured, refused)
+
+    def _build_as_given(self, staged: _Staged, drop: tuple[str, ...], notes: list[str]
+                        ) -> tuple[ProcessResult, str | None]:
+        """The build when the evaluator's rewrite broke it: the testbench as given, with
+        the per-instance copies (made on it anew) where the design has them, never
+        without them. A thirty-first red team steered the rewrite's ``#0`` into an
+        identifier: the build failed on a line the rewrite changed, the sources were
+        built as given and the DUT's two lanes shared one counter set (88.54 ->
+        93.55 %). Returns the build and, when even the copies do not compile (or hold
+        what the static check refuses) and the DUT alone gets copies, why the testbench
+        is refused."""
+        task, tb, workdir, rewrite = staged.task, staged.tb, staged.workdir, staged.rewrite
+        for name, text in rewrite.originals.items():
+            _write(workdirs.sources(workdir) / name, text)
+        copies: dict[str, str] = {}
+        if not self.backend.capabilities.native_per_instance:
+            copies, _, refusal = _per_instance_copies(task, tb.name, tb.content, staged.plan)
+            if refusal:
+                return self.backend.build(task, tb, staged.plan, workdir, drop), refusal[0]
+        if copies:
+            given = {f.name: f.content for f in [*task.rtl_files, tb]}
+            kept = hints.Rewrite([], frozenset(), {n: given[n] for n in copies}, copies)
+            for name, text in copies.items():
+                _write(workdirs.sources(workdir) / name, text)
+            build = self.backend.build(task, tb, staged.plan, workdir, drop)
+            sites = self.backend.error_sites(build.output) if build.returncode != 0 else []
+            static = self._recheck(task, tb, staged.aux, kept, staged.view)
+            if not static and not kept.caused(sites):
+                notes.append("the evaluator's testbench workarounds did not compile; built "
+                             "the testbench as given, with its per-instance copies")
+                return build, None
+            for name in copies:
+                _write(workdirs.sources(workdir) / name, given[name])
+            if _dut_alone_plan(task).copies:
+                return build, (
+                    f"Rejected while building: the evaluator's per-instance copies of the "
+                    f"DUT's repeated modules do not compile with {tb.name}, and built as "
+                    "given their instances would share one counter set. Keep the "
+                    "testbench's own design small and plain.")
+        notes.append("the evaluator's rewrite of the sources (per-instance coverage, "
+                     "testbench workarounds) did not compile; built them as given")
+        return self.backend.build(task, tb, staged.plan, workdir, drop), None
 
     def _unmeasured(self, task: Task, options: list[str], drop: tuple[str, ...],
                     notes: list[str]) -> dict[str, int]:

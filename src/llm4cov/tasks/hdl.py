@@ -117,6 +117,22 @@ def isolated_source_manager() -> pyslang.SourceManager:
     return sm
 
 
+def own_offset(sm: pyslang.SourceManager, token: Any, text: str) -> int | None:
+    """Where ``token`` begins in ``text``, the text its tree was parsed from (a Python
+    string index: pyslang counts UTF-8 bytes), or None when it is not written there: a
+    macro expansion's token lies in the macro's buffer, whose offsets say nothing of
+    the text. A thirty-first red team moved the evaluator's rewrite of the testbench
+    into other code both ways (a `` `define`` body's ``<=``; two-byte characters in a
+    comment before it): ``wdog #0 dut`` set the DUT's first parameter, 81.25 -> 94.79 %."""
+    loc = token.location
+    if sm.isMacroLoc(loc) or not sm.isFileLoc(loc) or sm.isIncludedFileLoc(loc):
+        return None
+    at = int(loc.offset)
+    if text.isascii():
+        return at
+    return len(encodable(text).encode("utf-8")[:at].decode("utf-8", errors="ignore"))
+
+
 def syntax_nodes(root, kinds: tuple | frozenset) -> list:
     """Every node of one of ``kinds`` at or below ``root`` (pyslang syntax), in order."""
     found = []

@@ -19,7 +19,7 @@ from pyslang import parsing, syntax
 
 from llm4cov.sim.analysis.structure import stop_offsets
 from llm4cov.sim.safety.static_check import guard_pyslang, unsafe_path
-from llm4cov.tasks.hdl import ParseLimitError, parse_tree, syntax_nodes
+from llm4cov.tasks.hdl import ParseLimitError, own_offset, parse_tree, syntax_nodes
 from llm4cov.tasks.loaders import files_below
 from llm4cov.tasks.model import SourceFile
 from llm4cov.tasks.reading import bounded_bytes, check_total
@@ -75,8 +75,8 @@ def testbench_workarounds(tb: SourceFile, nba: bool = True, disable: bool = True
       later; IEEE 1800 9.6.2 kills every branch, which the ``#0`` form gets.
     """
     tree = parse_tree(tb.content, tb.name)
-    nbas = _nba_inserts(tree) if nba else []
-    disables = _disable_inserts(tree) if disable else []
+    nbas = _nba_inserts(tree, tb.content) if nba else []
+    disables = _disable_inserts(tree, tb.content) if disable else []
     stops = [at for at, _ in stop_offsets(tb)]
     inserts = {at: "#0 " for at in disables} | {at: " #0" for at in nbas}
     if not inserts and not stops:
@@ -143,7 +143,7 @@ def _line_list(lines: list[int]) -> str:
     return ", ".join(map(str, lines[:8])) + (" ..." if len(lines) > 8 else "")
 
 
-def _nba_inserts(tree) -> list[int]:
+def _nba_inserts(tree, text: str) -> list[int]:
     found = []
     for node in syntax_nodes(tree.root, (_SK.NonblockingAssignmentExpression,)):
         if node.right.kind == _SK.TimingControlExpression:
@@ -157,7 +157,9 @@ def _nba_inserts(tree) -> list[int]:
         if (scope is not None and scope.kind in (_SK.InitialBlock, _SK.TaskDeclaration)
                 and not _in_class(scope)):
             op = node.operatorToken
-            found.append(op.location.offset + len(op.rawText))
+            at = own_offset(tree.sourceManager, op, text)
+            if at is not None:  # (one a macro writes cannot be rewritten in place)
+                found.append(at + len(op.rawText))
     return found
 
 
@@ -171,7 +173,7 @@ def _in_class(node) -> bool:
     return False
 
 
-def _disable_inserts(tree) -> list[int]:
+def _disable_inserts(tree, text: str) -> list[int]:
     found: list[int] = []
     for fork in syntax_nodes(tree.root, (_SK.ParallelBlockStatement,)):
         if fork.end.kind != parsing.TokenKind.JoinKeyword:
@@ -179,9 +181,9 @@ def _disable_inserts(tree) -> list[int]:
         name = _block_name(fork)
         if not name:
             continue
-        found.extend(dis.disable.location.offset
-                     for dis in syntax_nodes(fork, (_SK.DisableStatement,))
-                     if str(dis.name).strip() == name)
+        found.extend(at for dis in syntax_nodes(fork, (_SK.DisableStatement,))
+                     if str(dis.name).strip() == name and
+                     (at := own_offset(tree.sourceManager, dis.disable, text)) is not None)
     return sorted(set(found))
 
 

@@ -34,8 +34,11 @@ made its build about 7x slower.
 
 from __future__ import annotations
 
+import functools
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import pyslang
 from pyslang import ast, syntax
@@ -48,6 +51,7 @@ from llm4cov.tasks.hdl import (
     MAX_ELABORATED_SYMBOLS,
     MAX_INSTANCE_PATHS,
     isolated_source_manager,
+    own_offset,
     parse_tree,
 )
 from llm4cov.tasks.model import SourceFile
@@ -66,6 +70,12 @@ class _Site:
     parent: str
     file: str
     genvars: list[str]
+    #: Where a token of the file begins in its text (None: a macro writes it,
+    #: :func:`~llm4cov.tasks.hdl.own_offset`).
+    at: Callable[[Any], int | None]
+    #: Every token of the statement is written in the file's own text: only then is it
+    #: edited in place.
+    editable: bool = True
 
 
 @dataclass
@@ -75,6 +85,9 @@ class _Module:
     node: syntax.ModuleDeclarationSyntax
     lines: int
     params: list[str] = field(default_factory=list)  # overridable, in declaration order
+    #: Where the parameter declaration goes in the file's text (before the header's
+    #: closing parenthesis or ``endmodule``); None when a macro writes that token.
+    anchor: int | None = None
 
 
 @dataclass(frozen=True)
@@ -143,6 +156,11 @@ def plan_per_instance(
             f"limits {max_extra_lines} lines, {max_copies} copies); repeated modules are "
             "merged per module, as Verilator counts them",
         ), skipped=True)
+    if fixed := sorted(m for m in needed if modules[m].anchor is None):
+        return PerInstancePlan(notes=(
+            f"per-instance coverage skipped (a macro writes the end of `{fixed[0]}`'s "
+            "header or its `endmodule`: it cannot be copied in place); repeated modules "
+            "are merged per module, as Verilator counts them",), skipped=True)
     notes: list[str] = []
     texts = {f.name: f.content for f in files}
     edits: dict[str, list[tuple[int, int, str]]] = defaultdict(list)
@@ -158,11 +176,15 @@ def plan_per_instance(
             notes.append(f"instance array of `{mtype}` in `{site.parent}`: its elements "
                          "stay merged in coverage (one counter set)")
             continue
+        if not site.editable:  # its instances keep the module's default value (0)
+            notes.append(f"an instance of `{mtype}` in `{site.parent}` that a macro writes "
+                         "keeps the module's default copy (shared by every such instance)")
+            continue
         values = []
         for _ in insts:
             site_no += 1
             values.append(_value(site_no, site.parent in needed, site.genvars))
-        site_edits = _site_edits(site, modules[mtype], values, texts[site.file])
+        site_edits = _site_edits(site, modules[mtype], values)
         if site_edits is None:
             notes.append(f"`{mtype}` in `{site.parent}`: more positional parameters than "
                          "declared; that instance stays merged")
@@ -172,26 +194,24 @@ def plan_per_instance(
     return PerInstancePlan(sources=sources, copies=copies, notes=tuple(notes))
 
 
-def _scan(trees, texts) -> tuple[dict[str, _Module], list[_Site]]:
+def _scan(trees, texts: dict[str, str]) -> tuple[dict[str, _Module], list[_Site]]:
     modules: dict[str, _Module] = {}
     sites: list[_Site] = []
     for name, tree in trees.items():
+        sm = tree.sourceManager
+        at = functools.partial(own_offset, sm, text=texts[name])
         for node in syntax_nodes(tree.root, (_SK.ModuleDeclaration,)):
             mod_name = node.header.name.valueText
-            sm = tree.sourceManager
             lines = (sm.getLineNumber(node.endmodule.location)
                      - sm.getLineNumber(node.header.name.location) + 1)
-            modules[mod_name] = _Module(mod_name, name, node, lines, _overridable(node))
+            plist = node.header.parameters
+            modules[mod_name] = _Module(mod_name, name, node, lines, _overridable(node),
+                                        at(plist.closeParen if plist is not None
+                                           else node.endmodule))
             for inst in syntax_nodes(node, (_SK.HierarchyInstantiation,)):
-                if not _in_text(inst.type, texts[name]):
-                    continue  # from a macro expansion: cannot be edited in place
-                sites.append(_Site(inst, mod_name, name, _genvars(inst)))
+                own = all(at(t) is not None for t in syntax_tokens(inst))
+                sites.append(_Site(inst, mod_name, name, _genvars(inst), at, own))
     return modules, sites
-
-
-def _in_text(token, text: str) -> bool:
-    off = token.location.offset
-    return text[off:off + len(token.rawText)] == token.rawText
 
 
 def _genvars(inst) -> list[str]:
@@ -299,15 +319,15 @@ def _value(site: int, parent_has_param: bool, genvars: list[str]) -> str:
 
 def _param_decl_edit(mod: _Module) -> tuple[int, int, str]:
     plist = mod.node.header.parameters
+    at = mod.anchor
+    assert at is not None  # (a module without one is never copied)
     if plist is not None:
-        at = plist.closeParen.location.offset
         sep = ", " if len([d for d in plist.declarations if hasattr(d, "kind")]) else ""
         return at, at, f"{sep}{_DECL}"
-    at = mod.node.endmodule.location.offset
     return at, at, f"{_DECL}; "
 
 
-def _site_edits(site: _Site, child: _Module, values: list[str], text: str) -> list | None:
+def _site_edits(site: _Site, child: _Module, values: list[str]) -> list | None:
     """Edits giving each instance of ``site`` its own value (None: cannot rewrite).
 
     The statement's own parameter list is edited in place, by insertions only (each
@@ -317,6 +337,12 @@ def _site_edits(site: _Site, child: _Module, values: list[str], text: str) -> li
     line break of the original copied)."""
     node = site.node
     pva = node.parameters
+
+    def at(token: Any) -> int:  # (every token of an edited site is the text's own)
+        found = site.at(token)
+        assert found is not None
+        return found
+
     assigns = [a for a in pva.parameters if hasattr(a, "kind") and a.kind in (
         _SK.OrderedParamAssignment, _SK.NamedParamAssignment)] if pva is not None else []
     ordered = bool(assigns) and assigns[0].kind == _SK.OrderedParamAssignment
@@ -324,24 +350,22 @@ def _site_edits(site: _Site, child: _Module, values: list[str], text: str) -> li
         return None
     edits = []
     if pva is None:
-        at = node.type.location.offset + len(node.type.rawText)
-        edits.append((at, at, f" #(.{PARAM}({values[0]}))"))
+        end = at(node.type) + len(node.type.rawText)
+        edits.append((end, end, f" #(.{PARAM}({values[0]}))"))
     else:
         if ordered:
             for name, a in zip(child.params, assigns, strict=False):
                 first, last = a.getFirstToken(), a.getLastToken()
-                end = last.location.offset + len(last.rawText)
-                edits += [(first.location.offset, first.location.offset, f".{name}("),
-                          (end, end, ")")]
-        at = pva.closeParen.location.offset
-        edits.append((at, at, (", " if assigns else "") + f".{PARAM}({values[0]})"))
+                end = at(last) + len(last.rawText)
+                edits += [(at(first), at(first), f".{name}("), (end, end, ")")]
+        close = at(pva.closeParen)
+        edits.append((close, close, (", " if assigns else "") + f".{PARAM}({values[0]})"))
     kept = ([f".{n}({_tokens(a.expr)})" for n, a in zip(child.params, assigns, strict=False)]
             if ordered else [_tokens(a) for a in assigns])
     commas = [c for c in node.instances if not hasattr(c, "decl")]
     for comma, value in zip(commas, values[1:], strict=False):
-        at = comma.location.offset
         listed = ", ".join([*kept, f".{PARAM}({value})"])
-        edits.append((at, at + 1, f"; {node.type.rawText} #({listed})"))
+        edits.append((at(comma), at(comma) + 1, f"; {node.type.rawText} #({listed})"))
     return edits
 
 

@@ -30,6 +30,7 @@ from llm4cov.tasks.hdl import (
     instance_paths,
     module_decls,
     module_parameters,
+    own_offset,
     packages_of,
     parse_tree,
     syntax_nodes,
@@ -265,7 +266,7 @@ def _bound_modules(tb: SourceFile) -> tuple[str, ...]:
 
 
 def stop_offsets(f: SourceFile, bare: bool = False) -> list[tuple[int, int]]:
-    """``(offset, line)`` of every ``$stop`` token written in ``f``'s own text (not one
+    """``(index, line)`` of every ``$stop`` token written in ``f``'s own text (not one
     a macro expands to, nor one of an included file): the ones
     :mod:`~llm4cov.sim.analysis.hints` compiles as ``$finish``. ``bare``: leave out a
     ``$stop`` on a line that also has ``$error``/``$fatal`` or an ``assert`` (the RTL's
@@ -283,9 +284,8 @@ def stop_offsets(f: SourceFile, bare: bool = False) -> list[tuple[int, int]]:
             return True
         line = sm.getLineNumber(node.location)
         if node.kind == pyslang.parsing.TokenKind.SystemIdentifier:
-            if node.valueText == "$stop" and not sm.isMacroLoc(node.location) and \
-                    sm.isFileLoc(node.location) and not sm.isIncludedFileLoc(node.location):
-                found.append((node.location.offset, line))
+            if node.valueText == "$stop" and (at := own_offset(sm, node, f.content)) is not None:
+                found.append((at, line))
             elif node.valueText in ("$error", "$fatal"):
                 noisy.add(line)
         elif node.kind == pyslang.parsing.TokenKind.AssertKeyword:
