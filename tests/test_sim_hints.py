@@ -65,6 +65,15 @@ def test_a_macro_s_assignment_or_disable_is_left_and_nothing_else_moves():
     assert fix.nba_lines == frozenset({5})
 
 
+def test_a_clocking_drive_gets_no_delay():
+    """``cb.x <= #0 1`` does not compile (IEEE 1800 14.16: a clocking drive takes a
+    cycle delay only), which sent a thirty-second red team's build to the fallback."""
+    tb = SourceFile(name="tb.sv", content=(
+        "module tb; logic clk, x, y;\n  clocking cb @(posedge clk); output x; endclocking\n"
+        "  initial begin cb.x <= 1; y <= 1; end\nendmodule\n"))
+    assert hints.testbench_workarounds(tb).text == tb.content.replace("y <= 1", "y <= #0 1")
+
+
 def test_rewrites_land_after_characters_of_several_bytes():
     """pyslang counts UTF-8 bytes: each two-byte ``é`` in a comment had moved every later
     edit one character left (the same red team: ``wdog #0 dut``, ``$finish`` cutting

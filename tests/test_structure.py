@@ -91,6 +91,11 @@ def test_bare_stops_skip_error_lines():
     )
     assert stop_offsets(tb(src), bare=True) == [(src.rindex("$stop"), 4)]
     assert [line for _, line in stop_offsets(tb(src))] == [3, 4]
+    # an assertion's else action over two lines (a thirty-second red team) or in a block
+    split = ("module m; logic c;\n  always @* assert (c) else\n    $stop;\n"
+             "  initial begin p: assert (c) else begin\n $display(1);\n $stop; end\n"
+             "  #1 $stop; end\nendmodule\n")
+    assert stop_offsets(tb(split), bare=True) == [(split.rindex("$stop"), 7)]
 
 
 def test_several_instances_in_one_statement():
@@ -202,6 +207,32 @@ def test_a_line_directive_naming_an_rtl_stop_makes_no_end(evaluator):
     assert (obs.end_reason.value, obs.tb_error_count, obs.sim_time_ps) == ("finish", 0, 25)
     assert "halt.sv:3: `$stop` is compiled as `$finish` (the end of the run, `final` " \
         "blocks included; an error report on its line stays one)" in obs.notes
+
+
+@pytest.mark.requires_verilator
+def test_a_broken_workaround_keeps_every_stop_a_finish(evaluator, monkeypatch):
+    """Fault injection into the evaluator's optional workaround (a thirty-second red
+    team broke it with a clocking drive, ``cb.x <= #0 1``, no longer rewritten): the
+    rebuild had restored every rewritten file, the RTL's ``$stop`` became an error
+    report and the run went on past it (56.13 -> 100 %). It still ends the run at
+    25 ps; the workaround's notes go, the ``$stop`` note stays."""
+    import llm4cov.sim.evaluator as evaluator_mod
+
+    text = ("module tb;\n  logic clk = 0, rst = 1, stop = 0; logic [1:0] q;\n"
+            "  halt dut(.clk, .rst, .stop, .q);\n  always #5 clk = ~clk;\n"
+            "  initial begin #12 rst <= 0; #10 stop = 1; #90 $finish; end\nendmodule\n")
+    real = evaluator_mod.hints.testbench_workarounds
+
+    def broken(tb_file, nba=True, disable=True):
+        fix = real(tb_file, nba=nba, disable=disable)
+        return evaluator_mod.hints.Workaround(fix.text.replace("rst <= #0 0", "rst <= #0 ;;="),
+                                              fix.notes, fix.nba_lines) if nba else fix
+    monkeypatch.setattr(evaluator_mod.hints, "testbench_workarounds", broken)
+    obs = evaluator.evaluate(HALT_TASK, text)
+    assert (obs.end_reason.value, obs.tb_error_count, obs.sim_time_ps) == ("finish", 0, 25)
+    assert [n.split(":")[0] for n in obs.notes] == [
+        "halt.sv", "the evaluator's testbench workarounds (`<= #0`, `#0 disable`) did not "
+        "compile; built the testbench without them"]
 
 
 @pytest.mark.requires_verilator

@@ -605,45 +605,57 @@ class Evaluator:
 
     def _build_as_given(self, staged: _Staged, drop: tuple[str, ...], notes: list[str]
                         ) -> tuple[ProcessResult, str | None]:
-        """The build when the evaluator's rewrite broke it: the testbench as given, with
-        the per-instance copies (made on it anew) where the design has them, never
-        without them. A thirty-first red team steered the rewrite's ``#0`` into an
-        identifier: the build failed on a line the rewrite changed, the sources were
-        built as given and the DUT's two lanes shared one counter set (88.54 ->
-        93.55 %). Returns the build and, when even the copies do not compile (or hold
-        what the static check refuses) and the DUT alone gets copies, why the testbench
-        is refused."""
+        """The build when the evaluator's rewrite broke it: without the testbench's
+        optional workarounds (``<= #0``, ``#0 disable``; their notes removed), never
+        without the rest: every ``$stop`` still compiled as ``$finish`` and the
+        per-instance copies (made anew) where the design has them. A thirty-first red
+        team steered the rewrite's ``#0`` into an identifier: the build failed on a line
+        the rewrite changed, the sources were built as given and the DUT's two lanes
+        shared one counter set (88.54 -> 93.55 %); a thirty-second made ``cb.x <= #0 1``
+        fail (a clocking drive) and the RTL's ``$stop`` was an error report again, the
+        run going on past it (56.13 -> 100 %). Returns the build and, when even that
+        does not compile on a line it changed (or holds what the static check refuses)
+        and the DUT alone gets copies, why the testbench is refused."""
         task, tb, workdir, rewrite = staged.task, staged.tb, staged.workdir, staged.rewrite
-        for name, text in rewrite.originals.items():
-            _write(workdirs.sources(workdir) / name, text)
+        caps = self.backend.capabilities
+        full = hints.testbench_workarounds(tb, nba=not caps.initial_nba,
+                                           disable=not caps.fork_disable)
+        stops = hints.testbench_workarounds(tb, nba=False, disable=False)
+        notes[:] = [n for n in notes if n not in set(full.notes) - set(stops.notes)]
+        rtl, _ = hints.rtl_workarounds(task.rtl_files)
+        sources = {**rtl, **({tb.name: stops.text} if stops.notes else {})}
         copies: dict[str, str] = {}
-        if not self.backend.capabilities.native_per_instance:
-            copies, _, refusal = _per_instance_copies(task, tb.name, tb.content, staged.plan)
+        if not caps.native_per_instance:
+            compiled = task.model_copy(update={"rtl_files": [
+                SourceFile(name=f.name, content=rtl.get(f.name, f.content))
+                for f in task.rtl_files]}) if rtl else task
+            copies, _, refusal = _per_instance_copies(compiled, tb.name, stops.text,
+                                                      staged.plan)
             if refusal:
                 return self.backend.build(task, tb, staged.plan, workdir, drop), refusal[0]
-        if copies:
-            given = {f.name: f.content for f in [*task.rtl_files, tb]}
-            kept = hints.Rewrite([], frozenset(), {n: given[n] for n in copies}, copies)
-            for name, text in copies.items():
-                _write(workdirs.sources(workdir) / name, text)
-            build = self.backend.build(task, tb, staged.plan, workdir, drop)
-            sites = self.backend.error_sites(build.output) if build.returncode != 0 else []
-            static = self._recheck(task, tb, staged.aux, kept, staged.view)
-            if not static and not kept.caused(sites):
-                notes.append("the evaluator's testbench workarounds did not compile; built "
-                             "the testbench as given, with its per-instance copies")
-                return build, None
-            for name in copies:
-                _write(workdirs.sources(workdir) / name, given[name])
+        given = {f.name: f.content for f in [*task.rtl_files, tb]}
+        for name, text in {**rewrite.originals, **sources, **copies}.items():
+            _write(workdirs.sources(workdir) / name, text)
+        kept = hints.Rewrite([], frozenset(), {n: given[n] for n in {**sources, **copies}},
+                             {**sources, **copies})
+        build = self.backend.build(task, tb, staged.plan, workdir, drop)
+        sites = self.backend.error_sites(build.output) if build.returncode != 0 else []
+        broken = kept.caused(sites) or (bool(kept.rewritten) and bool(
+            self._recheck(task, tb, staged.aux, kept, staged.view)))
+        if broken and copies:
             if _dut_alone_plan(task).copies:
                 return build, (
                     f"Rejected while building: the evaluator's per-instance copies of the "
-                    f"DUT's repeated modules do not compile with {tb.name}, and built as "
-                    "given their instances would share one counter set. Keep the "
+                    f"DUT's repeated modules do not compile with {tb.name}, and built "
+                    "without them their instances would share one counter set. Keep the "
                     "testbench's own design small and plain.")
-        notes.append("the evaluator's rewrite of the sources (per-instance coverage, "
-                     "testbench workarounds) did not compile; built them as given")
-        return self.backend.build(task, tb, staged.plan, workdir, drop), None
+            for name in copies:  # (repeated modules outside the DUT's: merged is fair)
+                _write(workdirs.sources(workdir) / name, sources.get(name, given[name]))
+            build = self.backend.build(task, tb, staged.plan, workdir, drop)
+        notes.append("the evaluator's testbench workarounds (`<= #0`, `#0 disable`) did "
+                     "not compile; built the testbench without them" +
+                     (", with its per-instance copies" if copies and not broken else ""))
+        return build, None
 
     def _unmeasured(self, task: Task, options: list[str], drop: tuple[str, ...],
                     notes: list[str]) -> dict[str, int]:

@@ -144,9 +144,16 @@ def _line_list(lines: list[int]) -> str:
 
 
 def _nba_inserts(tree, text: str) -> list[int]:
+    """Where ``#0`` goes after each ``<=`` of an ``initial`` block or a module's task:
+    not one with its own delay, nor a clocking drive (``cb.x <= v``, any name of its
+    left side a clocking block of the text: IEEE 1800 14.16 allows only a cycle delay
+    there, and Verilator refuses ``#0``)."""
     found = []
+    clocking = {n.blockName.valueText
+                for n in syntax_nodes(tree.root, (_SK.ClockingDeclaration,))}
     for node in syntax_nodes(tree.root, (_SK.NonblockingAssignmentExpression,)):
-        if node.right.kind == _SK.TimingControlExpression:
+        if node.right.kind == _SK.TimingControlExpression or (clocking and any(
+                t.valueText in clocking for t in syntax_tokens(node.left))):
             continue
         scope = node.parent
         while scope is not None and scope.kind not in (

@@ -269,8 +269,9 @@ def stop_offsets(f: SourceFile, bare: bool = False) -> list[tuple[int, int]]:
     """``(index, line)`` of every ``$stop`` token written in ``f``'s own text (not one
     a macro expands to, nor one of an included file): the ones
     :mod:`~llm4cov.sim.analysis.hints` compiles as ``$finish``. ``bare``: leave out a
-    ``$stop`` on a line that also has ``$error``/``$fatal`` or an ``assert`` (the RTL's
-    rule: such a ``$stop`` is an assertion's action and stays an error report). A text
+    ``$stop`` on a line that also has ``$error``/``$fatal`` or an ``assert``, and one in
+    an assertion's ``else`` action on any line (the RTL's rule: such a ``$stop`` reports
+    a failure and stays an error report). A text
     without the characters ``$stop`` is not parsed (most are: the RTL's every call)."""
     if "$stop" not in f.content:
         return []
@@ -293,7 +294,16 @@ def stop_offsets(f: SourceFile, bare: bool = False) -> list[tuple[int, int]]:
         return True
 
     tree.root.visit(visit)
-    return sorted(at for at in found if not (bare and at[1] in noisy))
+    if not bare:
+        return sorted(found)
+    # an assertion's failure action (`else $stop`), whatever its lines (a thirty-second
+    # red team: `assert (c) else` / `$stop;` ended the run silently, no error counted)
+    actions = [(own_offset(sm, block.elseClause.getFirstToken(), f.content),
+                own_offset(sm, block.elseClause.getLastToken(), f.content))
+               for block in syntax_nodes(tree.root, (syntax.SyntaxKind.ActionBlock,))
+               if block.elseClause is not None]
+    return sorted(at for at in found if at[1] not in noisy and not any(
+        a is not None and b is not None and a <= at[0] <= b for a, b in actions))
 
 
 def always_without_timing(tb: SourceFile) -> list[int]:
