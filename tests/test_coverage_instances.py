@@ -189,7 +189,8 @@ def test_a_broken_workaround_keeps_the_per_instance_copies(evaluator, monkeypatc
         evaluator_mod.hints, "testbench_workarounds",
         lambda tb_file, nba=True, disable=True: evaluator_mod.hints.Workaround(
             broken, ("x",)) if nba else real(tb_file, nba=nba, disable=disable))
-    obs = evaluator.evaluate(fixture_task("cell_bank"), text)
+    uncached = Evaluator(replace(evaluator.config, result_cache=False))  # (the same call
+    obs = uncached.evaluate(fixture_task("cell_bank"), text)  # unpatched is in the cache)
     _assert_cell_bank_counts(obs)
     assert obs.notes[-1] == ("the evaluator's testbench workarounds (`<= #0`, `#0 "
                              "disable`) did not compile; built the testbench without them, "

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from llm4cov.sim.analysis.structure import StructureError, plan_testbench, stop_offsets
@@ -228,7 +230,8 @@ def test_a_broken_workaround_keeps_every_stop_a_finish(evaluator, monkeypatch):
         return evaluator_mod.hints.Workaround(fix.text.replace("rst <= #0 0", "rst <= #0 ;;="),
                                               fix.notes, fix.nba_lines) if nba else fix
     monkeypatch.setattr(evaluator_mod.hints, "testbench_workarounds", broken)
-    obs = evaluator.evaluate(HALT_TASK, text)
+    uncached = evaluator_mod.Evaluator(replace(evaluator.config, result_cache=False))
+    obs = uncached.evaluate(HALT_TASK, text)
     assert (obs.end_reason.value, obs.tb_error_count, obs.sim_time_ps) == ("finish", 0, 25)
     assert [n.split(":")[0] for n in obs.notes] == [
         "halt.sv", "the evaluator's testbench workarounds (`<= #0`, `#0 disable`) did not "
