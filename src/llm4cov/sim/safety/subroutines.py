@@ -41,9 +41,11 @@ OUTPUT_ARGUMENTS: Mapping[str, tuple[int, int | None]] = {
 SK = syntax.SyntaxKind
 
 WRITING = frozenset({"output", "inout", "ref"})
+#: An associative array's traversal methods: their argument is a ``ref`` index they
+#: write (IEEE 1800 7.9.4-7.9.7; slang calls them system methods, the array first).
+INDEX_METHODS = frozenset({"first", "last", "next", "prev"})
 #: Built-in methods whose first argument is a ``ref`` the method writes.
-_FIRST_ARGUMENT_METHODS = frozenset({"first", "last", "next", "prev",
-                                     "get", "try_get", "peek", "try_peek"})
+_FIRST_ARGUMENT_METHODS = INDEX_METHODS | frozenset({"get", "try_get", "peek", "try_peek"})
 
 #: A signature: each formal's name and direction (``const ref`` as its own direction).
 Signature = tuple[tuple[str, str], ...]
