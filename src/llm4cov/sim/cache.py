@@ -93,13 +93,14 @@ def limit_bytes(env_var: str, default: int) -> int:
 
 @functools.cache
 def sources_digest() -> str:
-    """Hash of the evaluator's own source files, its backends' included (a code change
-    invalidates the cache)."""
+    """Hash of the evaluator's own source files, its backends' and the task and utility
+    modules it imports included (a code change invalidates the cache: the rule that
+    names a file to every tool lives in ``tasks/names.py``, the text rewrites' offsets in
+    ``tasks/hdl.py``)."""
     digest = hashlib.sha256()
-    root = _PACKAGE / "sim"
-    sim = sorted(p for p in root.rglob("*") if p.suffix in (".py", ".cpp", ".h"))
-    files = [(p.relative_to(root).as_posix(), p) for p in sim]
-    files.append(("hdl.py", _PACKAGE / "tasks" / "hdl.py"))
+    files = sorted((p.relative_to(_PACKAGE).as_posix(), p)
+                   for part in ("sim", "tasks", "util") for p in (_PACKAGE / part).rglob("*")
+                   if p.suffix in (".py", ".cpp", ".h"))
     for name, path in files:
         digest.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()

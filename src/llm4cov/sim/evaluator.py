@@ -142,9 +142,9 @@ class _Build:
     seconds: float
     log: str
     unmeasured: dict[str, int] = dataclasses.field(default_factory=dict)
-    #: Why the testbench is refused after all (:meth:`Evaluator._build_as_given`).
-    refused: str | None = None
     """Dropped metrics counted 0 % covered over the DUT's points (:meth:`Evaluator._unmeasured`)."""
+    refused: str | None = None
+    """Why the testbench is refused after all (:meth:`Evaluator._build_as_given`)."""
 
 
 class Evaluator:
@@ -626,11 +626,8 @@ class Evaluator:
         sources = {**rtl, **({tb.name: stops.text} if stops.notes else {})}
         copies: dict[str, str] = {}
         if not caps.native_per_instance:
-            compiled = task.model_copy(update={"rtl_files": [
-                SourceFile(name=f.name, content=rtl.get(f.name, f.content))
-                for f in task.rtl_files]}) if rtl else task
-            copies, _, refusal = _per_instance_copies(compiled, tb.name, stops.text,
-                                                      staged.plan)
+            copies, _, refusal = _per_instance_copies(_with_rtl(task, rtl), tb.name,
+                                                      stops.text, staged.plan)
             if refusal:
                 return self.backend.build(task, tb, staged.plan, workdir, drop), refusal[0]
         given = {f.name: f.content for f in [*task.rtl_files, tb]}
@@ -768,11 +765,8 @@ class Evaluator:
         notes.extend([*rtl_notes, *fix.notes])
         refused: tuple[str, ...] = ()
         if not caps.native_per_instance:
-            compiled = task.model_copy(update={"rtl_files": [
-                SourceFile(name=f.name, content=rtl.get(f.name, f.content))
-                for f in task.rtl_files]}) if rtl else task
-            copies, copy_notes, refused = _per_instance_copies(compiled, tb.name, fix.text,
-                                                               plan)
+            copies, copy_notes, refused = _per_instance_copies(_with_rtl(task, rtl), tb.name,
+                                                               fix.text, plan)
             new.update(copies)
             notes.extend(copy_notes)
         if generated:
@@ -790,9 +784,7 @@ class Evaluator:
         if not self.config.static_check:
             return []
         final = rewrite.rewritten
-        task = task.model_copy(update={"rtl_files": [
-            SourceFile(name=f.name, content=final.get(f.name, f.content))
-            for f in task.rtl_files]})
+        task = _with_rtl(task, final)
         after = self.inspect(task, SourceFile(name=tb.name, content=final.get(tb.name, tb.content)),
                              aux, guard=False)
         if after.reasons or view is None or after.view is None:
@@ -895,6 +887,15 @@ def kept_coverage(work: Path, fmt: CoverageFormat | None, notes: list[str]) -> P
                      f"{fmt.max_bytes >> 20} MiB cap: not read")
         return None
     return dat if size >= 0 else None
+
+
+def _with_rtl(task: Task, texts: dict[str, str]) -> Task:
+    """``task`` with its RTL files' texts replaced by ``texts`` (name -> text, only those
+    changed: the sources as compiled, ``hints.rtl_workarounds``)."""
+    if not texts:
+        return task
+    return task.model_copy(update={"rtl_files": [
+        SourceFile(name=f.name, content=texts.get(f.name, f.content)) for f in task.rtl_files]})
 
 
 def _per_instance_copies(task: Task, tb_name: str, tb_text: str, plan: TestbenchPlan
