@@ -188,6 +188,13 @@ HALT_TASK = Task(id="probe/halt", rtl_files=[SourceFile(name="halt.sv", content=
     dut_module_name="halt", dut_instance_name="dut")
 
 
+def halt_tb(rest: str) -> str:
+    """A testbench of :data:`HALT_TASK` (clock, ``rst`` high, ``stop`` low) ending with
+    ``rest`` (its stimulus and ``endmodule``), from line 5 on."""
+    return ("module tb;\n  logic clk = 0, rst = 1, stop = 0; logic [1:0] q;\n"
+            "  halt dut(.clk, .rst, .stop, .q);\n  always #5 clk = ~clk;\n" + rest)
+
+
 @pytest.mark.requires_verilator
 def test_a_line_directive_naming_an_rtl_stop_makes_no_end(evaluator):
     """The driver told an RTL ``$stop`` from an error report by its file and line, which a
@@ -195,16 +202,14 @@ def test_a_line_directive_naming_an_rtl_stop_makes_no_end(evaluator):
     ``$stop``'s line ended the run there as that ``$stop`` (``end: stop`` at 22 ps, no
     error counted). The RTL's bare ``$stop`` is now compiled as ``$finish`` and every
     error report is one: the run goes on to its ``$finish`` at 112 ps, one error."""
-    head = ("module tb;\n  logic clk = 0, rst = 1, stop = 0; logic [1:0] q;\n"
-            "  halt dut(.clk, .rst, .stop, .q);\n  always #5 clk = ~clk;\n")
-    forged = head + ("  initial begin #12 rst = 0;\n`line 3 \"halt.sv\" 0\n"
+    forged = halt_tb("  initial begin #12 rst = 0;\n`line 3 \"halt.sv\" 0\n"
                      "  #10 $error(\"check failed\");\n`line 9 \"tb.sv\" 0\n"
                      "  #90 $finish; end\nendmodule\n")
     obs = evaluator.evaluate(HALT_TASK, forged)
     assert (obs.status.value, obs.end_reason.value) == ("success", "finish"), obs.log[-400:]
     assert (obs.tb_error_count, obs.sim_time_ps) == (1, 112)
     # the RTL's own $stop still ends the run, at the first edge with stop high (25 ps)
-    honest = head + "  initial begin #12 rst = 0; #10 stop = 1; #90 $finish; end\nendmodule\n"
+    honest = halt_tb("  initial begin #12 rst = 0; #10 stop = 1; #90 $finish; end\nendmodule\n")
     obs = evaluator.evaluate(HALT_TASK, honest)
     assert (obs.end_reason.value, obs.tb_error_count, obs.sim_time_ps) == ("finish", 0, 25)
     assert "halt.sv:3: `$stop` is compiled as `$finish` (the end of the run, `final` " \
@@ -220,9 +225,7 @@ def test_a_broken_workaround_keeps_every_stop_a_finish(evaluator, monkeypatch):
     25 ps; the workaround's notes go, the ``$stop`` note stays."""
     import llm4cov.sim.evaluator as evaluator_mod
 
-    text = ("module tb;\n  logic clk = 0, rst = 1, stop = 0; logic [1:0] q;\n"
-            "  halt dut(.clk, .rst, .stop, .q);\n  always #5 clk = ~clk;\n"
-            "  initial begin #12 rst <= 0; #10 stop = 1; #90 $finish; end\nendmodule\n")
+    text = halt_tb("  initial begin #12 rst <= 0; #10 stop = 1; #90 $finish; end\nendmodule\n")
     real = evaluator_mod.hints.testbench_workarounds
 
     def broken(tb_file, nba=True, disable=True):
