@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -29,8 +30,17 @@ os.environ.setdefault(TOOLCHAINS_ENV, str(toolchains_root()))
 # cache dir per test session (its reusable build files are made once per session). A
 # test passes its own `cache_dir` only when a fresh build store is what it tests: each
 # one precompiles the Verilator runtime again (~10 s on 2 cores); `result_cache=False`
-# is how a test avoids another test's stored result.
-os.environ.setdefault("LLM4COV_CACHE_DIR", tempfile.mkdtemp(prefix="llm4cov-test-cache-"))
+# is how a test avoids another test's stored result. The folder is removed when the
+# session ends (a full run leaves ~180 MB of builds: they would pile up in /tmp).
+_SESSION_CACHE: str | None = None
+if "LLM4COV_CACHE_DIR" not in os.environ:
+    _SESSION_CACHE = tempfile.mkdtemp(prefix="llm4cov-test-cache-")
+    os.environ["LLM4COV_CACHE_DIR"] = _SESSION_CACHE
+
+
+def pytest_unconfigure(config):
+    if _SESSION_CACHE is not None:
+        shutil.rmtree(_SESSION_CACHE, ignore_errors=True)
 
 
 EXTRA_MODULES = {
