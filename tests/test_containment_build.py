@@ -155,7 +155,7 @@ def test_a_formal_job_runs_without_the_users_keys(keys, tmp_path):
         tools = find_tools()
     except FormalToolError as exc:
         pytest.skip(str(exc))
-    done = run_tool(tools, ["env"], tmp_path, timeout_s=60)
+    done = run_tool(tools, ["env"], tmp_path, 60)
     assert done.returncode == 0 and "PATH=" in done.output, done.output
     assert not _leaked(done.output) and "API_KEY" not in done.output
 

@@ -201,11 +201,9 @@ def test_a_goal_too_deep_from_reset_is_reached_from_a_dumped_state(tmp_path):
     state ``cnt = 95`` (as a simulation would dump it) the job reaches ``open``'s
     branch: 95 -> 100 in 5 enabled steps, ``armed`` at step 6 with the key; the cover
     of a clocked block reports it one step later, at 7."""
-    import time
-
     from llm4cov.formal.closure import _Runner
     from llm4cov.formal.continuation import _list_state, _search
-    from llm4cov.formal.tools import find_tools
+    from llm4cov.formal.tools import Budget, find_tools
 
     task = task_from_dir(DEEP)
     config = FormalConfig(cover_depth=12, prove_depth=2, cache=False, max_cover_depth=48)
@@ -219,7 +217,7 @@ def test_a_goal_too_deep_from_reset_is_reached_from_a_dumped_state(tmp_path):
     assert [r.read for r in model.registers] == ["armed", "cnt", "open"]
     values = {0: (1, 0), 1: (7, 95), 2: (1, 0)}
     job, cycles, traces = _search(runner, with_state(rtlil, model, values, {"llm4cov_g0": None}),
-                                  {"llm4cov_g0"}, tmp_path, config, time.monotonic() + 120,
+                                  {"llm4cov_g0"}, tmp_path, config, Budget(runner.meter, 120),
                                   {"clk", "rst_n", "en", "key"})
     assert job is not None and job.status == "PASS" and cycles == 8  # steps 0-7
     assert [t.reached for t in traces] == [{"llm4cov_g0": 7}]

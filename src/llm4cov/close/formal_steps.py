@@ -22,8 +22,10 @@ if TYPE_CHECKING:
 MAX_FORMAL_ITEMS = 400
 """Items one analysis (or continuation) is given; the others wait for the next one."""
 JOB_S, MIN_JOB_S = 120.0, 15.0
-"""Wall limit of one SBY job: ``formal``'s default, cut to half the budget left (at least
-the minimum), so that an analysis ends near the budget; the prove jobs get a quarter."""
+"""CPU limit of one SBY job: ``formal``'s default, cut to half the (wall) budget left (at
+least the minimum), so that an analysis ends near the budget; the prove jobs get a
+quarter. Formal budgets are CPU seconds (:mod:`llm4cov.formal.tools`): on a machine loaded
+past its cores a job may take up to three times as many wall seconds."""
 CONTINUATION = "formal-continuation"
 """The ``Origin.policy`` of a continuation's test."""
 

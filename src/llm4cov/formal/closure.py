@@ -44,36 +44,42 @@ from llm4cov.formal.goalcheck import rejected_goals
 from llm4cov.formal.sby import JobResult, job_text, parse_log, read_witness
 from llm4cov.formal.soundness import frontend_macros, own_constraints
 from llm4cov.formal.stimulus import Phase, closing_testbench
-from llm4cov.formal.tools import FormalTools, find_tools, run_tool
+from llm4cov.formal.tools import Budget, FormalTools, JobMeter, find_tools, run_tool
 from llm4cov.policies.random_stimulus import Stimulus, random_testbench
 from llm4cov.sim.cache import cache_root
 from llm4cov.sim.config import SimConfig
 from llm4cov.sim.evaluator import Evaluator
 from llm4cov.sim.model.observation import Observation, UncoveredItem, overall_without
+from llm4cov.sim.safety.process import ProcessResult
 from llm4cov.tasks.hdl import Port, compile_order, search_dirs
 from llm4cov.tasks.model import SourceFile, Task
 from llm4cov.util.files import write_text_atomic
 
-CACHE_VERSION = 6
+CACHE_VERSION = 7
 
 
 @dataclass(frozen=True)
 class FormalConfig:
     """Budgets of one design's formal closure. Depths in clock cycles, times seconds.
 
+    Every time here is CPU seconds of the jobs' process trees, with the wall clock a
+    backstop at :data:`~llm4cov.formal.tools.WALL_FACTOR` times as many
+    (:mod:`llm4cov.formal.tools`): the verdicts do not depend on the machine's load.
+
     ``cover_depth``: BMC depth of the cover job; ``prove_depth``: k of the k-induction;
-    ``job_timeout_s``/``job_cpu_s``: wall and CPU limit of each SBY job;
+    ``job_timeout_s``: the CPU limit of each SBY job;
     ``max_goals``: goals per design (toggles expand per bit and direction);
-    ``max_prove_rounds``/``prove_budget_s``: reruns and wall seconds of the Houdini
-    loop (smtbmc names one failing assertion per induction run); ``sandbox``: run SBY in the
+    ``max_prove_rounds``/``prove_budget_s``: reruns and CPU seconds of the Houdini
+    loop (smtbmc names one failing assertion per induction run; a round starts while
+    the budget is not used up); ``sandbox``: run SBY in the
     simulation sandbox when the host has it; ``cache``: reuse results by content hash.
-    ``escalate_budget_s``: wall seconds for deeper cover jobs after the prove jobs (0:
+    ``escalate_budget_s``: CPU seconds for deeper cover jobs after the prove jobs (0:
     none): the goals still ``unknown`` are searched again at twice the depth, then
     twice that, up to ``max_cover_depth``, each job only with the goals left open,
     until the budget is used up (a job gets the budget that is left as its timeout).
     ``continue_steps``/``continue_budget_s``: steps of a continuation
     (:func:`llm4cov.formal.continuation.continue_closure`: cover jobs from the state
-    the simulated closing testbench ends in; 0: none) and the wall seconds of its
+    the simulated closing testbench ends in; 0: none) and the CPU seconds of its
     Yosys run and cover jobs (each job gets what is left as its timeout; the
     simulations between them, at most ``continue_steps + 1``, are bounded by the
     evaluator's own limits). Each step's job starts at ``cover_depth`` and doubles up
@@ -83,7 +89,6 @@ class FormalConfig:
     cover_depth: int = 30
     prove_depth: int = 10
     job_timeout_s: float = 120.0
-    job_cpu_s: int = 300
     max_goals: int = 400
     max_prove_rounds: int = 40
     prove_budget_s: float = 45.0
@@ -212,6 +217,8 @@ class _Runner:
         self.task, self.design, self.config, self.tools = task, design, config, tools
         self.jobs = 0
         self.runs = 0
+        self.meter = JobMeter()
+        """CPU and wall seconds of the jobs run so far (what the budgets spend)."""
         self.frontend = "slang"
         self.used: set[str] = set()
         """The frontends of the jobs that read the RTL."""
@@ -274,13 +281,20 @@ class _Runner:
         (counted in :attr:`jobs`)."""
         (workdir / f"{name}.sby").write_text(text, encoding="utf-8")
         self.jobs += 1
-        proc = run_tool(self.tools, self.tools.sby_command(f"{name}.sby"), workdir,
-                        timeout_s or self.config.job_timeout_s, self.config.job_cpu_s,
-                        self.config.sandbox)
+        proc = self.tool(self.tools.sby_command(f"{name}.sby"), workdir, timeout_s)
         result = parse_log(proc.output, name)
-        if proc.timed_out:
+        if proc.timed_out or proc.exceeded == "cpu":
             result.status = "TIMEOUT"
         return result
+
+    def tool(self, cmd: list[str], workdir: Path, cpu_s: float | None = None
+             ) -> ProcessResult:
+        """``cmd`` through :func:`~llm4cov.formal.tools.run_tool` with ``cpu_s`` (default
+        ``job_timeout_s``) CPU seconds, counted in :attr:`meter`."""
+        proc = run_tool(self.tools, cmd, workdir, cpu_s or self.config.job_timeout_s,
+                        self.config.sandbox)
+        self.meter.add(proc)
+        return proc
 
 
 def _cache_key(task: Task, items: list[UncoveredItem], config: FormalConfig,
@@ -505,17 +519,18 @@ def _prove(runner: _Runner, items: list[UncoveredItem], open_labels: set[str],
            placement: goal_mod.Placement, workdir: Path, config: FormalConfig,
            result: FormalResult | None = None, inputs: set[str] | None = None) -> list[str]:
     """The Houdini loop of the module docstring, per group of :func:`_prove_groups`,
-    within ``config.prove_budget_s``: proven goals go into ``verdicts``, the goals of a
-    prove job that failed into ``errored`` (label -> reason). A goal whose assertion
+    while ``config.prove_budget_s`` CPU seconds are left: proven goals go into
+    ``verdicts``, the goals of a prove job that failed into ``errored`` (label ->
+    reason). A goal whose assertion
     fails in the base case (violated within k steps from reset: reachable) is
     ``reached``, with the base case's witness added to ``result.traces`` (replayed like
     the cover job's). Returns one line per failed prove job."""
     errors: list[str] = []
     by_label = {g.label: g for g in placement.goals}
-    deadline = time.monotonic() + config.prove_budget_s
+    budget = Budget(runner.meter, config.prove_budget_s)
     rounds = 0
     for left in _prove_groups(placement.goals, open_labels):
-        while left and rounds < config.max_prove_rounds and time.monotonic() < deadline:
+        while left and rounds < config.max_prove_rounds and budget.left() > 0:
             rounds += 1
             _, prove = runner.run(items, "prove", config.prove_depth, left, workdir)
             if prove.status == "ERROR" and not prove.failed:
@@ -559,14 +574,14 @@ def _escalate(runner: _Runner, items: list[UncoveredItem], placement: goal_mod.P
     """Deeper cover jobs for the goals still open (see :class:`FormalConfig`,
     ``escalate_budget_s``); reached goals go into ``verdicts``. Returns, per goal left
     open, the depth (cycles) explored when deeper than the first cover job."""
-    deadline = time.monotonic() + config.escalate_budget_s
+    budget = Budget(runner.meter, config.escalate_budget_s)
     depth = result.cover_depth
     explored: dict[str, int] = {}
     status: dict[str, str] = {}
     by_label = {g.label: g for g in placement.goals}
     while depth < config.max_cover_depth:
         left = {g.label for g in placement.goals if g.label not in verdicts}
-        remaining = deadline - time.monotonic()
+        remaining = budget.left()
         if not left or remaining < 1.0:
             break
         depth = min(depth * 2, config.max_cover_depth)

