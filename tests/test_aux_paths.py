@@ -105,3 +105,24 @@ def test_readmemh_from_a_subfolder_is_found_with_the_advised_aux(tmp_path: Path,
     out = json.loads(capsys.readouterr().out)
     assert out["coverage"]["metrics"]["branch"] == {"covered": 2, "total": 2}
     assert not any("not in the simulation directory" in n for n in out["notes"])
+
+
+@pytest.mark.requires_verilator
+def test_a_localparam_file_name_reads_the_aux_file(tmp_path: Path, capsys, monkeypatch):
+    """``$readmemh(HEX, m)`` with ``localparam HEX = "x.hex"``: the static check takes the
+    constant's literal, and the file (0 then 1 for sel) reaches both branches of mux2."""
+    from llm4cov.cli.app import main
+
+    (tmp_path / "tb.sv").write_text(
+        "module tb; localparam HEX = \"x.hex\";\n"
+        "  logic sel, en = 1; logic [1:0] a = 1, b = 2, y; logic [7:0] m [0:1];\n"
+        "  mux2 dut (.*);\n"
+        "  initial begin $readmemh(HEX, m);\n"
+        "    sel = m[0][0]; #1; sel = m[1][0]; #1; $finish; end\nendmodule\n")
+    (tmp_path / "x.hex").write_text("00\n01\n")
+    monkeypatch.chdir(tmp_path)
+    args = ["sim", "--rtl", str(FIXTURES / "mux2"), "--tb", "tb.sv", "--json", "--no-cache",
+            "--aux", "x.hex"]
+    assert main(args) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["coverage"]["metrics"]["branch"] == {"covered": 2, "total": 2}

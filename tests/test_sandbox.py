@@ -62,8 +62,8 @@ endmodule
         "tb.sv:1: `include \"../secret.vh\" points outside the work dir (absolute or '..' path)",
         "tb.sv:2: DPI imports/exports are not allowed",
         "tb.sv:6: $system is not allowed (runs a host shell command)",
-        "tb.sv:7: $readmemh needs a string-literal file name (a computed path cannot be "
-        "checked to stay inside the work dir)",
+        "tb.sv:7: $readmemh needs a string-literal file name or a constant of one (a "
+        "computed path cannot be checked to stay inside the work dir)",
         "tb.sv:8: $fopen(\"/tmp/x\") points outside the work dir (absolute or '..' path)",
         "tb.sv:9: $dumpfile(\"../../escape.vcd\") points outside the work dir "
         "(absolute or '..' path)",
@@ -181,6 +181,64 @@ endmodule
     ]
 
 
+def test_a_constant_file_name_is_judged_by_its_literal():
+    """``localparam``/``parameter`` file names declared once, named only by file tasks."""
+    src = """module tb;
+  localparam HEX = "data/rom.hex";
+  parameter string LOG = "out/run.log", BAD = "../../x.hex";
+  logic [7:0] mem [0:3];
+  integer fd;
+  initial begin
+    $readmemh(HEX, mem);
+    fd = $fopen(LOG, "w");
+    $readmemb(BAD, mem);
+  end
+endmodule
+"""
+    assert reasons(src) == [
+        "tb.sv:9: $readmemb(\"../../x.hex\") points outside the work dir (absolute or '..' "
+        "path)"]
+
+
+COMPUTED = ("needs a string-literal file name or a constant of one (a computed path cannot "
+            "be checked to stay inside the work dir)")
+
+
+@pytest.mark.parametrize("module, line", [
+    # a positional override of a parameter (no name to find): the module is instantiated
+    ("""module sub; class K; endclass
+  parameter F = "ok.hex"; logic [7:0] m [0:1];
+  initial $readmemh(F, m);
+endmodule
+module tb; sub #("/etc/passwd") u(); endmodule
+""", 3),
+    # another declaration of the name shadows the constant
+    ("""module tb; localparam F = "ok.hex"; logic [7:0] m [0:1];
+  task automatic load; string F; F = "/etc/passwd"; $readmemh(F, m); endtask
+  initial load();
+endmodule
+""", 2),
+    # defparam and a named override write it
+    ("""module sub; parameter F = "ok.hex"; logic [7:0] m [0:1];
+  initial $readmemh(F, m);
+endmodule
+module tb; sub u(); defparam u.F = "/etc/passwd"; endmodule
+""", 2),
+    # a string variable can be assigned: only constants count
+    ("""module tb; string F = "ok.hex"; logic [7:0] m [0:1];
+  initial $readmemh(F, m);
+endmodule
+""", 2),
+    # a scope that does not end (an interface port): no parameter is taken
+    ("""module tb(interface bus); parameter F = "ok.hex"; logic [7:0] m [0:1];
+  initial $readmemh(F, m);
+endmodule
+""", 2),
+])
+def test_a_file_name_constant_that_may_change_is_refused(module, line):
+    assert f"tb.sv:{line}: $readmemh {COMPUTED}" in reasons(module)
+
+
 def test_computed_file_names_and_verilator_config_are_refused():
     src = """module tb;
   integer fd = $fopen({"", "/etc/passwd"}, "r");
@@ -190,8 +248,8 @@ endmodule
 coverage_off -file "*"
 """
     assert reasons(src) == [
-        "tb.sv:2: $fopen needs a string-literal file name (a computed path cannot be "
-        "checked to stay inside the work dir)",
+        "tb.sv:2: $fopen needs a string-literal file name or a constant of one (a "
+        "computed path cannot be checked to stay inside the work dir)",
         "tb.sv:3: $dumpports(\"../ports.vcd\") points outside the work dir "
         "(absolute or '..' path)",
         "tb.sv:5: `verilator_config is not allowed (it changes how every file is compiled "

@@ -447,6 +447,7 @@ def _outside_files(markers, src: Path, where) -> list[str]:
 
 def _scan(toks: list[vlex.Token], where) -> list[str]:
     reasons = []
+    constants = _file_constants(toks)
     for i, tok in enumerate(toks):
         at = where(tok.offset)
         if tok.kind == "sys":
@@ -455,7 +456,7 @@ def _scan(toks: list[vlex.Token], where) -> list[str]:
             elif _C_ESCAPE.match(tok.text):
                 reasons.append(f"{at}: {tok.text} (embedded C++) is not allowed")
             elif tok.text in FILE_TASKS:
-                why = _file_argument(toks, i, FILE_TASKS[tok.text])
+                why = _file_argument(toks, i, FILE_TASKS[tok.text], constants)
                 if why:
                     reasons.append(f"{at}: {tok.text}{why}")
         elif tok.kind == "dir":
@@ -508,22 +509,97 @@ def _tb_only(part: str, where) -> list[str]:
     return reasons
 
 
-def _file_argument(toks: list[vlex.Token], i: int, index: int) -> str | None:
+def _file_argument(toks: list[vlex.Token], i: int, index: int,
+                   constants: Mapping[str, vlex.Token]) -> str | None:
     """Why the file-name argument of the call at ``toks[i]`` is unsafe (None: safe or no
-    call). The text returned follows the task name in the reason."""
+    call): a string literal, or the name of one of ``constants`` (its literal is
+    judged), that points inside the work dir. The text returned follows the task name in
+    the reason."""
     args = _arguments(toks, i)
     if args is None:
         return None
     arg = args[index] if args and -len(args) <= index < len(args) else []
+    if len(arg) == 1 and arg[0].kind == "id" and _name(arg[0]) in constants:
+        arg = [constants[_name(arg[0])]]
     if len(arg) != 1 or arg[0].kind != "str":
-        return (" needs a string-literal file name (a computed path cannot be checked to "
-                "stay inside the work dir)")
+        return (" needs a string-literal file name or a constant of one (a computed path "
+                "cannot be checked to stay inside the work dir)")
     literal = arg[0].text
     value = vlex.string_value(literal)
     if "\\" in literal:
         return f"({literal}) uses escape sequences in its file name (decodes to {value!r})"
     why = unsafe_path(value)
     return f"(\"{value}\") points {why}" if why else None
+
+
+_CONSTANT_KEYWORDS = frozenset({"localparam", "parameter"})
+_SCOPE_KEYWORDS = frozenset({"module", "macromodule", "program", "interface", "package",
+                             "class", "checker"})
+_SCOPE_ENDS = frozenset({"endmodule", "endprogram", "endinterface", "endpackage", "endclass",
+                         "endchecker"})
+
+
+def _name(tok: vlex.Token) -> str:
+    """An identifier as SystemVerilog compares it (``\\f `` is ``f``, IEEE 1800 5.6.1)."""
+    return tok.text.removeprefix("\\")
+
+
+def _file_constants(toks: list[vlex.Token]) -> dict[str, vlex.Token]:
+    """The names a file task may use for its file name, each with its string literal:
+    a ``localparam`` or ``parameter`` declared once, its value one string literal
+    (``localparam F = "rom.hex";``, in a list or a parameter port list), named nowhere
+    else but as the whole file-name argument of a file task (so no other declaration
+    shadows it, no assignment, ``defparam`` or named override changes it), and, for a
+    ``parameter``, in a module (class, ...) named nowhere but its own declaration (so no
+    instance overrides it by position; scopes are followed by their keywords, and where
+    they do not nest cleanly no ``parameter`` is taken). Lexical, hence conservative: any
+    other use keeps the string-literal rule."""
+    uses = Counter(_name(t) for t in toks if t.kind == "id")
+    as_file: Counter[str] = Counter()
+    declared: dict[str, list[tuple[vlex.Token, str, str | None]]] = {}
+    scopes: list[str | None] = []
+    clean = True
+    for i, tok in enumerate(toks):
+        before = toks[i - 1].text if i else ""
+        after = toks[i + 1] if i + 1 < len(toks) else None
+        if tok.kind == "sys" and tok.text in FILE_TASKS:
+            args = _arguments(toks, i) or []
+            index = FILE_TASKS[tok.text]
+            arg = args[index] if -len(args) <= index < len(args) else []
+            if len(arg) == 1 and arg[0].kind == "id":
+                as_file[_name(arg[0])] += 1
+        elif tok.kind != "id":
+            continue
+        elif tok.text in _SCOPE_KEYWORDS and before not in ("typedef", "virtual") and not (
+                tok.text == "interface" and after is not None and after.text == "class"):
+            k = i + 1
+            while k < len(toks) and toks[k].text in ("static", "automatic"):
+                k += 1
+            named = k < len(toks) and toks[k].kind == "id" and before != "extern"
+            scopes.append(_name(toks[k]) if named else None)
+            clean = clean and named
+        elif tok.text in _SCOPE_ENDS:
+            clean = clean and bool(scopes)
+            if scopes:
+                scopes.pop()
+        elif tok.text in _CONSTANT_KEYWORDS:
+            scope = scopes[-1] if scopes else None
+            j = i + 2 if i + 1 < len(toks) and toks[i + 1].text == "string" else i + 1
+            while (j + 3 < len(toks) and toks[j].kind == "id" and toks[j + 1].text == "="
+                   and toks[j + 2].kind == "str" and toks[j + 3].text in (";", ",", ")")):
+                declared.setdefault(_name(toks[j]), []).append((toks[j + 2], tok.text, scope))
+                if toks[j + 3].text != ",":
+                    break
+                j += 4
+    clean = clean and not scopes
+    constants = {}
+    for name, found in declared.items():
+        if len(found) != 1 or uses[name] != 1 + as_file[name]:
+            continue
+        literal, keyword, where = found[0]
+        if keyword == "localparam" or (clean and where is not None and uses[where] == 1):
+            constants[name] = literal
+    return constants
 
 
 def _arguments(toks: list[vlex.Token], i: int) -> list[list[vlex.Token]] | None:
