@@ -11,6 +11,7 @@ import sys
 import pytest
 
 from llm4cov.formal.tools import (
+    ENGINES,
     WALL_FACTOR,
     Budget,
     FormalToolError,
@@ -96,6 +97,15 @@ def test_a_budget_spends_the_cpu_of_the_jobs_after_it_began():
     assert budget.left() == pytest.approx(3.5)
     meter.add(_ran(4.0, 4.0))
     assert budget.left() == pytest.approx(-0.5)  # used up: no new round
+
+
+def test_a_prove_job_s_two_engines_count_half_its_cpu():
+    """A prove job runs its base case and induction step side by side: 8 CPU seconds in
+    4 wall seconds on a quiet machine are 4 engine seconds, as its wall time."""
+    meter = JobMeter()
+    budget = Budget(meter, 10.0)
+    meter.add(_ran(8.0, 4.0), engines=ENGINES["prove"])
+    assert (meter.cpu_s, budget.left()) == (4.0, 6.0)
 
 
 def test_a_budget_on_a_loaded_machine_ends_at_three_wall_seconds_per_cpu_second():

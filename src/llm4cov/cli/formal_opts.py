@@ -14,11 +14,11 @@ BUDGETS: dict[str, tuple[type, str, dict[str, Any], str]] = {
                     "BMC depth of the cover job, clock cycles."),
     "prove_depth": (int, "--prove-depth", {"min": 1}, "k of the k-induction prove jobs."),
     "job_timeout_s": (float, "--job-timeout", {"min": 1.0},
-                      "CPU seconds of each SBY job (its process tree; the wall clock ends "
-                      "it at three times as many)."),
+                      "Seconds of each SBY job: CPU seconds per solver process it runs "
+                      "(the wall clock ends it at three times as many)."),
     "prove_budget_s": (float, "--prove-budget", {"min": 0.0},
-                       "CPU seconds for all prove jobs of one analysis (no round starts "
-                       "after them)."),
+                       "Seconds for all prove jobs of one analysis, CPU seconds per "
+                       "solver process (no round starts after them)."),
     "continue_steps": (int, "--continue-steps", {"min": 0},
                        "Continuation steps: cover jobs from the state a simulated testbench "
                        "ends in (formal: the closing one; close: the kept test covering "

@@ -165,8 +165,8 @@ class CloseSettings(BaseModel):
     (the recorded seconds of finished steps), leaving the rest to formal and the model;
     ``seed``: the first random seed (test ``k`` uses ``seed + k``); ``formal``: run
     formal analyses (witness tests, unreachability proofs) when the tools are here;
-    ``cover_depth``/``prove_depth``/``prove_budget_s``: the formal budgets (CPU seconds
-    for the prove jobs);
+    ``cover_depth``/``prove_depth``/``prove_budget_s``: the formal budgets (engine
+    seconds for the prove jobs, :mod:`llm4cov.formal.tools`);
     ``continue_steps``/``continue_budget_s``: the continuation after the analyses (its
     steps, 0: none, and the CPU seconds of its cover jobs, at most half the budget left;
     :class:`~llm4cov.formal.closure.FormalConfig`);

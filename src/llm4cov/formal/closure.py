@@ -44,7 +44,15 @@ from llm4cov.formal.goalcheck import rejected_goals
 from llm4cov.formal.sby import JobResult, job_text, parse_log, read_witness
 from llm4cov.formal.soundness import frontend_macros, own_constraints
 from llm4cov.formal.stimulus import Phase, closing_testbench
-from llm4cov.formal.tools import Budget, FormalTools, JobMeter, find_tools, run_tool
+from llm4cov.formal.tools import (
+    ENGINES,
+    WALL_FACTOR,
+    Budget,
+    FormalTools,
+    JobMeter,
+    find_tools,
+    run_tool,
+)
 from llm4cov.policies.random_stimulus import Stimulus, random_testbench
 from llm4cov.sim.cache import cache_root
 from llm4cov.sim.config import SimConfig
@@ -62,24 +70,26 @@ CACHE_VERSION = 7
 class FormalConfig:
     """Budgets of one design's formal closure. Depths in clock cycles, times seconds.
 
-    Every time here is CPU seconds of the jobs' process trees, with the wall clock a
-    backstop at :data:`~llm4cov.formal.tools.WALL_FACTOR` times as many
-    (:mod:`llm4cov.formal.tools`): the verdicts do not depend on the machine's load.
+    Every time here is engine seconds (:mod:`llm4cov.formal.tools`): CPU seconds of the
+    jobs' process trees per solver process a job runs side by side, about wall seconds
+    on a quiet machine, with the wall clock a backstop at
+    :data:`~llm4cov.formal.tools.WALL_FACTOR` times as many: the verdicts depend much
+    less on the machine's load than a wall-clock budget's.
 
     ``cover_depth``: BMC depth of the cover job; ``prove_depth``: k of the k-induction;
-    ``job_timeout_s``: the CPU limit of each SBY job;
+    ``job_timeout_s``: the limit of each SBY job;
     ``max_goals``: goals per design (toggles expand per bit and direction);
-    ``max_prove_rounds``/``prove_budget_s``: reruns and CPU seconds of the Houdini
+    ``max_prove_rounds``/``prove_budget_s``: reruns and seconds of the Houdini
     loop (smtbmc names one failing assertion per induction run; a round starts while
     the budget is not used up); ``sandbox``: run SBY in the
     simulation sandbox when the host has it; ``cache``: reuse results by content hash.
-    ``escalate_budget_s``: CPU seconds for deeper cover jobs after the prove jobs (0:
+    ``escalate_budget_s``: seconds for deeper cover jobs after the prove jobs (0:
     none): the goals still ``unknown`` are searched again at twice the depth, then
     twice that, up to ``max_cover_depth``, each job only with the goals left open,
     until the budget is used up (a job gets the budget that is left as its timeout).
     ``continue_steps``/``continue_budget_s``: steps of a continuation
     (:func:`llm4cov.formal.continuation.continue_closure`: cover jobs from the state
-    the simulated closing testbench ends in; 0: none) and the CPU seconds of its
+    the simulated closing testbench ends in; 0: none) and the seconds of its
     Yosys run and cover jobs (each job gets what is left as its timeout; the
     simulations between them, at most ``continue_steps + 1``, are bounded by the
     evaluator's own limits). Each step's job starts at ``cover_depth`` and doubles up
@@ -266,7 +276,7 @@ class _Runner:
             result = self.sby(name, job_text(
                 compiled, self.task.dut_module_name, mode, depth, self.task.parameters,
                 self.task.defines, incdirs, frontend, copied=placement.files),
-                workdir, timeout_s)
+                workdir, timeout_s, ENGINES[mode])
             if result.status != "ERROR" or result.cycles:
                 self.frontend = frontend
                 self.used.add(frontend)
@@ -275,25 +285,28 @@ class _Runner:
         result.error = "; ".join(errors)
         return placement, result
 
-    def sby(self, name: str, text: str, workdir: Path, timeout_s: float | None = None
-            ) -> JobResult:
+    def sby(self, name: str, text: str, workdir: Path, timeout_s: float | None = None,
+            engines: int = 1) -> JobResult:
         """Write the job ``text`` to ``NAME.sby`` in ``workdir``, run it and parse its log
-        (counted in :attr:`jobs`)."""
+        (counted in :attr:`jobs`); ``engines``: solver processes it runs side by side."""
         (workdir / f"{name}.sby").write_text(text, encoding="utf-8")
         self.jobs += 1
-        proc = self.tool(self.tools.sby_command(f"{name}.sby"), workdir, timeout_s)
+        proc = self.tool(self.tools.sby_command(f"{name}.sby"), workdir, timeout_s, engines)
         result = parse_log(proc.output, name)
         if proc.timed_out or proc.exceeded == "cpu":
             result.status = "TIMEOUT"
         return result
 
-    def tool(self, cmd: list[str], workdir: Path, cpu_s: float | None = None
-             ) -> ProcessResult:
-        """``cmd`` through :func:`~llm4cov.formal.tools.run_tool` with ``cpu_s`` (default
-        ``job_timeout_s``) CPU seconds, counted in :attr:`meter`."""
-        proc = run_tool(self.tools, cmd, workdir, cpu_s or self.config.job_timeout_s,
-                        self.config.sandbox)
-        self.meter.add(proc)
+    def tool(self, cmd: list[str], workdir: Path, seconds: float | None = None,
+             engines: int = 1) -> ProcessResult:
+        """``cmd`` through :func:`~llm4cov.formal.tools.run_tool` with ``seconds``
+        (default ``job_timeout_s``) engine seconds: ``engines`` times as many CPU
+        seconds, :data:`~llm4cov.formal.tools.WALL_FACTOR` times as many wall seconds;
+        counted in :attr:`meter`."""
+        seconds = seconds or self.config.job_timeout_s
+        proc = run_tool(self.tools, cmd, workdir, seconds * engines, self.config.sandbox,
+                        wall_s=WALL_FACTOR * seconds)
+        self.meter.add(proc, engines)
         return proc
 
 
@@ -519,7 +532,7 @@ def _prove(runner: _Runner, items: list[UncoveredItem], open_labels: set[str],
            placement: goal_mod.Placement, workdir: Path, config: FormalConfig,
            result: FormalResult | None = None, inputs: set[str] | None = None) -> list[str]:
     """The Houdini loop of the module docstring, per group of :func:`_prove_groups`,
-    while ``config.prove_budget_s`` CPU seconds are left: proven goals go into
+    while ``config.prove_budget_s`` engine seconds are left: proven goals go into
     ``verdicts``, the goals of a prove job that failed into ``errored`` (label ->
     reason). A goal whose assertion
     fails in the base case (violated within k steps from reset: reachable) is

