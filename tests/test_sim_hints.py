@@ -106,6 +106,13 @@ def test_missing_data_files_are_named_with_their_line(tmp_path):
                      "`llm4cov sim --aux FILE`, or generate the data in the testbench"]
 
 
+def test_a_data_file_named_by_a_string_parameter_is_named_too():
+    tb = SourceFile(name="tb.v", content=(
+        'module tb; localparam HEX = "rom.hex"; reg [7:0] m [0:3];\n'
+        '  initial $readmemh(HEX, m);\nendmodule\n'))
+    assert hints.data_files(tb) == [("rom.hex", 2)]
+
+
 def test_a_rewrite_is_blamed_only_for_errors_on_lines_it_changed():
     rewrite = hints.Rewrite([], frozenset(), {"tb.sv": "a\nb <= 1;\nc\n"},
                             {"tb.sv": "a\nb <= #0 1;\nc\n"})

@@ -207,10 +207,12 @@ _READERS = ("$readmemh", "$readmemb")
 
 
 def data_files(tb: SourceFile) -> list[tuple[str, int]]:
-    """``(file name, line)`` of every string-literal file the testbench reads:
+    """``(file name, line)`` of every file the testbench reads by a string literal or a
+    string parameter declared once (``localparam HEX = "rom.hex"``):
     ``$fopen(NAME, "r...")`` and ``$readmemh/$readmemb(NAME, ...)``, unless the
     testbench also writes that name (``$fopen`` in another mode, ``$writemem*``)."""
     tree = parse_tree(tb.content, tb.name)
+    constants = _string_parameters(tree)
     found: list[tuple[str, int]] = []
     written: set[str] = set()
     for call in syntax_nodes(tree.root, (_SK.InvocationExpression,)):
@@ -219,7 +221,7 @@ def data_files(tb: SourceFile) -> list[tuple[str, int]]:
         task = call.left.systemIdentifier.valueText
         if task != "$fopen" and task not in _READERS and not task.startswith("$writemem"):
             continue
-        args = [_string_literal(a) for a in call.arguments.parameters
+        args = [_string_literal(a, constants) for a in call.arguments.parameters
                 if getattr(a, "kind", None) == _SK.OrderedArgument]
         name = _text(args[0]) if args and args[0] is not None else None
         if name is None:
@@ -247,11 +249,25 @@ def _text(literal) -> str | None:
         return None
 
 
-def _string_literal(arg):
+def _string_parameters(tree) -> dict[str, object]:
+    """Parameter name -> its string literal token, for the parameters declared once
+    with one string literal as their value."""
+    found: dict[str, list] = {}
+    for decl in syntax_nodes(tree.root, (_SK.ParameterDeclaration,)):
+        for d in decl.declarators:
+            init = getattr(d, "initializer", None)
+            if init is not None and init.expr.kind == _SK.StringLiteralExpression:
+                found.setdefault(d.name.valueText, []).append(init.expr.literal)
+    return {name: lits[0] for name, lits in found.items() if len(lits) == 1}
+
+
+def _string_literal(arg, constants: dict[str, object]):
     """The string literal token an argument is (through pyslang's property/sequence
-    wrappers of system-call arguments), or None."""
+    wrappers of system-call arguments), or names (one of ``constants``), or None."""
     node = arg.expr
     while node.kind != _SK.StringLiteralExpression:
+        if node.kind == _SK.IdentifierName:
+            return constants.get(node.identifier.valueText)
         node = getattr(node, "expr", None)
         if node is None:
             return None

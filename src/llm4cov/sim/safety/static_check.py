@@ -532,74 +532,40 @@ def _file_argument(toks: list[vlex.Token], i: int, index: int,
     return f"(\"{value}\") points {why}" if why else None
 
 
-_CONSTANT_KEYWORDS = frozenset({"localparam", "parameter"})
-_SCOPE_KEYWORDS = frozenset({"module", "macromodule", "program", "interface", "package",
-                             "class", "checker"})
-_SCOPE_ENDS = frozenset({"endmodule", "endprogram", "endinterface", "endpackage", "endclass",
-                         "endchecker"})
-
-
 def _name(tok: vlex.Token) -> str:
     """An identifier as SystemVerilog compares it (``\\f `` is ``f``, IEEE 1800 5.6.1)."""
     return tok.text.removeprefix("\\")
 
 
 def _file_constants(toks: list[vlex.Token]) -> dict[str, vlex.Token]:
-    """The names a file task may use for its file name, each with its string literal:
-    a ``localparam`` or ``parameter`` declared once, its value one string literal
-    (``localparam F = "rom.hex";``, in a list or a parameter port list), named nowhere
-    else but as the whole file-name argument of a file task (so no other declaration
-    shadows it, no assignment, ``defparam`` or named override changes it), and, for a
-    ``parameter``, in a module (class, ...) named nowhere but its own declaration (so no
-    instance overrides it by position; scopes are followed by their keywords, and where
-    they do not nest cleanly no ``parameter`` is taken). Lexical, hence conservative: any
-    other use keeps the string-literal rule."""
+    """The names a file task may use for its file name, each with its string literal: a
+    ``localparam`` (no override, ``defparam`` or ``-G`` changes one, IEEE 1800 6.20.4)
+    declared once, its value one string literal (``localparam F = "rom.hex";``, also in
+    a list), named nowhere else but as the whole file-name argument of a file task (so no
+    other declaration shadows it). A ``parameter`` never counts: an instance or class
+    specialization may override it by position, which no name betrays, and a lexical
+    reading of which module holds it can be led astray (red team 35: `virtual class`,
+    `typedef interface class`, keywords as identifiers under `` `begin_keywords``)."""
     uses = Counter(_name(t) for t in toks if t.kind == "id")
     as_file: Counter[str] = Counter()
-    declared: dict[str, list[tuple[vlex.Token, str, str | None]]] = {}
-    scopes: list[str | None] = []
-    clean = True
+    declared: dict[str, list[vlex.Token]] = {}
     for i, tok in enumerate(toks):
-        before = toks[i - 1].text if i else ""
-        after = toks[i + 1] if i + 1 < len(toks) else None
         if tok.kind == "sys" and tok.text in FILE_TASKS:
             args = _arguments(toks, i) or []
             index = FILE_TASKS[tok.text]
             arg = args[index] if -len(args) <= index < len(args) else []
             if len(arg) == 1 and arg[0].kind == "id":
                 as_file[_name(arg[0])] += 1
-        elif tok.kind != "id":
-            continue
-        elif tok.text in _SCOPE_KEYWORDS and before not in ("typedef", "virtual") and not (
-                tok.text == "interface" and after is not None and after.text == "class"):
-            k = i + 1
-            while k < len(toks) and toks[k].text in ("static", "automatic"):
-                k += 1
-            named = k < len(toks) and toks[k].kind == "id" and before != "extern"
-            scopes.append(_name(toks[k]) if named else None)
-            clean = clean and named
-        elif tok.text in _SCOPE_ENDS:
-            clean = clean and bool(scopes)
-            if scopes:
-                scopes.pop()
-        elif tok.text in _CONSTANT_KEYWORDS:
-            scope = scopes[-1] if scopes else None
+        elif tok.kind == "id" and tok.text == "localparam":
             j = i + 2 if i + 1 < len(toks) and toks[i + 1].text == "string" else i + 1
             while (j + 3 < len(toks) and toks[j].kind == "id" and toks[j + 1].text == "="
                    and toks[j + 2].kind == "str" and toks[j + 3].text in (";", ",", ")")):
-                declared.setdefault(_name(toks[j]), []).append((toks[j + 2], tok.text, scope))
+                declared.setdefault(_name(toks[j]), []).append(toks[j + 2])
                 if toks[j + 3].text != ",":
                     break
                 j += 4
-    clean = clean and not scopes
-    constants = {}
-    for name, found in declared.items():
-        if len(found) != 1 or uses[name] != 1 + as_file[name]:
-            continue
-        literal, keyword, where = found[0]
-        if keyword == "localparam" or (clean and where is not None and uses[where] == 1):
-            constants[name] = literal
-    return constants
+    return {name: found[0] for name, found in declared.items()
+            if len(found) == 1 and uses[name] == 1 + as_file[name]}
 
 
 def _arguments(toks: list[vlex.Token], i: int) -> list[list[vlex.Token]] | None:
