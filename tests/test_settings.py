@@ -160,8 +160,9 @@ def test_close_and_formal_share_their_budget_flags():
         "--prove-depth": (CloseSettings().prove_depth,
                           "formal: k of the k-induction prove jobs.", 1),
         "--prove-budget": (CloseSettings().prove_budget_s,
-                           "formal: Seconds for all prove jobs of one analysis, CPU seconds "
-                           "per solver process (no round starts after them).", 0.0)}
+                           "formal: Seconds for all prove jobs of one analysis: per job its "
+                           "wall seconds or, if fewer, its CPU seconds (no round starts after "
+                           "them).", 0.0)}
     defaults = FormalConfig()
     assert formal == {flag: ((defaults.cover_depth, defaults.prove_depth,
                               defaults.prove_budget_s)[i], text.removeprefix("formal: "), low)

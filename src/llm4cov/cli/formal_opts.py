@@ -17,15 +17,16 @@ BUDGETS: dict[str, tuple[type, str, dict[str, Any], str]] = {
                       "Seconds of each SBY job: CPU seconds per solver process it runs "
                       "(the wall clock ends it at three times as many)."),
     "prove_budget_s": (float, "--prove-budget", {"min": 0.0},
-                       "Seconds for all prove jobs of one analysis, CPU seconds per "
-                       "solver process (no round starts after them)."),
+                       "Seconds for all prove jobs of one analysis: per job its wall "
+                       "seconds or, if fewer, its CPU seconds (no round starts after "
+                       "them)."),
     "continue_steps": (int, "--continue-steps", {"min": 0},
                        "Continuation steps: cover jobs from the state a simulated testbench "
                        "ends in (formal: the closing one; close: the kept test covering "
                        "most; 0: none)."),
     "continue_budget_s": (float, "--continue-budget", {"min": 0.0},
-                          "CPU seconds for the continuation's Yosys run and cover jobs "
-                          "(its simulations are not counted)."),
+                          "Seconds for the continuation's Yosys run and cover jobs, counted "
+                          "as --prove-budget (its simulations are not counted)."),
 }
 """Settings field -> (type, flag, ``typer.Option`` bounds, help)."""
 

@@ -24,7 +24,7 @@ MAX_FORMAL_ITEMS = 400
 JOB_S, MIN_JOB_S = 120.0, 15.0
 """CPU limit of one SBY job: ``formal``'s default, cut to half the (wall) budget left (at
 least the minimum), so that an analysis ends near the budget; the prove jobs get a
-quarter. Formal seconds are engine seconds (:mod:`llm4cov.formal.tools`): on a machine
+quarter. Formal budgets are job seconds (:mod:`llm4cov.formal.tools`): on a machine
 loaded past its cores a job may take up to three times as many wall seconds."""
 CONTINUATION = "formal-continuation"
 """The ``Origin.policy`` of a continuation's test."""

