@@ -5,6 +5,7 @@ under both loads; the wall-clock budget it replaced proved fewer goals when load
 
     python experiments/formal_load/bench.py --baseline /tmp/before/src \
         --out experiments/formal_load/results.json
+    python experiments/formal_load/bench.py --show experiments/formal_load/results.json
 
 Each run uses the formal cache of a fresh folder (the analysis runs every time) and
 the shared simulation cache (the random testbench whose holes are analyzed is the
@@ -53,13 +54,29 @@ def analyze(src: Path, task_id: str, cache: Path) -> dict:
             "wall_s": round(wall, 1), "rc": done.returncode}
 
 
+def table(rows: list[dict]) -> str:
+    """The Markdown table of ``rows`` (one per code and load)."""
+    lines = ["| code | load | load avg | proven unreachable | reached | unknown | prove budget "
+             "used up | SBY jobs | verdicts | wall s |", "|---" * 10 + "|"]
+    lines += [f"| {r['code']} | {r['load']} | {r['loadavg']:.1f} | {r['unreachable']} | "
+              f"{r['reached']} | {r['unknown']} | {r['budget_used_up']} | {r['jobs']} | "
+              f"`{r['verdicts']}` | {r['wall_s']} |" for r in rows]
+    return "\n".join(lines)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--baseline", type=Path, required=True, help="the baseline's src folder")
+    ap.add_argument("--baseline", type=Path, help="the baseline's src folder")
     ap.add_argument("--id", default="realip/blockcopy_apb")
     ap.add_argument("--hogs", type=int, default=2)
     ap.add_argument("--out", type=Path)
+    ap.add_argument("--show", type=Path, help="print the table of a saved run and exit")
     args = ap.parse_args()
+    if args.show:
+        print(table(json.loads(args.show.read_text())["rows"]))
+        return
+    if args.baseline is None:
+        ap.error("--baseline is required to run")
     cache = Path(tempfile.mkdtemp(prefix="formal-load-"))
     rows = []
     for load in ("as is", f"+{args.hogs} busy"):
@@ -76,13 +93,7 @@ def main() -> None:
             for h in hogs:
                 h.kill()
     shutil.rmtree(cache, ignore_errors=True)
-    print("| code | load | load avg | proven unreachable | reached | unknown | prove budget "
-          "used up | SBY jobs | verdicts | wall s |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
-    for r in rows:
-        print(f"| {r['code']} | {r['load']} | {r['loadavg']:.1f} | {r['unreachable']} | "
-              f"{r['reached']} | {r['unknown']} | {r['budget_used_up']} | {r['jobs']} | "
-              f"`{r['verdicts']}` | {r['wall_s']} |")
+    print(table(rows))
     if args.out:
         args.out.write_text(json.dumps({"task": args.id, "rows": rows}, indent=1) + "\n")
 
