@@ -242,6 +242,31 @@ def test_a_broken_workaround_keeps_every_stop_a_finish(evaluator, monkeypatch):
 
 
 @pytest.mark.requires_verilator
+def test_a_broken_workaround_keeps_the_generated_code(evaluator, monkeypatch):
+    """The code a caller appends to the testbench (``extend``: ``--trace``'s dump module)
+    is compiled in the build without the workarounds too: it had been dropped, and a
+    trace asked for was not written."""
+    import llm4cov.sim.evaluator as evaluator_mod
+    from llm4cov.sim.model.call import SimCall
+
+    text = halt_tb("  initial begin #12 rst <= 0; #10 stop = 1; #90 $finish; end\nendmodule\n")
+    real = evaluator_mod.hints.testbench_workarounds
+
+    def broken(tb_file, nba=True, disable=True):
+        fix = real(tb_file, nba=nba, disable=disable)
+        return evaluator_mod.hints.Workaround(fix.text.replace("rst <= #0 0", "rst <= #0 ;;="),
+                                              fix.notes, fix.nba_lines) if nba else fix
+    monkeypatch.setattr(evaluator_mod.hints, "testbench_workarounds", broken)
+    probe = ("module llm4cov_probe; initial $display(\"GENERATED CODE RAN\"); endmodule\n"
+             "bind tb llm4cov_probe llm4cov_probe_u();\n")
+    uncached = evaluator_mod.Evaluator(replace(evaluator.config, result_cache=False))
+    obs = uncached.evaluate_call(SimCall(HALT_TASK, text), extend=lambda plan: probe)
+    assert (obs.end_reason.value, obs.sim_time_ps) == ("finish", 25), obs.log
+    assert "GENERATED CODE RAN" in obs.log
+    assert any(n.startswith("the evaluator's testbench workarounds") for n in obs.notes)
+
+
+@pytest.mark.requires_verilator
 def test_the_simulated_time_limit_holds_at_a_coarse_precision(evaluator):
     """At a 1 s precision the 10 ms limit is less than one tick: it had read as "no
     limit", and a testbench past it by 10,000 times passed as ``success`` (a thirtieth

@@ -128,6 +128,8 @@ class _Staged:
     """The testbench's data and include files."""
     view: Preprocessed | None = None
     """The static check's view of the sources as given (None: the check is off)."""
+    generated: str = ""
+    """Code appended to the testbench as compiled (``extend``: a trace module)."""
 
 
 @dataclass(frozen=True)
@@ -551,7 +553,7 @@ class Evaluator:
             )
         notes = [*rewrite.notes,
                  *hints.missing_data_notes(tb, {f.name for f in [*task.rtl_files, *aux]})]
-        staged = _Staged(task, tb, plan, workdir, findings, rewrite, aux, view)
+        staged = _Staged(task, tb, plan, workdir, findings, rewrite, aux, view, generated)
         build = self._build(staged, base, notes)
         if build.refused:
             return Observation(status=Status.REJECTED, log=build.refused, notes=[build.refused],
@@ -607,8 +609,9 @@ class Evaluator:
                         ) -> tuple[ProcessResult, str | None]:
         """The build when the evaluator's rewrite broke it: without the testbench's
         optional workarounds (``<= #0``, ``#0 disable``; their notes removed), never
-        without the rest: every ``$stop`` still compiled as ``$finish`` and the
-        per-instance copies (made anew) where the design has them. A thirty-first red
+        without the rest: every ``$stop`` still compiled as ``$finish``, the
+        per-instance copies (made anew) where the design has them and the generated
+        code (a trace module). A thirty-first red
         team steered the rewrite's ``#0`` into an identifier: the build failed on a line
         the rewrite changed, the sources were built as given and the DUT's two lanes
         shared one counter set (88.54 -> 93.55 %); a thirty-second made ``cb.x <= #0 1``
@@ -631,10 +634,16 @@ class Evaluator:
             if refusal:
                 return self.backend.build(task, tb, staged.plan, workdir, drop), refusal[0]
         given = {f.name: f.content for f in [*task.rtl_files, tb]}
-        for name, text in {**rewrite.originals, **sources, **copies}.items():
+
+        def extended(files: dict[str, str]) -> dict[str, str]:  # the generated code kept
+            if not staged.generated:
+                return files
+            return {**files, tb.name: f"{files.get(tb.name, tb.content)}\n{staged.generated}"}
+
+        final = extended({**sources, **copies})
+        for name, text in {**rewrite.originals, **final}.items():
             _write(workdirs.sources(workdir) / name, text)
-        kept = hints.Rewrite([], frozenset(), {n: given[n] for n in {**sources, **copies}},
-                             {**sources, **copies})
+        kept = hints.Rewrite([], frozenset(), {n: given[n] for n in final}, final)
         build = self.backend.build(task, tb, staged.plan, workdir, drop)
         sites = self.backend.error_sites(build.output) if build.returncode != 0 else []
         broken = kept.caused(sites) or (bool(kept.rewritten) and bool(
@@ -646,8 +655,9 @@ class Evaluator:
                     f"DUT's repeated modules do not compile with {tb.name}, and built "
                     "without them their instances would share one counter set. Keep the "
                     "testbench's own design small and plain.")
-            for name in copies:  # (repeated modules outside the DUT's: merged is fair)
-                _write(workdirs.sources(workdir) / name, sources.get(name, given[name]))
+            merged = extended({name: sources.get(name, given[name]) for name in copies})
+            for name, text in merged.items():  # (repeated modules outside the DUT's: fair)
+                _write(workdirs.sources(workdir) / name, text)
             build = self.backend.build(task, tb, staged.plan, workdir, drop)
         notes.append("the evaluator's testbench workarounds (`<= #0`, `#0 disable`) did "
                      "not compile; built the testbench without them" +
