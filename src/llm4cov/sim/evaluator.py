@@ -599,14 +599,14 @@ class Evaluator:
         sites = self.backend.error_sites(build.output) if build.returncode != 0 else []
         refused = None
         if why is None and rewrite.caused(sites):
-            build, refused = self._build_as_given(staged, drop, notes)
+            build, refused = self._build_as_given(staged, drop, notes, build)
         seconds = time.monotonic() - t0
         log_text = clean_build_log(scrub_paths(build.output, str(workdirs.sources(workdir))),
                                    str(workdir), (str(cache_root(self.config)),))
         return _Build(build, why, drop, seconds, log_text, unmeasured, refused)
 
-    def _build_as_given(self, staged: _Staged, drop: tuple[str, ...], notes: list[str]
-                        ) -> tuple[ProcessResult, str | None]:
+    def _build_as_given(self, staged: _Staged, drop: tuple[str, ...], notes: list[str],
+                        failed: ProcessResult) -> tuple[ProcessResult, str | None]:
         """The build when the evaluator's rewrite broke it: without the testbench's
         optional workarounds (``<= #0``, ``#0 disable``; their notes removed), never
         without the rest: every ``$stop`` still compiled as ``$finish``, the
@@ -618,7 +618,8 @@ class Evaluator:
         fail (a clocking drive) and the RTL's ``$stop`` was an error report again, the
         run going on past it (56.13 -> 100 %). Returns the build and, when even that
         does not compile on a line it changed (or holds what the static check refuses)
-        and the DUT alone gets copies, why the testbench is refused."""
+        and the DUT alone gets copies, why the testbench is refused (with the ``failed``
+        build, when the copies cannot even be planned)."""
         task, tb, workdir, rewrite = staged.task, staged.tb, staged.workdir, staged.rewrite
         caps = self.backend.capabilities
         full = hints.testbench_workarounds(tb, nba=not caps.initial_nba,
@@ -632,7 +633,7 @@ class Evaluator:
             copies, _, refusal = _per_instance_copies(_with_rtl(task, rtl), tb.name,
                                                       stops.text, staged.plan)
             if refusal:
-                return self.backend.build(task, tb, staged.plan, workdir, drop), refusal[0]
+                return failed, refusal[0]
         given = {f.name: f.content for f in [*task.rtl_files, tb]}
 
         def extended(files: dict[str, str]) -> dict[str, str]:  # the generated code kept
