@@ -31,6 +31,7 @@ from llm4cov.sim.backends.verilator.build import (
     INCLUDER,
     OBJ_DIR,
     PROCESS_MEMORY_BYTES,
+    SARIF_FLAGS,
     TOP_PREFIX,
     build_sandbox,
     cflags,
@@ -325,8 +326,8 @@ class VerilatorBackend:
             (workdir / TB_COVERAGE_OFF).write_text(tb_coverage_off(tb.name), encoding="utf-8")
             config_files = (f"../{TB_COVERAGE_OFF}",)
         return run_build(
-            self.verilate_command(task, tb, plan, self.config.fsm_coverage, drop,
-                                  config_files),
+            [*self.verilate_command(task, tb, plan, self.config.fsm_coverage, drop,
+                                    config_files), *SARIF_FLAGS],
             workdir,
             self.toolchain.env(),
             self.config,
@@ -387,7 +388,7 @@ class VerilatorBackend:
                    if "time" in end else None)
         return RunOutcome(
             process=run, end=end, problem=problem, output=output, coverage_file=cov_file,
-            notes=run_notes(output, tb, self.has_solver),
+            notes=run_notes(end, tb, self.has_solver),
             tb_errors=int(end.get("errors", 0) or 0), sim_seconds=seconds,
             sim_time_ps=_picoseconds(end),
         )
@@ -525,23 +526,43 @@ def classify_run(
     return Status.RUNTIME_ERROR, EndReason.CRASHED, notes
 
 
-def run_notes(sim_out: str, tb: SourceFile, has_z3: bool) -> list[str]:
-    """Notes on a run's output: a zero-delay loop, an unreachable SMT solver."""
+NOT_CONVERGED = "-2"
+"""The end record's ``line`` when the runtime stopped a model that did not converge
+(``driver_main.cpp`` ``vl_fatal``; a testbench's ``$fatal`` gives its own line)."""
+
+
+def run_notes(end: dict, tb: SourceFile, has_z3: bool) -> list[str]:
+    """Notes on a run: a zero-delay loop (the checked end record says the runtime
+    stopped a model that did not converge), constrained randomization without the SMT
+    solver (the testbench has a constraint and z3 is not installed). Never from the
+    run's output: the testbench prints it (a thirty-sixth red team printed
+    ``DIDNOTCONVERGE`` and ``SAT solver`` and got both notes into the next prompt)."""
     notes = []
-    if "DIDNOTCONVERGE" in sim_out:
+    if end.get("end") == "fatal" and end.get("line") == NOT_CONVERGED:
         lines = always_without_timing(tb)
         where = ", ".join(f"{tb.name}:{n}" for n in lines)
         notes.append(
             "the design did not converge (a zero-delay loop)"
             + (f": `always` without delay or event control at {where}" if where else "")
         )
-    if "SAT solver" in sim_out or "Subprocess command" in sim_out:
+    if not has_z3 and constrained(tb):
         notes.append(
-            "randomize() could not reach the SMT solver (z3); constrained randomization "
-            "failed and stimulus values are not randomized"
-            + ("" if has_z3 else " - install the z3-solver package")
+            "randomize() with constraints needs the SMT solver z3, which is not installed: "
+            "constrained randomization fails and its values are not randomized - install "
+            "the z3-solver package"
         )
     return notes
+
+
+def constrained(tb: SourceFile) -> bool:
+    """Whether the testbench constrains a randomization (a ``constraint`` block or an
+    inline ``with { ... }``): Verilator solves those with an SMT solver."""
+    from pyslang import syntax
+
+    from llm4cov.tasks.hdl import parse_tree, syntax_nodes
+
+    kinds = (syntax.SyntaxKind.ConstraintBlock, syntax.SyntaxKind.ConstraintDeclaration)
+    return bool(syntax_nodes(parse_tree(tb.content, tb.name).root, kinds))
 
 
 def _picoseconds(end: dict) -> int | None:

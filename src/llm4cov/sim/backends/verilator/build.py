@@ -74,6 +74,7 @@ import time
 from pathlib import Path
 
 from llm4cov.sim.backends.verilator.artifacts import ArtifactStore, StoreBuild, is_clang
+from llm4cov.sim.backends.verilator.failures import own_lines
 from llm4cov.sim.backends.verilator.toolchain import Toolchain, ccache_dir
 from llm4cov.sim.config import SimConfig
 from llm4cov.sim.safety.isolation import python_paths
@@ -87,6 +88,10 @@ DRIVER_HOOKS = Path(__file__).with_name("driver_hooks.h")
 #: Writes the model's ``__ALL.cpp`` in place of Verilator's Python includer.
 INCLUDER = Path(__file__).with_name("includer.sh")
 PCH_DIR = "llm4cov_pch"
+SARIF = "llm4cov_diagnostics.sarif"
+"""Verilator's diagnostics of the verilate step, as SARIF (in the work dir)."""
+SARIF_FLAGS = ("--diagnostics-sarif", "--diagnostics-sarif-output", f"../{SARIF}")
+"""The verilate step's flags that write :data:`SARIF` (run in the sources folder)."""
 PCH_HEADER = "llm4cov_pch.h"
 #: Verilator's output dir, relative to the sources folder it runs in.
 OBJ_DIR = "../obj"
@@ -306,8 +311,11 @@ def _build(
     env, make_sandbox = _with_ccache(env, config, sandbox)
     budget = _Budget(config, deadline)
     shutil.rmtree(workdir / "obj", ignore_errors=True)  # nothing from an earlier build
+    (workdir / SARIF).unlink(missing_ok=True)
     verilated = _step(verilate_cmd, workdir, env, config, budget.limits(), budget, sandbox,
                       cwd=sources(workdir))
+    verilated = dataclasses.replace(verilated, output=own_lines(verilated.output,
+                                                                workdir / SARIF))
     if verilated.timed_out or verilated.returncode != 0 or verilated.exceeded:
         return _Built(_say_signal(verilated), budget.deadline)
     mark_no_model_pch(workdir / "obj")

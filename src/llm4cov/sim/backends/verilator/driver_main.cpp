@@ -8,7 +8,8 @@
 //                                (the end of the run, like `vvp -n`); one it left, on an
 //                                assertion's line or from a macro, is an error report
 //   $error / failed assertion -> counted, simulation continues       (never aborts)
-//   $fatal, DIDNOTCONVERGE    -> coverage written, exit 1            (end=fatal)
+//   $fatal                    -> coverage written, exit 1            (end=fatal)
+//   runtime error             -> as $fatal, with line=-1 (-2: the model did not converge)
 //   simulated-time limit      -> coverage written                    (end=sim_time_limit)
 //   SIGTERM (wall-clock kill) -> coverage written if the loop regains control
 // The end record goes to an inherited pipe whose file descriptor number the evaluator
@@ -36,6 +37,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <cstring>
 #include <string>
 
 namespace {
@@ -119,10 +121,13 @@ void vl_stop_maybe(const char* filename, int linenum, const char* hier, bool may
     ++g_tb_errors;  // $error / assertion failure: reported, never fatal
 }
 
+// The runtime's own fatal errors (never a testbench's $fatal, which arrives above): the
+// record says so with line -1, or -2 when the model did not converge (the runtime's
+// message; what the testbench prints is never read back).
 void vl_fatal(const char* filename, int linenum, const char* hier, const char* msg) {
     (void)hier;
     VL_PRINTF("%%Error: %s:%d: %s\n", filename, linenum, msg);
-    writeResults("fatal", filename, linenum);
+    writeResults("fatal", "", std::strstr(msg, "did not converge") ? -2 : -1);
     std::exit(1);
 }
 

@@ -1,16 +1,23 @@
 """Verilator's failure rules and build warnings, read from its build output.
 
-A testbench cannot print during the build, so the build output is Verilator's own:
-its ``%Error``/``%Warning-CODE`` lines. :func:`tool_failure` says when a failed build
-is Verilator's fault (a ``tool_error``, not counted against the model),
+A testbench can print during the build: a ``$display`` in a function Verilator
+evaluates as a constant, an elaboration ``$info``/``$warning``/``$error``/``$fatal``
+(a thirty-sixth red team printed ``%Warning-INITIALDLY: tb.sv:20:``, ``COVERIGN`` and
+``%Error: Internal Error``, and the evaluator's notes on them reached the next prompt).
+:func:`own_lines` keeps each such print on one line (Verilator's SARIF diagnostics name
+them), so every rule here reads only lines that start with Verilator's own
+``%Error``/``%Warning-CODE``: :func:`tool_failure` says when a failed build is
+Verilator's fault (a ``tool_error``, not counted against the model),
 :data:`RETRY_WITHOUT` which coverage options a crash drops, :func:`build_notes` what
 its warnings mean for the testbench, :func:`error_sites` where its errors point.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable
+from pathlib import Path
 
 from pyslang import parsing, syntax
 
@@ -28,6 +35,15 @@ _MISSING_TF = re.compile(
     r"^%Error: [^\n]*Can't find definition of task/function: '(\w+)'", re.MULTILINE
 )
 _INITIALDLY = re.compile(r"^%Warning-INITIALDLY: ([^:\n]+):(\d+):", re.MULTILINE)
+_COVERIGN = re.compile(r"^%Warning-COVERIGN: ", re.MULTILINE)
+_TIMESCALEMOD = re.compile(r"^%Warning-TIMESCALEMOD: ", re.MULTILINE)
+#: Verilator's rules for what the sources print while they are elaborated.
+_USER_RULES = frozenset({"USERINFO", "USERWARN", "USERERROR", "USERFATAL"})
+_USER_RULE_ID = re.compile(rb'"ruleId":\s*"USER')
+_MISSING_COMMA = re.compile(rb'\}(\s*"invocations")')
+SARIF_MAX_BYTES = 64 << 20
+"""The largest SARIF file :func:`own_lines` reads (a constant function can print in a
+loop)."""
 #: Coverage options dropped, in this order, when the build crashes Verilator: ``(flag,
 #: the metric in prose)`` of each metric row with a ``crash_retry``.
 RETRY_WITHOUT = crash_retries()
@@ -41,6 +57,42 @@ PREPROCESS_MESSAGES = PreprocessMessages(
         r"%Error: (\S+?:\d+):(?:\d+:)? Cannot find include file: '(.*)'"),
 )
 """Verilator's ``-E`` messages, as the static check reads them."""
+
+
+def own_lines(output: str, sarif: Path) -> str:
+    """The verilate step's ``output`` with every line the sources printed while they
+    were elaborated marked (``| `` before it), so that no such line starts like
+    Verilator's own ``%Error``/``%Warning``: a line of ``output`` is marked when it
+    equals a line of the message of one of Verilator's ``USER*`` diagnostics in its
+    ``sarif`` file (a real diagnostic the sources printed a copy of is marked too: the
+    rules then miss it, which never helps the sources). Without the file (Verilator
+    ended before writing it: a crash, a kill) the output is as given; past
+    :data:`SARIF_MAX_BYTES` or unreadable, it is replaced by one line saying so."""
+    try:
+        size = sarif.stat().st_size
+    except OSError:
+        return output
+    try:
+        if size > SARIF_MAX_BYTES:
+            raise ValueError(f"{size} bytes")
+        raw = sarif.read_bytes()
+        try:
+            data = json.loads(raw)
+        except ValueError:
+            if _USER_RULE_ID.search(raw) is None:
+                return output  # nothing printed (the pinned Verilator writes a file with
+                # no rules without the comma after "tool": invalid JSON)
+            data = json.loads(_MISSING_COMMA.sub(rb"},\1", raw))
+        runs = data.get("runs") or []
+        printed = {line for run in runs for r in run.get("results") or []
+                   if r.get("ruleId") in _USER_RULES
+                   for line in str(r["message"]["text"]).split("\n")[1:]}
+    except (OSError, ValueError, TypeError, KeyError, AttributeError) as exc:
+        return (f"(Verilator's output is not shown: its diagnostics could not be read "
+                f"({str(exc)[:80]}); the sources printed while they were elaborated)\n")
+    if not printed:
+        return output
+    return "\n".join(f"| {line}" if line in printed else line for line in output.split("\n"))
 
 
 def tool_failure(build_output: str, files: Iterable[SourceFile]) -> str | None:
@@ -85,13 +137,13 @@ def build_notes(
     INITIALDLY divergence on testbench lines not already fixed by
     :func:`testbench_workarounds`, ``fixed_lines``)."""
     notes = []
-    if "COVERIGN" in build_log:
+    if _COVERIGN.search(build_log):
         notes.append(
             "Verilator ignores covergroups/coverpoints (COVERIGN): functional coverage the "
             "testbench prints is not measured; code coverage is reported normally "
             "(`--simulator verilator-5.052` counts covergroup bins as functional coverage)"
         )
-    if "TIMESCALEMOD" in build_log:
+    if _TIMESCALEMOD.search(build_log):
         notes.append("timescale only in some files (TIMESCALEMOD warning); simulation runs")
     lines = sorted({int(n) for f, n in _INITIALDLY.findall(build_log)
                     if f == tb.name} - fixed_lines)
