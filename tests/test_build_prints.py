@@ -42,6 +42,18 @@ def test_the_lines_the_sources_printed_are_marked(tmp_path):
         "Verilator ignores covergroups/coverpoints"]
 
 
+def test_a_line_behind_any_line_break_or_with_trailing_space_is_marked_too(tmp_path):
+    """Red team 37: a ``\\r`` split the log's lines where the marking did not, and the
+    SARIF text drops a line's trailing spaces the console keeps."""
+    sarif = _sarif(tmp_path / "d.sarif",
+                   ("USERWARN", "hi\r%Warning-COVERIGN: x\n%Error: Internal Error: y"))
+    output = ("%Warning-USERWARN: tb.sv:5:3: hi\r%Warning-COVERIGN: x\n"
+              "%Error: Internal Error: y   \n")
+    assert own_lines(output, sarif) == ("%Warning-USERWARN: tb.sv:5:3: hi\r"
+                                        "| %Warning-COVERIGN: x\n"
+                                        "| %Error: Internal Error: y   \n")
+
+
 def test_without_the_file_the_output_stands_and_an_unreadable_one_hides_it(tmp_path):
     assert own_lines("%Error: Internal Error\n", tmp_path / "none.sarif") == \
         "%Error: Internal Error\n"

@@ -11,6 +11,7 @@ Both steps run in the OS sandbox unless ``SimConfig.sandbox`` is off.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import re
@@ -31,6 +32,7 @@ from llm4cov.sim.backends.verilator.build import (
     INCLUDER,
     OBJ_DIR,
     PROCESS_MEMORY_BYTES,
+    SARIF,
     SARIF_FLAGS,
     TOP_PREFIX,
     build_sandbox,
@@ -235,8 +237,10 @@ class VerilatorBackend:
                    "--top-module", top, "-Mdir", "../obj",
                    *(f"-G{k}={v}" for k, v in overrides.items()),
                    *self.build_spec.verilate_flags, *self.config.extra_verilator_args,
-                   VIEW_FILE]
+                   *SARIF_FLAGS, VIEW_FILE]
             run = self._verilate_in(scratch, cmd)
+            run = dataclasses.replace(run, output=failures.own_lines(run.output,
+                                                                     scratch / SARIF))
             tree = scratch / "obj" / f"V{top}.tree.json"
             meta = tree.with_name(f"V{top}.tree.meta.json")
             if run.returncode != 0 and not (run.timed_out or run.exceeded) and \

@@ -65,9 +65,13 @@ def own_lines(output: str, sarif: Path) -> str:
     Verilator's own ``%Error``/``%Warning``: a line of ``output`` is marked when it
     equals a line of the message of one of Verilator's ``USER*`` diagnostics in its
     ``sarif`` file (a real diagnostic the sources printed a copy of is marked too: the
-    rules then miss it, which never helps the sources). Without the file (Verilator
-    ended before writing it: a crash, a kill) the output is as given; past
-    :data:`SARIF_MAX_BYTES` or unreadable, it is replaced by one line saying so."""
+    rules then miss it, which never helps the sources). Lines are split at every line
+    break Python knows (``str.splitlines``: ``\\r``, ``\\f``, U+2028, ..., as the log
+    cleaning splits them; a thirty-seventh red team hid a line behind ``\\r``) and
+    compared without trailing white space (SARIF drops it, the console keeps it).
+    Without the file (Verilator ended before writing it: a crash, a kill) the output is
+    as given; past :data:`SARIF_MAX_BYTES` or unreadable, it is replaced by one line
+    saying so."""
     try:
         size = sarif.stat().st_size
     except OSError:
@@ -84,15 +88,17 @@ def own_lines(output: str, sarif: Path) -> str:
                 # no rules without the comma after "tool": invalid JSON)
             data = json.loads(_MISSING_COMMA.sub(rb"},\1", raw))
         runs = data.get("runs") or []
-        printed = {line for run in runs for r in run.get("results") or []
+        printed = {line.rstrip() for run in runs for r in run.get("results") or []
                    if r.get("ruleId") in _USER_RULES
-                   for line in str(r["message"]["text"]).split("\n")[1:]}
+                   for line in str(r["message"]["text"]).splitlines()[1:]}
     except (OSError, ValueError, TypeError, KeyError, AttributeError) as exc:
         return (f"(Verilator's output is not shown: its diagnostics could not be read "
                 f"({str(exc)[:80]}); the sources printed while they were elaborated)\n")
+    printed.discard("")
     if not printed:
         return output
-    return "\n".join(f"| {line}" if line in printed else line for line in output.split("\n"))
+    return "".join(f"| {line}" if line.rstrip() in printed else line
+                   for line in output.splitlines(keepends=True))
 
 
 def tool_failure(build_output: str, files: Iterable[SourceFile]) -> str | None:
