@@ -316,6 +316,7 @@ def _build(
                       cwd=sources(workdir))
     verilated = dataclasses.replace(verilated, output=own_lines(verilated.output,
                                                                 workdir / SARIF))
+    (workdir / SARIF).unlink(missing_ok=True)  # not for the run to read (command lines)
     if verilated.timed_out or verilated.returncode != 0 or verilated.exceeded:
         return _Built(_say_signal(verilated), budget.deadline)
     mark_no_model_pch(workdir / "obj")
