@@ -216,6 +216,21 @@ def test_a_line_directive_naming_an_rtl_stop_makes_no_end(evaluator):
         "blocks included; an error report on its line stays one)" in obs.notes
 
 
+def _break_the_nba_workaround(monkeypatch) -> str:
+    """Make the evaluator's ``<= #0`` rewrite fail to compile (fault injection) and
+    return the HALT testbench whose ``rst <= 0`` it rewrites."""
+    import llm4cov.sim.evaluator as evaluator_mod
+
+    real = evaluator_mod.hints.testbench_workarounds
+
+    def broken(tb_file, nba=True, disable=True):
+        fix = real(tb_file, nba=nba, disable=disable)
+        return evaluator_mod.hints.Workaround(fix.text.replace("rst <= #0 0", "rst <= #0 ;;="),
+                                              fix.notes, fix.nba_lines) if nba else fix
+    monkeypatch.setattr(evaluator_mod.hints, "testbench_workarounds", broken)
+    return halt_tb("  initial begin #12 rst <= 0; #10 stop = 1; #90 $finish; end\nendmodule\n")
+
+
 @pytest.mark.requires_verilator
 def test_a_broken_workaround_keeps_every_stop_a_finish(evaluator, monkeypatch):
     """Fault injection into the evaluator's optional workaround (a thirty-second red
@@ -225,14 +240,7 @@ def test_a_broken_workaround_keeps_every_stop_a_finish(evaluator, monkeypatch):
     25 ps; the workaround's notes go, the ``$stop`` note stays."""
     import llm4cov.sim.evaluator as evaluator_mod
 
-    text = halt_tb("  initial begin #12 rst <= 0; #10 stop = 1; #90 $finish; end\nendmodule\n")
-    real = evaluator_mod.hints.testbench_workarounds
-
-    def broken(tb_file, nba=True, disable=True):
-        fix = real(tb_file, nba=nba, disable=disable)
-        return evaluator_mod.hints.Workaround(fix.text.replace("rst <= #0 0", "rst <= #0 ;;="),
-                                              fix.notes, fix.nba_lines) if nba else fix
-    monkeypatch.setattr(evaluator_mod.hints, "testbench_workarounds", broken)
+    text = _break_the_nba_workaround(monkeypatch)
     uncached = evaluator_mod.Evaluator(replace(evaluator.config, result_cache=False))
     obs = uncached.evaluate(HALT_TASK, text)
     assert (obs.end_reason.value, obs.tb_error_count, obs.sim_time_ps) == ("finish", 0, 25)
@@ -249,14 +257,7 @@ def test_a_broken_workaround_keeps_the_generated_code(evaluator, monkeypatch):
     import llm4cov.sim.evaluator as evaluator_mod
     from llm4cov.sim.model.call import SimCall
 
-    text = halt_tb("  initial begin #12 rst <= 0; #10 stop = 1; #90 $finish; end\nendmodule\n")
-    real = evaluator_mod.hints.testbench_workarounds
-
-    def broken(tb_file, nba=True, disable=True):
-        fix = real(tb_file, nba=nba, disable=disable)
-        return evaluator_mod.hints.Workaround(fix.text.replace("rst <= #0 0", "rst <= #0 ;;="),
-                                              fix.notes, fix.nba_lines) if nba else fix
-    monkeypatch.setattr(evaluator_mod.hints, "testbench_workarounds", broken)
+    text = _break_the_nba_workaround(monkeypatch)
     probe = ("module llm4cov_probe; initial $display(\"GENERATED CODE RAN\"); endmodule\n"
              "bind tb llm4cov_probe llm4cov_probe_u();\n")
     uncached = evaluator_mod.Evaluator(replace(evaluator.config, result_cache=False))
