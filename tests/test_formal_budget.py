@@ -67,6 +67,17 @@ def test_a_job_past_its_cpu_seconds_is_killed_as_over_cpu(tools, tmp_path):
     assert 1.0 <= run.cpu_s < 3.0
 
 
+def test_a_job_of_two_busy_processes_runs_its_seconds_of_wall_time(tools, tmp_path):
+    """Job seconds are the fewer of CPU and wall seconds: two solvers side by side (a
+    prove job) spend CPU seconds twice as fast as wall seconds on two free cores, and
+    the job still runs its 1.5 s of wall time (its limit counted in CPU seconds of the
+    tree ended it at ~0.75 s)."""
+    busy = "import os; os.fork(); exec('while True: pass')"
+    run = run_tool(tools, [sys.executable, "-c", busy], tmp_path, 1.5, wall_s=120)
+    assert run.exceeded == "cpu" and not run.timed_out
+    assert run.wall_s >= 1.5 and run.cpu_s >= 1.5
+
+
 def test_the_job_s_exit_status_and_signal_pass_through_the_shim(tools, tmp_path):
     three = run_tool(tools, [sys.executable, "-c", "print('out'); raise SystemExit(3)"],
                      tmp_path, 10)
@@ -78,7 +89,7 @@ def test_the_job_s_exit_status_and_signal_pass_through_the_shim(tools, tmp_path)
 
 
 def test_a_run_needs_some_limit(tools, tmp_path):
-    with pytest.raises(ValueError, match="CPU or a wall limit"):
+    with pytest.raises(ValueError, match="job-seconds or a wall limit"):
         run_tool(tools, ["true"], tmp_path, None)
 
 

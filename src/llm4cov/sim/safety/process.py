@@ -57,6 +57,11 @@ class Limits:
     #: CPU seconds of the whole process tree together (exited descendants included
     #: once their parent reaped them), polled; ``ProcessResult.exceeded == "cpu"``.
     tree_cpu_s: float | None = None
+    #: Job seconds: the fewer of the tree's CPU seconds (as ``tree_cpu_s`` counts them)
+    #: and the wall seconds since the start, polled; ``"cpu"``. A bound on what a job
+    #: cost that neither waiting for a core (a loaded machine) nor solvers running side
+    #: by side (a quiet one) stretches (:mod:`llm4cov.formal.tools`).
+    job_s: float | None = None
     #: Resident memory of the tree's live processes together, polled; ``"memory"``.
     tree_memory_bytes: int | None = None
     #: Live processes in the tree at once (the command itself included), polled;
@@ -65,7 +70,7 @@ class Limits:
 
     def polled(self) -> bool:
         """Whether a bound needs polling while the child runs."""
-        return any(v is not None for v in (self.dir_bytes, self.tree_cpu_s,
+        return any(v is not None for v in (self.dir_bytes, self.tree_cpu_s, self.job_s,
                                            self.tree_memory_bytes, self.tree_processes))
 
 
@@ -173,6 +178,7 @@ class _Watch:
         # what was there before (the build) does not count against the run
         self.dir_base = dir_bytes(workdir) if limits.dir_bytes is not None else 0
         self.cpu_s = 0.0
+        self.start = time.monotonic()
 
     def passed(self, final: bool = False) -> str | None:
         """The bound the child has passed, if any; ``final``: after it exited (only
@@ -180,11 +186,14 @@ class _Watch:
         lim = self.limits
         if lim.dir_bytes is not None and dir_bytes(self.workdir) - self.dir_base > lim.dir_bytes:
             return "dir"
-        if final or (lim.tree_cpu_s, lim.tree_memory_bytes, lim.tree_processes) == (None,) * 3:
+        if final or (lim.tree_cpu_s, lim.job_s, lim.tree_memory_bytes,
+                     lim.tree_processes) == (None,) * 4:
             return None
         use = tree_usage(self.proc.pid)
         self.cpu_s = max(self.cpu_s, use.cpu_s)
         if lim.tree_cpu_s is not None and use.cpu_s > lim.tree_cpu_s:
+            return "cpu"
+        if lim.job_s is not None and min(use.cpu_s, time.monotonic() - self.start) > lim.job_s:
             return "cpu"
         if lim.tree_memory_bytes is not None and use.rss_bytes > lim.tree_memory_bytes:
             return "memory"
