@@ -52,6 +52,12 @@ one of the modules is not installed (README's test command installs no torch).""
 
 
 def pytest_collection_modifyitems(config, items):
+    solver = [item for item in items if "requires_solver" in item.keywords]
+    if solver and not formal_tools_ready():
+        skip = pytest.mark.skip(reason="formal tools or their WebAssembly cache missing "
+                                       "(llm4cov formal warmup)")
+        for item in solver:
+            item.add_marker(skip)
     for marker, (extra, modules) in EXTRA_MODULES.items():
         missing = [m for m in modules if importlib.util.find_spec(m) is None]
         if not missing:
@@ -113,8 +119,3 @@ def formal_tools_ready() -> bool:
     except FormalToolError:
         return False
     return yowasp_cache_dir().is_dir() and any(yowasp_cache_dir().iterdir())
-
-
-NEEDS_SOLVER = pytest.mark.skipif(not formal_tools_ready(), reason="formal tools or their "
-                                  "WebAssembly cache missing (llm4cov formal warmup)")
-"""Skip a test that runs the formal solver where it cannot run."""

@@ -47,6 +47,7 @@ def _evaluator():
     return _EV[0]
 
 
+@pytest.mark.heavy
 def test_three_rounds_memoryless_recovery_and_best_state():
     run, requests = _run(["no code, sorry", BROKEN, FULL], rounds=3)
     statuses = [r.observation.status for r in run.rounds]
@@ -61,6 +62,7 @@ def test_three_rounds_memoryless_recovery_and_best_state():
     assert "no testbench in response" not in third
 
 
+@pytest.mark.heavy
 def test_start_from_best_and_early_stop():
     run, requests = _run([PARTIAL, BROKEN, FULL], rounds=3, start_from="best")
     assert [r.from_round for r in run.rounds] == [-1, 0, 0]  # round 1 failed: back to 0

@@ -108,6 +108,7 @@ def test_readmemh_from_a_subfolder_is_found_with_the_advised_aux(tmp_path: Path,
 
 
 @pytest.mark.requires_verilator
+@pytest.mark.heavy
 def test_a_localparam_file_name_reads_the_aux_file(tmp_path: Path, capsys, monkeypatch):
     """``$readmemh(HEX, m)`` with ``localparam HEX = "x.hex"``: the static check takes the
     constant's literal, and the file (0 then 1 for sel) reaches both branches of mux2."""

@@ -96,6 +96,7 @@ def test_non_utf8_file_is_read_and_noted(tmp_path, evaluator):
 
 
 @pytest.mark.requires_verilator
+@pytest.mark.heavy
 def test_many_files_filling_the_work_dir_end_the_run_with_a_note():
     """The run's sources are read-only: the testbench's 16 MiB of files are not written
     (its ``$fopen`` gets 0). RTL, which no static check reads, can still write beside

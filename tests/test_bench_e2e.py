@@ -145,6 +145,7 @@ def llm_run(tasks_file, tmp_path_factory):
     return out, requests
 
 
+@pytest.mark.heavy
 def test_retry_tool_errors_redoes_only_those_rounds(tasks_file, tmp_path):
     out = tmp_path / "retry"
     direct = ("--baselines", "random", "--mode", "direct")  # 1 round: a failed one ends it
@@ -212,6 +213,7 @@ def test_llm_run_numbers_by_hand(llm_run):
     assert cvdp["pass_at_k"]["2"] == pytest.approx(75.0)  # 1 - (1 - 1/2)^2 on both tasks
 
 
+@pytest.mark.heavy
 def test_interrupted_run_resumes_to_identical_numbers(llm_run, tasks_file, tmp_path):
     clean_out, _ = llm_run
     out = tmp_path / "resumed"

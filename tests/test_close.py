@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 
-from conftest import NEEDS_SOLVER
 from llm4cov.close.loop import STEPS, Closer, State
 from llm4cov.close.merge import RunScope, encode_key, merge_all, minimize, run_points
 from llm4cov.close.model import Cause, CloseSettings, GoalVerdict, StepRecord
@@ -236,6 +235,7 @@ def _keeping():
 
 
 @pytest.mark.requires_verilator
+@pytest.mark.heavy
 def test_two_real_testbenches_merge_to_the_union():
     """Hand-counted on tiny.v (9 points: the block, the if's two arms, a/b/y x 0->1 and
     1->0; the initial evaluation takes the else arm in every run). TB one (``tb.dut``)
@@ -325,7 +325,7 @@ def test_kill_9_mid_run_then_rerun_gives_the_same_regression(tmp_path):
     assert regression(killed) == regression(clean)
 
 
-@NEEDS_SOLVER
+@pytest.mark.requires_solver
 @pytest.mark.requires_verilator
 @pytest.mark.slow
 def test_residual_fixture_end_to_end(tmp_path):

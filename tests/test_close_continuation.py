@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from conftest import NEEDS_SOLVER
 from llm4cov.close.formal_steps import _open_holes, _verdicts
 from llm4cov.close.loop import Closer
 from llm4cov.close.model import CloseSettings, GoalVerdict
@@ -94,7 +93,7 @@ def test_a_continuation_verdict_follows_the_goals_verdict_from_reset(tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.requires_verilator
-@NEEDS_SOLVER
+@pytest.mark.requires_solver
 def test_close_continues_the_best_test_past_what_reset_reaches(tmp_path):
     """Two 60-cycle random tests cannot count to 100; cover jobs of 12 cycles from reset
     reach none of the 12 deep points (branch 2, expression 2, toggle 8: ``armed`` and

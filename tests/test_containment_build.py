@@ -78,6 +78,7 @@ def test_a_line_file_name_outside_the_name_rule_is_rejected(name):
 
 
 @pytest.mark.requires_verilator
+@pytest.mark.heavy
 def test_make_never_reads_the_dependency_files_verilator_writes(keys, tmp_path):
     """With the static check off: the `line name reaches obj/*__ver.d, which make
     included as a makefile (it printed MAKE-RAN-42 and the key)."""
@@ -461,6 +462,7 @@ def test_a_build_past_a_per_call_bound_is_rejected_and_cached(bounds, message, t
 
 @pytest.mark.parametrize(("cmd", "limits", "bound"), [
     (["sh", "-c", "while :; do :; done"], {"tree_cpu_s": 0.5}, "cpu"),
+    (["sh", "-c", "while :; do :; done"], {"job_s": 0.5}, "cpu"),
     (["sh", "-c", "sleep 30 & sleep 30 & sleep 30 & wait"], {"tree_processes": 3},
      "processes"),
     (["python3", "-c", "import time; b = b'x' * (200 << 20); time.sleep(30)"],

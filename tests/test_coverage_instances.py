@@ -313,6 +313,7 @@ def test_instance_tree_over_the_bound_is_not_elaborated_and_stays_merged():
     )
 
 
+@pytest.mark.heavy
 def test_every_benchmark_design_keeps_its_lines_when_copied_per_instance():
     """The rewrite on every benchmark design (RTLLM, RealBench dev, realip, CVDP) under
     a testbench with two DUT instances (so the DUT and all below it are copied): no

@@ -33,6 +33,7 @@ def _jobs(tasks=None):
 
 
 @pytest.mark.requires_verilator
+@pytest.mark.heavy
 def test_local_pool_counts_calls_and_matches_in_process(evaluator):
     jobs = _jobs()
     with get_executor("local", workers=2) as executor:

@@ -140,6 +140,7 @@ def test_the_evaluator_notes_the_time0_reset_and_gives_the_time_in_ps(evaluator)
 
 @pytest.mark.requires_verilator
 @pytest.mark.skipif(not isolation.available(), reason="bubblewrap cannot run here")
+@pytest.mark.heavy
 def test_the_testbench_verdict_at_time0_is_counted_and_said(evaluator):
     tb = """module tb;
   logic clk = 0, rst_n = 1;

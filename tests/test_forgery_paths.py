@@ -220,6 +220,7 @@ def test_a_dut_module_merged_above_the_dut_is_found():
 
 @pytest.mark.requires_verilator
 @pytest.mark.skipif(not isolation.available(), reason="bubblewrap cannot run here")
+@pytest.mark.heavy
 def test_testbench_copies_past_the_per_instance_bound_are_rejected_after_the_run(evaluator):
     """300 idle testbench copies of ``hard`` pass the per-instance bound (256 copies):
     Verilator merged the DUT's ``u_hard`` into ``tb.*`` and its points left the

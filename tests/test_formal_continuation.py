@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pytest
 
-from conftest import NEEDS_SOLVER
 from llm4cov.formal import FormalConfig, analyze
 from llm4cov.formal.closure import design_io
 from llm4cov.formal.continuation import (
@@ -195,7 +194,8 @@ def test_traces_that_keep_the_reset_inactive_are_replayed_first(tmp_path):
     assert [t.resets for t in got] == [False, False, True]
 
 
-@NEEDS_SOLVER
+@pytest.mark.requires_solver
+@pytest.mark.heavy
 def test_a_goal_too_deep_from_reset_is_reached_from_a_dumped_state(tmp_path):
     """From reset the 48-cycle cover job cannot open the lock (101 cycles); from the
     state ``cnt = 95`` (as a simulation would dump it) the job reaches ``open``'s
@@ -228,7 +228,7 @@ def test_a_goal_too_deep_from_reset_is_reached_from_a_dumped_state(tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.requires_verilator
-@NEEDS_SOLVER
+@pytest.mark.requires_solver
 def test_continuation_covers_what_no_cover_job_from_reset_reaches(tmp_path):
     """The testbench counts 80 enabled clocks: ``cnt == 100`` and ``open`` never happen.
     Hand-checked coverage (mean of the four metrics): branch 6/8 (the then-branches of

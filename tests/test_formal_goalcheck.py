@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import NEEDS_SOLVER
 from llm4cov.formal import FormalConfig, analyze, closure
 from llm4cov.formal.goalcheck import rejected_goals
 from llm4cov.formal.goals import place_goals, read_term
@@ -122,7 +121,7 @@ def test_goal_spans_cover_exactly_the_text_written_for_each_goal(gc_task):
                       "{32'h1{{1'h0, a}}}[0])); end\n"}
 
 
-@NEEDS_SOLVER
+@pytest.mark.requires_solver
 def test_analysis_classifies_the_goals_that_compile_and_says_why_not_the_others(gc_task):
     config = FormalConfig(cover_depth=4, prove_depth=2, cache=False)
     result = analyze(gc_task, [FUNCTION_ARG, UNDECLARED, CONCAT_SELECT, Y_TERM], config)
@@ -136,7 +135,8 @@ def test_analysis_classifies_the_goals_that_compile_and_says_why_not_the_others(
     assert undeclared.reason.endswith("(slang: use of undeclared identifier 'nosuch')")
 
 
-@NEEDS_SOLVER
+@pytest.mark.requires_solver
+@pytest.mark.heavy
 def test_a_cover_job_failing_on_one_goal_runs_the_others(gc_task, monkeypatch):
     monkeypatch.setattr(closure, "rejected_goals", lambda place, task: {})  # check off
     config = FormalConfig(cover_depth=4, prove_depth=2, cache=False)

@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from conftest import NEEDS_SOLVER
 from llm4cov.formal import FormalConfig, analyze
 from llm4cov.formal.goals import place_goals
 from llm4cov.formal.rtl_file import header_of, parse_with
@@ -26,7 +25,7 @@ MACRO = FIXTURES / "formal_macro"
 DELAY = FIXTURES / "formal_delay"
 
 
-needs_solver = NEEDS_SOLVER
+needs_solver = pytest.mark.requires_solver
 
 GO = UncoveredItem(kind="branch", file="cmd_fsm.v", line=8,
                    detail="case item `CMD_GO never taken")
@@ -139,6 +138,7 @@ def test_a_failed_base_case_gives_its_step_and_witness():
 
 
 @needs_solver
+@pytest.mark.heavy
 def test_a_goal_whose_base_case_fails_within_k_is_reached_and_replayable():
     """Deeper than the cover job (3 cycles) but within k = 6: the prove job's base case
     reaches it, and its witness is kept like a cover trace (whichever of the prove job's
@@ -155,6 +155,7 @@ def test_a_goal_whose_base_case_fails_within_k_is_reached_and_replayable():
 
 
 @needs_solver
+@pytest.mark.heavy
 def test_depth_is_escalated_for_the_goals_left_open():
     """A goal 41 cycles deep: unknown at cover depth 12; with an escalation budget the
     deeper cover jobs (24, 48 cycles) reach it."""

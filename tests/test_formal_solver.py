@@ -19,7 +19,6 @@ from pathlib import Path
 
 import pytest
 
-from conftest import NEEDS_SOLVER
 from llm4cov.cli.app import main
 from llm4cov.formal import FormalConfig, analyze, close
 from llm4cov.sim.config import SimConfig
@@ -30,7 +29,7 @@ from llm4cov.tasks.loaders import task_from_dir
 LOCK = Path(__file__).parent / "fixtures" / "formal_lock"
 
 
-pytestmark = NEEDS_SOLVER
+pytestmark = pytest.mark.requires_solver
 
 
 def _item(kind: str, line: int, detail: str) -> UncoveredItem:
@@ -42,6 +41,7 @@ DEFAULT = _item("line", 32, "case item default of the case at formal_lock.v:23 n
 ALARM = _item("branch", 45, "then branch of the if at formal_lock.v:45 never taken")
 
 
+@pytest.mark.heavy
 def test_reached_unreachable_and_deep_holes_are_classified():
     task = task_from_dir(LOCK)
     config = FormalConfig(cover_depth=12, prove_depth=4, cache=False)
@@ -93,6 +93,7 @@ def test_cli_writes_the_closing_testbench(tmp_path, capsys):
     assert "llm4cov formal: trace 0" in out.read_text()
 
 
+@pytest.mark.heavy
 def test_the_formal_policy_reports_its_verdicts_with_the_answer():
     """The bench lists proven-unreachable items from the policy's annotation."""
     from llm4cov.policies import GenerationRequest
@@ -116,6 +117,7 @@ CC_STYLE = Path(__file__).parent / "fixtures" / "cc_style"
 FORMAL_ERROR = Path(__file__).parent / "fixtures" / "formal_error"
 
 
+@pytest.mark.heavy
 def test_rtl_in_subfolders_with_a_package_and_an_include_dir_is_read():
     """tests/fixtures/cc_style (common_cells layout: src/ with a package, include/cc/ with
     a macro header, a test/ testbench the filelist leaves out). SBY used to copy the
@@ -134,6 +136,7 @@ def test_rtl_in_subfolders_with_a_package_and_an_include_dir_is_read():
     assert by_line[17].status == "reached" and by_line[17].step == 5  # reset + 4 pushes
 
 
+@pytest.mark.heavy
 def test_a_failed_job_is_an_error_verdict_not_unknown():
     """tests/fixtures/formal_error: neither frontend reads `$urandom`; each goal is
     `error` with the tool's own first error line, and the result is not cached."""
@@ -148,6 +151,7 @@ def test_a_failed_job_is_an_error_verdict_not_unknown():
 
 
 @pytest.mark.requires_verilator
+@pytest.mark.heavy
 def test_cli_exits_1_with_the_reason_when_every_job_fails(tmp_path, capsys):
     out = tmp_path / "closing_tb.sv"
     code = main(["formal", "--rtl", str(FORMAL_ERROR), "--out", str(out), "--json",

@@ -308,6 +308,7 @@ def test_a_bombed_batch_loses_only_the_bomb(tmp_path: Path):
 
 
 @pytest.mark.requires_verilator
+@pytest.mark.heavy
 def test_bench_over_a_hostile_answer_finishes_and_reports(tmp_path: Path):
     """(c) ``llm4cov bench`` whose (recorded) model answers with a testbench that includes
     /dev/zero in a branch only pyslang takes: the run finishes, the answer is rejected
@@ -369,6 +370,7 @@ def test_task_rtl_with_an_include_inside_the_repo_loads(tmp_path: Path):
     assert [(p.name, p.width) for p in task_ports(task)] == [("a", 6), ("y", 1)]
 
 
+@pytest.mark.heavy
 def test_task_rtl_that_expands_without_end_in_a_view_is_refused_at_load(tmp_path: Path):
     """A macro bomb in the RTL under `ifdef __slang__ + `ifdef VERILATOR: Verilator never
     expands it, the plain load parse neither, only the pre-check's view (pyslang with

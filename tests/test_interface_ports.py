@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import NEEDS_SOLVER
 from llm4cov.policies.random_stimulus import random_testbench
 from llm4cov.tasks.hdl import parse_design
 from llm4cov.tasks.model import SourceFile, Task
@@ -98,7 +97,7 @@ def test_the_random_testbench_reaches_the_dut_through_the_interface(evaluator):
     assert (branch.covered, branch.total) == (4, 4)
 
 
-@NEEDS_SOLVER
+@pytest.mark.requires_solver
 @pytest.mark.requires_verilator
 @pytest.mark.heavy
 def test_close_says_formal_cannot_take_an_interface_port(tmp_path):

@@ -45,6 +45,7 @@ def interrupt(proc: subprocess.Popen, timeout_s: float = 60.0) -> tuple[int, flo
 
 
 @pytest.mark.requires_verilator
+@pytest.mark.heavy
 def test_ctrl_c_while_the_model_stalls_keeps_the_finished_round(tmp_path):
     answered = threading.Event()
     release = threading.Event()

@@ -150,6 +150,7 @@ def _store(cache_dir: Path | None = None) -> Path:
     return cache_root(SimConfig(cache_dir=str(cache_dir) if cache_dir else None)) / BUILD_DIR
 
 
+@pytest.mark.heavy
 def test_a_tampered_stored_object_is_rebuilt_not_used():
     task = example_task("alu_comb")
     evaluator = Evaluator(SimConfig(result_cache=False))

@@ -102,6 +102,7 @@ def test_the_testbench_code_cannot_crash_a_metric_away(fresh, forged):
 
 
 @pytest.mark.requires_verilator
+@pytest.mark.heavy
 def test_without_the_configuration_the_dropped_metric_counts_zero(fresh, monkeypatch):
     """Where the testbench's code is instrumented (a build without the configuration,
     e.g. ``verilator-5.052``'s), the red team's crash drops expression coverage and the
@@ -125,6 +126,7 @@ def test_the_honest_control_is_unchanged(fresh):
 
 
 @pytest.mark.requires_verilator
+@pytest.mark.heavy
 def test_a_crash_that_needs_the_testbench_counts_the_dropped_metric_at_zero(fresh):
     """The crash in RTL code that only the testbench elaborates (an RTL module outside
     the DUT, instantiated by the testbench): the retry drops expression coverage, and
@@ -157,6 +159,7 @@ endmodule
 
 
 @pytest.mark.requires_verilator
+@pytest.mark.heavy
 def test_a_crash_of_the_rtl_alone_is_the_tasks_and_the_metric_is_left_out():
     """FSM coverage crashes on the RTL itself (repro 01): the drop is the task's
     defect, the metric is left out as before, nothing is counted against the model."""

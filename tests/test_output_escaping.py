@@ -205,6 +205,7 @@ def test_ucis_xml_holds_names_with_control_characters(tmp_path):
 
 
 @pytest.mark.requires_verilator
+@pytest.mark.heavy
 def test_sim_markdown_answer_of_the_fence_breakout_probe(capsys, tmp_path):
     """The shared probe: a testbench that closes the log fence, prints HTML and links,
     and names an <img> as a data file (the missing-file note)."""
@@ -220,6 +221,7 @@ def test_sim_markdown_answer_of_the_fence_breakout_probe(capsys, tmp_path):
 
 
 @pytest.mark.requires_verilator
+@pytest.mark.heavy
 def test_testbench_output_reaches_the_terminal_escaped(tmp_path, capsys):
     """The probe kind @no-ctrl: a testbench prints terminal escape sequences (title,
     clipboard, clear screen, CR overwrite, DEL, a C1 byte) and fails, so its log is shown

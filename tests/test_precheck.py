@@ -150,6 +150,7 @@ def test_verilator_rejects_the_same_line(case):
 
 
 @pytest.mark.requires_verilator
+@pytest.mark.heavy
 def test_a_testbench_only_pyslang_rejects_is_built_then_refused():
     """Verilator builds it (no compile error, so no pre-check verdict), but slang left
     the statement out of the elaboration every write check reads: refused after the

@@ -190,6 +190,7 @@ def test_cli_refuses_layout_options_with_tasks(tmp_path: Path, capsys):
 
 @pytest.mark.requires_verilator
 @pytest.mark.parametrize("layout", [[str(CC)], [str(CC / "src"), "--incdir", "../include"]])
+@pytest.mark.heavy
 def test_gen_runs_on_the_common_cells_layout_without_a_filelist(tmp_path: Path, capsys,
                                                                   layout: list[str]):
     code = main(["gen", *layout, "--top", "cc_fifo_like", "--out", str(tmp_path / "out"),

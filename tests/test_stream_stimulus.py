@@ -237,6 +237,7 @@ def _missed(obs, path: Path, source: str) -> list[str]:
 
 
 @pytest.mark.requires_verilator
+@pytest.mark.heavy
 def test_fifo_fills_and_stalls_only_with_stream_transfers(evaluator):
     """Hand count: `full` needs 16 more transfers in than out; `timeout` 15 cycles in a
     row of out_valid against a low out_ready. The random style's out_ready is low one
@@ -253,6 +254,7 @@ def test_fifo_fills_and_stalls_only_with_stream_transfers(evaluator):
 
 
 @pytest.mark.requires_verilator
+@pytest.mark.heavy
 def test_long_bursts_reach_an_oversize_frame(evaluator):
     """One burst in eight is 17-256 beats long: a frame of more than 64 beats reaches
     frame_guard's oversize branch, which bursts of at most 16 beats (before) never
@@ -285,6 +287,7 @@ def test_masters_read_back_what_they_wrote(evaluator, name, check, branch):
 
 
 @pytest.mark.requires_verilator
+@pytest.mark.heavy
 def test_slave_master_and_stream_simulate_together(evaluator):
     path = MASTERS / "copy_engine.v"
     task = _task(path)

@@ -129,6 +129,7 @@ def test_instance_tree_of_two_to_the_forty_is_planned_without_walking_it():
 
 
 @pytest.mark.requires_verilator
+@pytest.mark.heavy
 def test_a_dut_in_a_generate_branch_is_measured_there(evaluator):
     """The whole call: the DUT in an ``if`` directly in an else-if branch is measured at
     ``tb.genblk1.genblk1.dut`` (Verilator's coverage names it so; refused before as "not
@@ -160,6 +161,7 @@ def test_the_testbench_s_own_stop_is_compiled_as_finish():
 
 
 @pytest.mark.requires_verilator
+@pytest.mark.heavy
 def test_a_check_on_a_stop_line_fails_and_final_blocks_run(evaluator):
     """A twenty-ninth red team: the simulator reports ``$stop``, a failed ``assume`` and
     a ``unique`` violation through one hook knowing only the line, so a failing check on
@@ -196,6 +198,7 @@ def halt_tb(rest: str) -> str:
 
 
 @pytest.mark.requires_verilator
+@pytest.mark.heavy
 def test_a_line_directive_naming_an_rtl_stop_makes_no_end(evaluator):
     """The driver told an RTL ``$stop`` from an error report by its file and line, which a
     testbench's `` `line`` directive names at will: an ``$error`` placed at the RTL

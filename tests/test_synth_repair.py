@@ -80,6 +80,7 @@ def test_every_kind_is_planted_about_equally_often():
 
 
 @pytest.mark.requires_verilator
+@pytest.mark.heavy
 def test_repairs_of_planted_mistakes_are_judged_like_any_transition(tmp_path):
     """mux2 with the random teacher (exhaustive: 100%): the wrong instance name and the
     glued declaration fail to compile (Cov 0), the short run stops at 1 ns; the
