@@ -80,7 +80,7 @@ class FakeBackend:
         return ProcessResult(returncode=0, output="", timed_out=False, wall_s=0.0,
                              output_bytes=0)
 
-    def tool_failure(self, build, files) -> str | None:
+    def tool_failure(self, build, files, expanded="") -> str | None:
         return None
 
     def build_notes(self, build_log, tb, fixed_lines=frozenset()) -> list[str]:

@@ -112,3 +112,19 @@ def test_a_testbench_printing_diagnostics_gets_no_note(evaluator):
     assert obs.status.value == "success", obs.log
     assert obs.notes == []
     assert "| %Warning-INITIALDLY: tb.sv:2: x" in obs.log
+
+
+@pytest.mark.requires_verilator
+def test_a_testbench_s_own_error_on_a_pasted_internal_name_is_its_compile_error(evaluator):
+    """A thirty-eighth red team: a duplicate declaration of `` `V(tmp)`` (``_V`` pasted to
+    ``tmp``) named a ``_V`` variable no source text holds, and the build's failure was
+    Verilator's (``tool_error``, a retry without expression coverage, notes blaming the
+    simulator, never cached); the sources as preprocessed hold it."""
+    tb = ("`define V(n) _V``n\nmodule tb;\n  logic sel, en; logic [1:0] a, b, y;\n"
+          "  logic `V(tmp);\n  logic `V(tmp);\n"
+          "  mux2 dut (.sel(sel), .en(en), .a(a), .b(b), .y(y));\n"
+          "  initial begin sel = 0; en = 0; a = 0; b = 0; #1 $finish; end\nendmodule\n")
+    obs = evaluator.evaluate(fixture_task("mux2"), tb)
+    assert (obs.status.value, obs.tool_error, obs.notes) == ("compile_error", False, [])
+    assert "--coverage-expr" in obs.coverage_options
+    assert "Duplicate declaration of signal: '_Vtmp'" in obs.log

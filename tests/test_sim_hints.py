@@ -13,7 +13,8 @@ from llm4cov.sim.backends.verilator import failures
 from llm4cov.tasks.model import SourceFile
 
 TB_PROP = SourceFile(name="tb.sv", content=(
-    "module tb; logic clk, flag;\n  property p_flag_high; flag; endproperty\nendmodule\n"))
+    "module tb; logic clk, set, flag;\n  property p_flag_high; flag; endproperty\n\n"
+    "  assert property (@(posedge clk) set |=> p_flag_high);\nendmodule\n"))
 
 
 def test_tool_failures_come_from_the_tools_own_lines_only():
@@ -26,9 +27,44 @@ def test_tool_failures_come_from_the_tools_own_lines_only():
         "Verilator error about its own internal variable `_Vpast_1_1`")
     own = SourceFile(name="tb.sv", content="module tb; logic _Vpast_1_1; endmodule\n")
     assert failures.tool_failure(var, [own]) is None  # the testbench's own name
-    missing = "%Error: tb.sv:10:54: Can't find definition of task/function: 'p_flag_high'"
-    assert "declared property `p_flag_high`" in failures.tool_failure(missing, [TB_PROP])
-    assert failures.tool_failure(missing.replace("p_flag_high", "nope"), [TB_PROP]) is None
+    at = "%Error: tb.sv:4:43: Can't find definition of task/function: 'p_flag_high'"
+    assert "declared property `p_flag_high`" in failures.tool_failure(at, [TB_PROP])
+    assert failures.tool_failure(at.replace("p_flag_high", "nope"), [TB_PROP]) is None
+
+
+def test_a_pasted_internal_name_is_the_testbench_s():
+    """A thirty-eighth red team: `` `V(tmp)`` pastes ``_V`` and ``tmp``, so no text holds
+    the name Verilator complains about; the sources as expanded do."""
+    tb = SourceFile(name="tb.sv", content=(
+        "module tb;\n`define V(n) _V``n\n  logic `V(tmp); logic `V(tmp);\nendmodule\n"))
+    dup = "%Error: tb.sv:3:22: Duplicate declaration of signal: '_Vtmp'"
+    expanded = "module tb;\n\n  logic _Vtmp; logic _Vtmp;\nendmodule\n"
+    assert failures.tool_failure(dup, [tb], expanded) is None
+    assert failures.tool_failure(dup, [tb]) == (  # what the rule said without it
+        "Verilator error about its own internal variable `_Vtmp`")
+
+
+@pytest.mark.parametrize(("line", "col", "tool"), [
+    (4, 43, True),    # the instance `|=> p_flag_high`: verilator#8295
+    (4, 61, False),   # `else p_flag_high();` on the same line: a call, the testbench's
+    (5, 11, False),   # `initial p_flag_high();`
+    (6, 3, False),    # a macro's text: no place in the file to judge
+    (6, 1, False),
+])
+def test_a_missing_property_is_verilators_only_at_a_property_instance(line, col, tool):
+    """Rule 3 reads where the error points (line and column, from 1, as Verilator's):
+    a property instance in a property expression, not a call of the name."""
+    tb = SourceFile(name="tb.sv", content=(
+        "module tb; logic clk, set, flag;\n"
+        "  property p_flag_high; flag; endproperty\n"
+        "`define CALL initial p_flag_high();\n"
+        "  assert property (@(posedge clk) set |=> p_flag_high) else p_flag_high();\n"
+        "  initial p_flag_high();\n"
+        "  `CALL\nendmodule\n"))
+    assert tb.content.splitlines()[3][42:53] == tb.content.splitlines()[3][60:71] == \
+        "p_flag_high"
+    error = f"%Error: tb.sv:{line}:{col}: Can't find definition of task/function: 'p_flag_high'"
+    assert (failures.tool_failure(error, [tb]) is not None) is tool
 
 
 def test_workarounds_insert_text_only_and_keep_lines():

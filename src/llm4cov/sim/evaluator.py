@@ -583,13 +583,15 @@ class Evaluator:
         drop: tuple[str, ...] = ()
         self._phase("build")
         build = self.backend.build(task, tb, plan, workdir, drop)
-        why = self.backend.tool_failure(build, [*task.rtl_files, tb])
+        sources = [*task.rtl_files, tb]
+        expanded = staged.view.text if staged.view is not None else ""
+        why = self.backend.tool_failure(build, sources, expanded)
         for flag, label in self.backend.retry_without:  # each coverage type is dropped once
             if why is None or flag not in base["coverage_options"]:
                 continue
             drop = (*drop, flag)
             build = self.backend.build(task, tb, plan, workdir, drop)
-            fixed = self.backend.tool_failure(build, [*task.rtl_files, tb]) is None
+            fixed = self.backend.tool_failure(build, sources, expanded) is None
             notes.append(f"Verilator failed ({why}); rebuilt once without {label} coverage "
                          f"({flag}): " + ("that worked, so its points are not measured"
                                           if fixed else "the failure persists"))

@@ -183,8 +183,10 @@ class SimBackend(Protocol):
         """
         ...
 
-    def tool_failure(self, build: ProcessResult, files: list[SourceFile]) -> str | None:
-        """Why a failed ``build`` is the simulator's fault, else None."""
+    def tool_failure(self, build: ProcessResult, files: list[SourceFile],
+                     expanded: str = "") -> str | None:
+        """Why a failed ``build`` of ``files`` is the simulator's fault, else None;
+        ``expanded``: the sources as the preprocessor expanded them ("": unknown)."""
         ...
 
     def build_notes(self, build_log: str, tb: SourceFile,

@@ -244,7 +244,7 @@ class VerilatorBackend:
             tree = scratch / "obj" / f"V{top}.tree.json"
             meta = tree.with_name(f"V{top}.tree.meta.json")
             if run.returncode != 0 and not (run.timed_out or run.exceeded) and \
-                    self.tool_failure(run, []) is None:
+                    self.tool_failure(run, [SourceFile(name=VIEW_FILE, content=text)]) is None:
                 raise SourcesRefused(f"Verilator refuses the sources (exit {run.returncode})")
             if run.returncode != 0 or run.timed_out or run.exceeded or not tree.is_file():
                 return None
@@ -339,12 +339,13 @@ class VerilatorBackend:
             self.toolchain if self.config.sandbox else None,
         )
 
-    def tool_failure(self, build: ProcessResult, files: list[SourceFile]) -> str | None:
+    def tool_failure(self, build: ProcessResult, files: list[SourceFile],
+                     expanded: str = "") -> str | None:
         """Why a failed build is Verilator's fault (:func:`failures.tool_failure`), else
         None."""
         if build.returncode == 0 or build.timed_out:
             return None
-        return failures.tool_failure(build.output, files)
+        return failures.tool_failure(build.output, files, expanded)
 
     def build_notes(self, build_log: str, tb: SourceFile,
                     fixed_lines: frozenset[int] = frozenset()) -> list[str]:

@@ -32,7 +32,8 @@ _SK = syntax.SyntaxKind
 _INTERNAL_ERROR = re.compile(r"^%Error: Internal Error", re.MULTILINE)
 _INTERNAL_NAME = re.compile(r"^%Error: [^\n]*'(_V\w+)'", re.MULTILINE)
 _MISSING_TF = re.compile(
-    r"^%Error: [^\n]*Can't find definition of task/function: '(\w+)'", re.MULTILINE
+    r"^%Error: ([^\n:]+):(\d+):(\d+): [^\n]*Can't find definition of task/function: '(\w+)'",
+    re.MULTILINE,
 )
 _INITIALDLY = re.compile(r"^%Warning-INITIALDLY: ([^:\n]+):(\d+):", re.MULTILINE)
 _COVERIGN = re.compile(r"^%Warning-COVERIGN: ", re.MULTILINE)
@@ -101,39 +102,57 @@ def own_lines(output: str, sarif: Path) -> str:
                    for line in output.splitlines(keepends=True))
 
 
-def tool_failure(build_output: str, files: Iterable[SourceFile]) -> str | None:
+def tool_failure(build_output: str, files: Iterable[SourceFile], expanded: str = ""
+                 ) -> str | None:
     """Why a failed build is the simulator's fault, or None when it is not.
 
     A tool failure is (1) Verilator's ``%Error: Internal Error`` at the start of a line,
     (2) an error naming a Verilator-internal variable (``'_Vpast_1_1'``) that no source
-    declares, or (3) "Can't find definition of task/function" for a name the sources
-    declare as a property or sequence (verilator/verilator#8295: a named property
-    nested in an assertion's property expression).
+    declares: the name is in none of the ``files``' texts nor in ``expanded``, the
+    sources as Verilator's preprocessor expanded them (a thirty-eighth red team pasted
+    ``_V`` and ``tmp`` with a macro into a name that no text holds), or (3) "Can't find
+    definition of task/function" at a property or sequence instance (``|=> p``) of a
+    name the sources declare as a property or sequence (verilator/verilator#8295: a
+    named property nested in an assertion's property expression); the same error at a
+    call of that name (``else p();``, a match item's ``p()``) is the testbench's.
     """
     if _INTERNAL_ERROR.search(build_output):
         return "Verilator internal error"
-    texts = [f.content for f in files]
+    texts = [*(f.content for f in files), expanded]
     for name in _INTERNAL_NAME.findall(build_output):
         if not any(name in t for t in texts):
             return f"Verilator error about its own internal variable `{name}`"
-    missing = set(_MISSING_TF.findall(build_output))
+    missing = _MISSING_TF.findall(build_output)
     if missing:
-        declared = _declared_properties(files)
-        if missing & declared:
-            name = sorted(missing & declared)[0]
-            return (f"Verilator cannot resolve the declared property `{name}` where it is "
-                    "used (a named property inside an assertion's property expression, "
-                    "verilator#8295)")
+        instances = _property_instances(files)
+        for file, line, col, name in missing:
+            if instances.get((file, int(line), int(col))) == name:
+                return (f"Verilator cannot resolve the declared property `{name}` where it "
+                        "is used (a named property inside an assertion's property "
+                        "expression, verilator#8295)")
     return None
 
 
-def _declared_properties(files: Iterable[SourceFile]) -> set[str]:
-    names: set[str] = set()
+def _property_instances(files: Iterable[SourceFile]) -> dict[tuple[str, int, int], str]:
+    """``(file, line, column) -> name`` of each instance of a declared property or
+    sequence in a sequence or property expression (``p``, ``p(a)``), written in the
+    file (not in a macro's text); columns count from 1, as Verilator's."""
+    found: dict[tuple[str, int, int], str] = {}
     for f in files:
-        for node in syntax_nodes(parse_tree(f.content, f.name).root,
-                           (_SK.PropertyDeclaration, _SK.SequenceDeclaration)):
-            names.add(node.name.valueText)
-    return names
+        tree = parse_tree(f.content, f.name)
+        declared = {node.name.valueText for node in syntax_nodes(
+            tree.root, (_SK.PropertyDeclaration, _SK.SequenceDeclaration))}
+        for node in syntax_nodes(tree.root, (_SK.SimpleSequenceExpr,)):
+            expr = node.expr
+            if expr.kind == _SK.InvocationExpression:
+                expr = expr.left
+            if expr.kind != _SK.IdentifierName or expr.identifier.valueText not in declared:
+                continue
+            loc = expr.identifier.location
+            if tree.sourceManager.isFileLoc(loc):
+                found[(f.name, tree.sourceManager.getLineNumber(loc),
+                       tree.sourceManager.getColumnNumber(loc))] = expr.identifier.valueText
+    return found
 
 
 def build_notes(
