@@ -118,7 +118,9 @@ class ArtifactStore:
         fails its check.
 
         Returns False (the caller then uses the header as text) when no compile command
-        is known, another process is building it, or the build failed.
+        is known, the build failed, or another process building it did not finish by
+        ``build``'s deadline (waiting for it costs no CPU: precompiling it twice at once,
+        as parallel workers starting together did, costs a core each).
         """
         base = _pch_base_command(commands)
         if base is None:
@@ -139,9 +141,9 @@ class ArtifactStore:
         final.parent.mkdir(parents=True, exist_ok=True)
         if final.with_suffix(".failed").exists():
             return False
-        with _try_lock(final.with_suffix(".lock")) as locked:
-            if not locked:
-                return False
+        with _try_lock(final.with_suffix(".lock"), build.timeout_s()) as locked:
+            if not locked or final.with_suffix(".failed").exists():
+                return False  # still building, or it failed in the process we waited for
             if final.exists():
                 return _pch_intact(final, final.name)
             tmp = Path(tempfile.mkdtemp(prefix="pch-", dir=final.parent))
@@ -225,31 +227,40 @@ class ArtifactStore:
         The compiles run in a fresh scratch dir (``build.scratch_root``: where to make
         it) that holds only the evaluator's files (:meth:`_stage_clean`; the
         ``build.pch_entry`` to compile against is bound read-only), ``build.jobs`` at a
-        time, each in ``build.sandbox`` with its stored command minus ccache. Entries
-        another process is building (locked) are skipped, as is any compile that fails.
+        time, each in ``build.sandbox`` with its stored command minus ccache; a compile
+        that fails is skipped. Entries another process is building (locked) are waited
+        for afterwards, until ``build``'s deadline (the caller then reuses what they
+        stored: parallel workers starting together compiled the runtime once each).
         Of a build's work dir only the model header (hashed in the driver's key,
         :class:`_Entry`) goes in.
         """
+        (self.root / "objects").mkdir(parents=True, exist_ok=True)
+        with contextlib.ExitStack() as locks:
+            todo = {name: e for name, e in entries.items()
+                    if locks.enter_context(_try_lock(e.path.with_suffix(".lock")))}
+            if todo:
+                self._compile_all(todo, build)
+        for name, entry in entries.items():
+            if name not in todo:
+                with _try_lock(entry.path.with_suffix(".lock"), build.timeout_s()):
+                    pass
+
+    def _compile_all(self, todo: dict[str, _Entry], build: StoreBuild) -> None:
+        """Compile the (locked) entries ``todo`` in a scratch dir; store those that built."""
         scratch = workdirs.create(build.scratch_root)
         try:
-            (self.root / "objects").mkdir(parents=True, exist_ok=True)
-            with contextlib.ExitStack() as locks:
-                todo = {name: e for name, e in entries.items()
-                        if locks.enter_context(_try_lock(e.path.with_suffix(".lock")))}
-                if not todo:
-                    return
-                self._stage_clean(scratch, todo, build.pch_entry)
-                if build.sandbox is not None and build.pch_entry is not None:
-                    build = dataclasses.replace(build, sandbox=dataclasses.replace(
-                        build.sandbox, readonly=[*build.sandbox.readonly, build.pch_entry]))
-                with ThreadPoolExecutor(max(1, build.jobs)) as pool:
-                    done = list(pool.map(lambda e: self._compile(e, scratch, build),
-                                         todo.values()))
-                for (name, entry), content in zip(todo.items(), done, strict=True):
-                    if content is not None:
-                        _write_object(entry, content)
-                    else:
-                        log.info("store: %s not built cleanly; the build compiles it", name)
+            self._stage_clean(scratch, todo, build.pch_entry)
+            if build.sandbox is not None and build.pch_entry is not None:
+                build = dataclasses.replace(build, sandbox=dataclasses.replace(
+                    build.sandbox, readonly=[*build.sandbox.readonly, build.pch_entry]))
+            with ThreadPoolExecutor(max(1, build.jobs)) as pool:
+                done = list(pool.map(lambda e: self._compile(e, scratch, build),
+                                     todo.values()))
+            for (name, entry), content in zip(todo.items(), done, strict=True):
+                if content is not None:
+                    _write_object(entry, content)
+                else:
+                    log.info("store: %s not built cleanly; the build compiles it", name)
         finally:
             workdirs.release(scratch)
 
@@ -484,15 +495,25 @@ def _read(path: Path) -> str:
     return path.read_text(errors="replace") if path.exists() else ""
 
 
+LOCK_POLL_S = 0.2
+"""How often a build waiting for another process's entry tries its lock again."""
+
+
 @contextlib.contextmanager
-def _try_lock(path: Path):
-    """Non-blocking exclusive lock on ``path``; yields whether it was acquired."""
+def _try_lock(path: Path, wait_s: float = 0.0):
+    """Exclusive lock on ``path``, tried for up to ``wait_s`` seconds (0: once); yields
+    whether it was acquired. A lock dies with its holder (``flock``)."""
+    deadline = time.monotonic() + wait_s
     with path.open("a") as fh:
-        try:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            yield False
-            return
+        while True:
+            try:
+                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except OSError:
+                if time.monotonic() >= deadline:
+                    yield False
+                    return
+                time.sleep(LOCK_POLL_S)
         try:
             yield True
         finally:
