@@ -371,7 +371,9 @@ def test_model_tests_get_the_merged_holes_in_the_prompt(tmp_path):
 
     task = task_from_dir(RESIDUAL)
     answers = [f"```systemverilog\n{TB_RESIDUAL}```"]
-    settings = CloseSettings(lengths=(1,), formal=False, model="recorded", model_tests=3)
+    # a budget that never binds: on a loaded machine 240 s ended the run first
+    settings = CloseSettings(lengths=(1,), formal=False, model="recorded", model_tests=3,
+                             budget_s=1e6)
     with ReplayServer(answers, cycle=True) as server:
         policy = get_policy("recorded", base_url=server.base_url)
         closer = Closer(task, tmp_path / "m", settings, _keeping(), policy=policy)
@@ -447,6 +449,19 @@ def test_a_resumed_run_refuses_what_llm4cov_did_not_write(tmp_path):
     with pytest.raises(RunDirForged, match=r"step 0 \(t0000\) does not match"):
         Closer(task, out, settings, _keeping()).resume()
     dat.write_text(honest)
+    # a step that keeps no test is sealed too (a thirty-ninth red team appended one whose
+    # formal verdicts called every hole unreachable: closure 83.48 -> 100 %), and the
+    # steps are read in order (a sealed record repeated is refused)
+    steps = out / "steps.jsonl"
+    lines = steps.read_text()
+    forged = StepRecord(step=1, verdicts=[])
+    steps.write_text(lines + forged.model_dump_json() + "\n")
+    with pytest.raises(RunDirForged, match=r"step 1 \(no test\) does not match"):
+        Closer(task, out, settings, _keeping()).resume()
+    steps.write_text(lines + lines)
+    with pytest.raises(RunDirForged, match=r"step 0 \(t0000\) does not match"):
+        Closer(task, out, settings, _keeping()).resume()
+    steps.write_text(lines)
     (out / "pruned").symlink_to(tmp_path)
     with pytest.raises(RunDirForged, match="pruned is a symbolic link"):
         Closer(task, out, settings, _keeping()).resume()

@@ -154,7 +154,9 @@ def test_bench_notes_count_one_item_once_by_its_construct():
 def test_a_close_run_with_old_style_steps_resumes_and_analyzes_again(tmp_path, monkeypatch):
     """steps.jsonl of a run before typed keys: ``analyzed`` holds ``kind|file|line|
     detail`` and its verdicts no construct. The rerun resumes, its old verdict still
-    stands for its point (by wording), and the item is analyzed again under its new key."""
+    stands for its point (by wording), and the item is analyzed again under its new key.
+    (The records are sealed here with this host's key, as a resume needs since every
+    step is sealed: a run written before that is refused and rerun.)"""
     import llm4cov.formal
 
     item = _item()
@@ -167,10 +169,11 @@ def test_a_close_run_with_old_style_steps_resumes_and_analyzes_again(tmp_path, m
                                    "step": 0, "length": 5}, "status": "success"},
             {"step": 1, "analyzed": [f"branch|close_residual.v|47|{THEN_47}"],
              "verdicts": [old_verdict]}]
-    (out / STEPS).write_text("".join(json.dumps(r) + "\n" for r in rows))
     settings = CloseSettings(lengths=(5,), formal=True, continue_steps=0)
     closer = Closer(task_from_dir(RESIDUAL), out, settings, simulate=None,  # type: ignore[arg-type]
                     formal_ready=True)
+    (out / STEPS).write_text("".join(json.dumps({**r, "seal": closer._seal(
+        StepRecord.model_validate(r))}) + "\n" for r in rows))
     assert closer.resume() == 2
     assert closer.state.phase == "formal" and closer.state.formal_rounds == 1
     [verdict] = closer.state.verdicts

@@ -17,6 +17,7 @@ from llm4cov.cli.options import PRINT_CONFIG, flag, print_config, with_flags, wi
 from llm4cov.close.model import CloseSettings, StepRecord
 from llm4cov.exec.settings import SimSettings
 from llm4cov.tasks.model import Task
+from llm4cov.util.escape import one_line
 from llm4cov.util.files import write_text_atomic
 from llm4cov.util.settings import load
 
@@ -237,7 +238,7 @@ def _protocols(task: Task) -> list[str]:
 
 def _say_step(record: StepRecord) -> None:
     o = record.origin
-    what = (f"{o.policy} seed {o.seed}" + (f", {o.length} cycles" if o.length else "")
+    what = (f"{one_line(o.policy)} seed {o.seed}" + (f", {o.length} cycles" if o.length else "")
             + (f", {len(o.goals)} goals reached" if o.goals else "")) if o else (
         "formal-continuation" if record.phase == "continue" else "formal")
     counts = Counter(v.status for v in record.verdicts)

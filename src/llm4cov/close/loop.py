@@ -199,25 +199,33 @@ class Closer:
         """Fold the steps already in ``steps.jsonl``; returns how many.
 
         Raises:
-            RunDirForged: the run directory holds a link, or a kept step whose seal
-                does not match its record, testbench and coverage data (edited, or
-                written on another host or by an llm4cov without seals).
+            RunDirForged: the run directory holds a link, a step whose seal does not
+                match its record (and, kept, its testbench and coverage data: edited,
+                or written on another host or by an older llm4cov), or a step out of
+                order (a record repeated or left out).
             pydantic.ValidationError: a step record is malformed.
         """
         refuse_links(self.out)
         for row in self.log.rows():
             record = StepRecord.model_validate(row)
-            if record.kept and not hmac.compare_digest(record.seal, self._seal(record)):
+            if record.step != self.state.step or not hmac.compare_digest(
+                    record.seal, self._seal(record)):
                 raise RunDirForged(
-                    f"{self.out / STEPS}: step {record.step} ({record.name}) does not match "
-                    "what this host sealed (its record, test or coverage data was changed, "
-                    "or another host or an older llm4cov wrote it): rerun with another --out")
+                    f"{self.out / STEPS}: step {record.step} ({record.name or 'no test'}) "
+                    "does not match what this host sealed (its record, test or coverage "
+                    "data was changed or moved, or another host or an older llm4cov wrote "
+                    "it): rerun with another --out")
             self.state.observe(record, self.load_points(record) if record.kept else None)
         return self.state.step
 
     def _seal(self, record: StepRecord) -> str:
-        """:func:`~llm4cov.util.rundir.seal` of a kept step as its files are now."""
+        """:func:`~llm4cov.util.rundir.seal` of a step as its files are now: its record
+        (every step: a formal analysis's verdicts are in steps that keep no test; a
+        thirty-ninth red team appended one claiming every hole unreachable and the
+        resume folded it), with a kept step's testbench and coverage data."""
         body = json.dumps(record.model_dump(mode="json") | {"seal": ""}, sort_keys=True)
+        if not record.kept:
+            return seal(self.key, body.encode())
         tb = next((p for p in (self.out / TESTS / record.name / "tb.sv",
                                self.out / "pruned" / record.name / "tb.sv") if p.is_file()),
                   None)
@@ -248,8 +256,7 @@ class Closer:
             if stop_after is not None and done >= stop_after:
                 return Regression(self.state, "stopped")
             record, points = self.run_step(plan)
-            if record.kept:
-                record.seal = self._seal(record)
+            record.seal = self._seal(record)
             self.log.append(record.model_dump(mode="json"))
             self.state.observe(record, points)
             done += 1

@@ -84,9 +84,9 @@ class StepRecord(BaseModel):
     tb_modules: list[str] = Field(default_factory=list)
     tb_sha256: str = ""
     seal: str = ""
-    """A kept step's HMAC of its record, testbench and coverage data with this host's
-    key (:func:`llm4cov.util.rundir.seal`): a resume refuses a step that does not
-    match."""
+    """The step's HMAC of its record (and, when kept, its testbench and coverage data)
+    with this host's key (:func:`llm4cov.util.rundir.seal`): a resume refuses a step
+    that does not match."""
     wall_s: float = 0.0
     note: str = ""
     formal_refused: str = ""

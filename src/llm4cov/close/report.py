@@ -254,8 +254,9 @@ def coverage_md(task: Task, summary: dict, final: Final) -> str:
             "|---|---|---|---|---|---|---|---|---|"]
     for c in final.contributions:
         o: Origin = c.origin
-        out.append(f"| {c.name} | {o.policy} | {o.seed} | {o.length or '-'} | {len(o.goals)} | "
-                   f"{c.covered} | {c.unique} | {c.added} | {c.scored_overall:.2f} |")
+        out.append(f"| {c.name} | {md_text(o.policy)} | {o.seed} | {o.length or '-'} | "
+                   f"{len(o.goals)} | {c.covered} | {c.unique} | {c.added} | "
+                   f"{c.scored_overall:.2f} |")
     out += ["", "## Residual: every point left uncovered, by cause and module", ""]
     groups: dict[Cause, dict[str, list[ResidualPoint]]] = defaultdict(lambda: defaultdict(list))
     for r in final.residual:

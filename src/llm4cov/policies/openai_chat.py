@@ -9,6 +9,7 @@ from the environment: ``LLM4COV_API_KEY``, else ``OPENAI_API_KEY``, else ``"EMPT
 from __future__ import annotations
 
 import os
+import re
 import time
 from typing import Any
 
@@ -16,6 +17,18 @@ import openai
 
 from llm4cov.policies.base import Generation, GenerationRequest, PolicyError
 from llm4cov.policies.bounded_http import bounded_clients
+
+MODEL_ID = re.compile(r"[A-Za-z0-9][\w.:/@+-]{0,199}", re.ASCII)
+"""What a model name the server reports may look like to be recorded (a Hugging Face id,
+a GGUF file name, ``name:tag``)."""
+
+
+def served_model(reported: str | None, asked: str) -> str:
+    """The model name a generation records: the one the server says it served when it
+    looks like a model id (:data:`MODEL_ID`), else the one asked for. The server's text
+    reaches records, reports and training data (a thirty-ninth red team put a table row,
+    a heading and terminal escapes into ``close``'s sign-off report through it)."""
+    return reported if reported and MODEL_ID.fullmatch(reported) else asked
 
 
 def api_key_from_env() -> str:
@@ -80,7 +93,7 @@ class OpenAIChatPolicy:
         usage = response.usage
         return Generation(
             text=choice.message.content or "",
-            model=response.model or self.model,
+            model=served_model(response.model, self.model),
             prompt_tokens=usage.prompt_tokens if usage else 0,
             completion_tokens=usage.completion_tokens if usage else 0,
             finish_reason=choice.finish_reason or "",
