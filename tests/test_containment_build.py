@@ -462,7 +462,7 @@ def test_a_build_past_a_per_call_bound_is_rejected_and_cached(bounds, message, t
 
 @pytest.mark.parametrize(("cmd", "limits", "bound"), [
     (["sh", "-c", "while :; do :; done"], {"tree_cpu_s": 0.5}, "cpu"),
-    (["sh", "-c", "while :; do :; done"], {"job_s": 0.5}, "cpu"),
+    (["sh", "-c", "while :; do :; done"], {"process_cpu_s": 0.5}, "cpu"),
     (["sh", "-c", "sleep 30 & sleep 30 & sleep 30 & wait"], {"tree_processes": 3},
      "processes"),
     (["python3", "-c", "import time; b = b'x' * (200 << 20); time.sleep(30)"],

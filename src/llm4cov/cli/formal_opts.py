@@ -14,8 +14,8 @@ BUDGETS: dict[str, tuple[type, str, dict[str, Any], str]] = {
                     "BMC depth of the cover job, clock cycles."),
     "prove_depth": (int, "--prove-depth", {"min": 1}, "k of the k-induction prove jobs."),
     "job_timeout_s": (float, "--job-timeout", {"min": 1.0},
-                      "Seconds of each SBY job: its wall seconds or, if fewer, its CPU "
-                      "seconds (the wall clock ends it at three times as many)."),
+                      "Seconds of each SBY job: CPU seconds per solver process it runs "
+                      "(the wall clock ends it at three times as many)."),
     "prove_budget_s": (float, "--prove-budget", {"min": 0.0},
                        "Seconds for all prove jobs of one analysis: per job its wall "
                        "seconds or, if fewer, its CPU seconds (no round starts after "

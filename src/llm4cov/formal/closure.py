@@ -45,6 +45,7 @@ from llm4cov.formal.sby import JobResult, job_text, parse_log, read_witness
 from llm4cov.formal.soundness import frontend_macros, own_constraints
 from llm4cov.formal.stimulus import Phase, closing_testbench
 from llm4cov.formal.tools import (
+    ENGINES,
     WALL_FACTOR,
     Budget,
     FormalTools,
@@ -62,7 +63,7 @@ from llm4cov.tasks.hdl import Port, compile_order, search_dirs
 from llm4cov.tasks.model import SourceFile, Task
 from llm4cov.util.files import write_text_atomic
 
-CACHE_VERSION = 8
+CACHE_VERSION = 9
 
 
 @dataclass(frozen=True)
@@ -76,7 +77,7 @@ class FormalConfig:
     less on the machine's load than a wall-clock budget's.
 
     ``cover_depth``: BMC depth of the cover job; ``prove_depth``: k of the k-induction;
-    ``job_timeout_s``: the limit of each SBY job (job seconds, as a budget counts them);
+    ``job_timeout_s``: the limit of each SBY job (CPU seconds per solver process);
     ``max_goals``: goals per design (toggles expand per bit and direction);
     ``max_prove_rounds``/``prove_budget_s``: reruns and seconds of the Houdini
     loop (smtbmc names one failing assertion per induction run; a round starts while
@@ -275,7 +276,7 @@ class _Runner:
             result = self.sby(name, job_text(
                 compiled, self.task.dut_module_name, mode, depth, self.task.parameters,
                 self.task.defines, incdirs, frontend, copied=placement.files),
-                workdir, timeout_s)
+                workdir, timeout_s, ENGINES[mode])
             if result.status != "ERROR" or result.cycles:
                 self.frontend = frontend
                 self.used.add(frontend)
@@ -284,27 +285,27 @@ class _Runner:
         result.error = "; ".join(errors)
         return placement, result
 
-    def sby(self, name: str, text: str, workdir: Path, timeout_s: float | None = None
-            ) -> JobResult:
+    def sby(self, name: str, text: str, workdir: Path, timeout_s: float | None = None,
+            engines: int = 1) -> JobResult:
         """Write the job ``text`` to ``NAME.sby`` in ``workdir``, run it and parse its log
-        (counted in :attr:`jobs`)."""
+        (counted in :attr:`jobs`); ``engines``: solver processes it runs side by side."""
         (workdir / f"{name}.sby").write_text(text, encoding="utf-8")
         self.jobs += 1
-        proc = self.tool(self.tools.sby_command(f"{name}.sby"), workdir, timeout_s)
+        proc = self.tool(self.tools.sby_command(f"{name}.sby"), workdir, timeout_s, engines)
         result = parse_log(proc.output, name)
         if proc.timed_out or proc.exceeded == "cpu":
             result.status = "TIMEOUT"
         return result
 
-    def tool(self, cmd: list[str], workdir: Path, seconds: float | None = None
-             ) -> ProcessResult:
+    def tool(self, cmd: list[str], workdir: Path, seconds: float | None = None,
+             engines: int = 1) -> ProcessResult:
         """``cmd`` through :func:`~llm4cov.formal.tools.run_tool` limited to ``seconds``
-        (default ``job_timeout_s``) job seconds and
-        :data:`~llm4cov.formal.tools.WALL_FACTOR` times as many wall seconds; counted in
-        :attr:`meter`."""
+        (default ``job_timeout_s``) CPU seconds per solver process (``engines`` of them)
+        and :data:`~llm4cov.formal.tools.WALL_FACTOR` times as many wall seconds;
+        counted in :attr:`meter`."""
         seconds = seconds or self.config.job_timeout_s
         proc = run_tool(self.tools, cmd, workdir, seconds, self.config.sandbox,
-                        wall_s=WALL_FACTOR * seconds)
+                        wall_s=WALL_FACTOR * seconds, engines=engines)
         self.meter.add(proc)
         return proc
 

