@@ -81,3 +81,17 @@ def test_remove_tool_error_rounds_cuts_the_rest_of_their_samples(tmp_path):
     assert log.append({**rows[1], "tool_error": False})  # the key is free again
     assert remove_tool_error_rounds(log) == 0
     assert not (tmp_path / ".results.jsonl.tmp").exists()
+
+
+def test_a_row_with_a_lone_surrogate_is_written_and_reads_back_equal(tmp_path):
+    """A lone surrogate (text read with ``surrogateescape``, a JSON ``\\udc80`` escape)
+    cannot be UTF-8: the row is written with non-ASCII escaped (a thirty-ninth red
+    team's answer ended a bench run here); other rows stay readable UTF-8."""
+    path = tmp_path / "r.jsonl"
+    log = ResultLog(path, ("task", "sample"))
+    assert log.append({"task": "t", "sample": 0, "text": "é \udc80 ok"})
+    assert log.append({"task": "t", "sample": 1, "text": "é"})
+    assert [r["text"] for r in ResultLog(path, ("task", "sample")).rows()] == [
+        "é \udc80 ok", "é"]
+    assert path.read_bytes().decode("utf-8").splitlines()[1].endswith('"text": "é"}')
+

@@ -48,6 +48,15 @@ def test_the_served_model_name_is_recorded_only_when_it_looks_like_one(served, r
     assert gen.model == recorded
 
 
+def test_a_lone_surrogate_in_an_answer_becomes_the_replacement_character():
+    """JSON's ``\\udc80`` decodes to a lone surrogate, which no UTF-8 file holds: the
+    answer is written to results and training data (a thirty-ninth red team ended a
+    bench run with one)."""
+    with ReplayServer(["I cannot write it.\udc80"]) as server:
+        gen = get_policy("qwen-test", base_url=server.base_url).generate(_request())
+    assert gen.text == "I cannot write it.\ufffd"
+
+
 def test_retries_transient_server_errors():
     with ReplayServer(["ok"], fail_first=2) as server:
         policy = get_policy("m", base_url=server.base_url, max_retries=3)

@@ -31,6 +31,17 @@ def served_model(reported: str | None, asked: str) -> str:
     return reported if reported and MODEL_ID.fullmatch(reported) else asked
 
 
+def valid_text(text: str) -> str:
+    """``text`` with every lone surrogate (a JSON ``\\udc80`` escape decodes to one: no
+    Unicode text holds it, and no UTF-8 file can) replaced by U+FFFD: an answer is
+    written to results, reports and training data (a thirty-ninth red team ended a bench
+    run with one)."""
+    return _SURROGATE.sub("\ufffd", text)
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def api_key_from_env() -> str:
     """The API key: ``LLM4COV_API_KEY`` or ``OPENAI_API_KEY``, else ``"EMPTY"``."""
     return os.environ.get("LLM4COV_API_KEY") or os.environ.get("OPENAI_API_KEY") or "EMPTY"
@@ -92,7 +103,7 @@ class OpenAIChatPolicy:
         choice = response.choices[0]
         usage = response.usage
         return Generation(
-            text=choice.message.content or "",
+            text=valid_text(choice.message.content or ""),
             model=served_model(response.model, self.model),
             prompt_tokens=usage.prompt_tokens if usage else 0,
             completion_tokens=usage.completion_tokens if usage else 0,
