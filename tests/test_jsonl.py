@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from llm4cov.util.jsonl import ResultLog, bounded_lines, iter_json_objects, iter_jsonl
+from llm4cov.util.jsonl import (
+    ResultLog,
+    bounded_lines,
+    iter_json_objects,
+    iter_jsonl,
+    json_line,
+)
 
 
 def test_append_skips_existing_keys_and_resumes(tmp_path):
@@ -94,4 +100,6 @@ def test_a_row_with_a_lone_surrogate_is_written_and_reads_back_equal(tmp_path):
     assert [r["text"] for r in ResultLog(path, ("task", "sample")).rows()] == [
         "é \udc80 ok", "é"]
     assert path.read_bytes().decode("utf-8").splitlines()[1].endswith('"text": "é"}')
-
+    # the same for the training data files (synth export, LLaMA-Factory data)
+    assert json_line({"t": "é\udc80"}) == '{"t": "\\u00e9\\udc80"}\n'
+    assert json_line({"t": "é"}) == '{"t": "é"}\n'

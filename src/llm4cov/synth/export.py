@@ -37,7 +37,7 @@ from llm4cov.synth.records import DataPoint, RepoStatus, Verdict
 from llm4cov.synth.tokens import TokenCounter, get_token_counter
 from llm4cov.tasks.model import Task
 from llm4cov.util.files import write_text_atomic
-from llm4cov.util.jsonl import iter_jsonl
+from llm4cov.util.jsonl import iter_jsonl, json_line
 from llm4cov.util.settings import ConfigError, validate
 
 SFT_FILE = "sft.jsonl"
@@ -169,8 +169,7 @@ def export_dataset(
         "kept_after": _split_counts([i for i in items if i.key in survivors], short),
     }
     out_dir.mkdir(parents=True, exist_ok=True)
-    write_text_atomic(out_dir / SFT_FILE, "".join(json.dumps(r, ensure_ascii=False) + "\n"
-                                              for r in rows))
+    write_text_atomic(out_dir / SFT_FILE, "".join(json_line(r) for r in rows))
     name = config.name or f"llm4cov_stage{run['config']['stage']}"
     write_text_atomic(out_dir / "dataset_info.json",
                   json.dumps(llamafactory_entry(name), indent=2) + "\n")

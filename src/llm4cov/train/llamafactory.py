@@ -15,6 +15,7 @@ import yaml
 
 from llm4cov.train.config import TrainConfig
 from llm4cov.train.data import LengthSplit, load_split
+from llm4cov.util.jsonl import json_line
 
 DATASET = "llm4cov_stage"
 DATA_FILE = "train.jsonl"
@@ -87,7 +88,7 @@ def export_llamafactory(
     to.mkdir(parents=True, exist_ok=True)
     with (to / DATA_FILE).open("w", encoding="utf-8") as fh:
         for s in split.kept:
-            fh.write(json.dumps({"messages": s.messages}, ensure_ascii=False) + "\n")
+            fh.write(json_line({"messages": s.messages}))
     info = llamafactory_entry(DATASET, DATA_FILE)
     (to / "dataset_info.json").write_text(json.dumps(info, indent=2), encoding="utf-8")
     (to / "dropped.json").write_text(

@@ -87,6 +87,20 @@ def iter_jsonl(path: Path | str) -> Iterator[dict[str, Any]]:
                 raise ValueError(f"{path}:{n}: corrupt JSONL line: {exc}") from exc
 
 
+def json_line(obj: Any, sort_keys: bool = False) -> str:
+    """``obj`` as one JSON line (newline included), non-ASCII kept as is; an object
+    holding a lone surrogate (text read with ``surrogateescape``, a JSON ``\\udc80`` a
+    server sent) is written with every non-ASCII character escaped, so that the line is
+    valid UTF-8 and reads back equal (a thirty-ninth red team's answer ended a bench run
+    on it)."""
+    line = json.dumps(obj, ensure_ascii=False, sort_keys=sort_keys)
+    try:
+        line.encode("utf-8")
+    except UnicodeEncodeError:
+        line = json.dumps(obj, sort_keys=sort_keys)
+    return line + "\n"
+
+
 class ResultLog:
     """A durable, append-only JSONL file of result rows, safe across threads.
 
@@ -137,16 +151,7 @@ class ResultLog:
 
     @staticmethod
     def _line(row: dict[str, Any]) -> str:
-        """``row`` as one JSON line; a row holding a lone surrogate (text read with
-        ``surrogateescape``, a JSON ``\\udc80`` a server sent) is written with every
-        non-ASCII character escaped, so that it is valid UTF-8 and reads back equal (a
-        thirty-ninth red team's answer ended a bench run on it)."""
-        line = json.dumps(row, ensure_ascii=False, sort_keys=True)
-        try:
-            line.encode("utf-8")
-        except UnicodeEncodeError:
-            line = json.dumps(row, sort_keys=True)
-        return line + "\n"
+        return json_line(row, sort_keys=True)
 
     def append(self, row: dict[str, Any]) -> bool:
         """Write ``row`` durably; returns False (and writes nothing) if its key exists."""
