@@ -21,6 +21,7 @@ from llm4cov.policies.bounded_http import bounded_clients
 MODEL_ID = re.compile(r"[A-Za-z0-9][\w.:/@+-]{0,199}", re.ASCII)
 """What a model name the server reports may look like to be recorded (a Hugging Face id,
 a GGUF file name, ``name:tag``)."""
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def served_model(reported: str | None, asked: str) -> str:
@@ -37,9 +38,6 @@ def valid_text(text: str) -> str:
     written to results, reports and training data (a thirty-ninth red team ended a bench
     run with one)."""
     return _SURROGATE.sub("\ufffd", text)
-
-
-_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def api_key_from_env() -> str:
